@@ -1,0 +1,57 @@
+"""The one interface every model offers; the trainers, losses and translator call only this.
+
+    enc    = model.encode(batch)                      -> EncoderOutput
+    state  = model.init_state(batch, enc)             -> DecoderState (holds what decoding needs,
+                                                          encoder memory included)
+    logp, state, attns = model.decode_step(inputs, state)
+             inputs: (B,) ids in the extended vocabulary of the previous step; ids >= V_tgt are
+                     replaced by <unk> inside the model before embedding.
+             logp:   (B, X) log-probabilities over the extended vocabulary (X = V_tgt + n_oov for
+                     copy models, X = V_tgt otherwise).
+             attns:  dict of (B, S) tensors, at least "std" (the attention over the source) when
+                     the model attends.
+    logp, attns = model(batch)                         teacher forcing on batch.tgt
+             logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: dict of (B, T-1, S)
+             ("std", and "coverage" for coverage models: the coverage before each step).
+    state.reorder(index) -> DecoderState               index: (B',) rows to keep/repeat (beams).
+
+Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
+vocabulary).
+"""
+from dataclasses import dataclass, fields, replace
+from typing import Optional
+
+import torch
+
+
+@dataclass
+class EncoderOutput:
+    memory: torch.Tensor                 # (B, S, H) encoder states
+    final: Optional[object]              # decoder initial hidden state (tensor or (h, c)), (L, B, H)
+    mask: torch.Tensor                   # (B, S) True at real source positions
+
+
+def reorder_value(value, index, batch_dim=0):
+    """index_select along the batch dimension of a tensor, or of each tensor in a tuple/list."""
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        return value.index_select(batch_dim, index)
+    if isinstance(value, (tuple, list)):
+        return type(value)(reorder_value(v, index, batch_dim) for v in value)
+    return value
+
+
+class DecoderStateBase:
+    """A dataclass mix-in: reorder() selects rows of every tensor field.
+
+    Fields listed in `_batch_dims` use that dimension as their batch dimension (e.g. 1 for RNN
+    hidden states shaped (L, B, H)); all others use dimension 0. Non-tensor fields are copied.
+    """
+
+    _batch_dims = {}
+
+    def reorder(self, index):
+        changes = {f.name: reorder_value(getattr(self, f.name), index, self._batch_dims.get(f.name, 0))
+                   for f in fields(self)}
+        return replace(self, **changes)

@@ -1,0 +1,232 @@
+"""Every command-line option of the toolkit, one function per group.
+
+Options are declared here and nowhere else; `validate_*` functions hold the cross-option checks.
+Every option can also come from a YAML file given with ``-config``.
+"""
+import configargparse
+
+
+class OptionError(ValueError):
+    """An invalid combination of options; the entry points print it as one line."""
+
+
+def _parser(description):
+    return configargparse.ArgumentParser(
+        description=description,
+        config_file_parser_class=configargparse.YAMLConfigFileParser,
+        formatter_class=configargparse.ArgumentDefaultsHelpFormatter,
+    )
+
+
+def config_opts(parser):
+    parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
+
+
+# --------------------------------------------------------------------------- preprocess
+def preprocess_opts(parser):
+    g = parser.add_argument_group("Data")
+    g.add("-train_src", required=True, help="training source file (plain or .gz)")
+    g.add("-train_tgt", required=True, help="training target file (plain or .gz)")
+    g.add("-valid_src", default=None, help="validation source file")
+    g.add("-valid_tgt", default=None, help="validation target file")
+    g.add("-save_data", required=True, help="output prefix for vocabulary and shards")
+    g.add("-shard_size", type=int, default=1000000, help="examples per shard")
+    g.add("-seed", type=int, default=3435, help="random seed")
+    g.add("-report_every", type=int, default=100000, help="report progress every N lines")
+    g.add("-log_file", default="", help="also log to this file")
+    g = parser.add_argument_group("Vocabulary")
+    g.add("-src_vocab_size", type=int, default=50000, help="source vocabulary size (specials included)")
+    g.add("-tgt_vocab_size", type=int, default=50000, help="target vocabulary size (specials included)")
+    g.add("-src_words_min_frequency", type=int, default=0, help="drop source words rarer than this")
+    g.add("-tgt_words_min_frequency", type=int, default=0, help="drop target words rarer than this")
+    g.add("-share_vocab", action="store_true",
+          help="one frequency-ordered word list; the target vocabulary is its prefix")
+    g.add("-dynamic_dict", action="store_true", help="per-example OOV lists, src_ex and tgt_ex (copy)")
+    g.add("-lower", action="store_true", help="lowercase the text")
+    g = parser.add_argument_group("Pruning")
+    g.add("-src_seq_length", type=int, default=50, help="drop examples with a longer source")
+    g.add("-tgt_seq_length", type=int, default=50, help="drop examples with a longer target")
+    g.add("-src_seq_length_trunc", type=int, default=0, help="truncate sources to this length (0: off)")
+    g.add("-tgt_seq_length_trunc", type=int, default=0, help="truncate targets to this length (0: off)")
+
+
+def validate_preprocess_opts(opt):
+    from onmt.inputters.vocab import N_SPECIALS
+    for name in ("src_vocab_size", "tgt_vocab_size"):
+        if getattr(opt, name) <= N_SPECIALS:
+            raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the {N_SPECIALS} special tokens")
+    if opt.shard_size <= 0:
+        raise OptionError(f"-shard_size must be positive, got {opt.shard_size}")
+    if (opt.valid_src is None) != (opt.valid_tgt is None):
+        raise OptionError("-valid_src and -valid_tgt go together")
+    if opt.share_vocab and opt.tgt_vocab_size > opt.src_vocab_size:
+        raise OptionError("-share_vocab needs -tgt_vocab_size <= -src_vocab_size "
+                          "(the target vocabulary is a prefix of the source vocabulary)")
+
+
+# --------------------------------------------------------------------------- model
+def model_opts(parser):
+    g = parser.add_argument_group("Model")
+    g.add("-reinforced", action="store_true",
+          help="Paulus et al.'s deep reinforced model (implies -share_embeddings -copy_attn)")
+    g.add("-rnn_type", default="LSTM", choices=["LSTM", "GRU"], help="recurrent unit")
+    g.add("-layers", type=int, default=-1, help="layers of encoder and decoder (overrides the two below)")
+    g.add("-enc_layers", type=int, default=2, help="encoder layers")
+    g.add("-dec_layers", type=int, default=2, help="decoder layers")
+    g.add("-brnn", action="store_true", help="bidirectional encoder (each direction gets rnn_size/2)")
+    g.add("-rnn_size", type=int, default=500, help="decoder hidden size = encoder output size")
+    g.add("-word_vec_size", type=int, default=500, help="word embedding size")
+    g.add("-dropout", type=float, default=0.3, help="dropout probability")
+    g.add("-global_attention", default="general", choices=["none", "dot", "general", "mlp"],
+          help="attention type; none is Cho et al.'s fixed-context model")
+    g.add("-input_feed", type=int, default=1, choices=[0, 1],
+          help="feed the previous attentional vector to the decoder")
+    g.add("-copy_attn", action="store_true", help="See et al.'s pointer-generator")
+    g.add("-coverage_attn", action="store_true", help="coverage vector in attention and coverage loss")
+    g.add("-lambda_coverage", type=float, default=1.0, help="weight of the coverage loss")
+    g.add("-share_embeddings", action="store_true", help="share encoder/decoder embeddings (-share_vocab data)")
+    g.add("-pre_word_vecs_enc", default=None, help="GloVe-format text file for encoder embeddings")
+    g.add("-pre_word_vecs_dec", default=None, help="GloVe-format text file for decoder embeddings")
+    g.add("-param_init", type=float, default=0.1, help="uniform init range (0: PyTorch defaults)")
+    g = parser.add_argument_group("Reinforced model")
+    g.add("-no_temporal_attn", action="store_true", help="ablation: plain (not intra-temporal) encoder attention")
+    g.add("-no_intra_decoder_attn", action="store_true", help="ablation: no intra-decoder attention")
+    g.add("-no_tied_output", action="store_true", help="ablation: free W_out instead of tanh(E_tgt W_proj)")
+    g.add("-scheduled_sampling", type=float, default=0.0,
+          help="probability that the next decoder input is the model's own previous prediction")
+    g.add("-scheduled_sampling_mode", default="argmax", choices=["argmax", "sample"],
+          help="how the model's own prediction is chosen for scheduled sampling")
+
+
+def validate_model_opts(opt):
+    if getattr(opt, "layers", -1) > 0:
+        opt.enc_layers = opt.dec_layers = opt.layers
+    if opt.reinforced:
+        opt.share_embeddings = True
+        opt.copy_attn = True
+    if opt.brnn and opt.rnn_size % 2:
+        raise OptionError(f"-brnn needs an even -rnn_size, got {opt.rnn_size}")
+    if opt.coverage_attn and not opt.copy_attn and opt.global_attention == "none":
+        raise OptionError("-coverage_attn needs attention (-global_attention is none)")
+    if opt.copy_attn and opt.global_attention == "none":
+        raise OptionError("-copy_attn needs attention (-global_attention is none)")
+    if not 0.0 <= opt.scheduled_sampling <= 1.0:
+        raise OptionError(f"-scheduled_sampling must be in [0, 1], got {opt.scheduled_sampling}")
+
+
+# --------------------------------------------------------------------------- train
+def train_opts(parser):
+    g = parser.add_argument_group("General")
+    g.add("-data", required=True, help="prefix given to preprocess.py -save_data")
+    g.add("-save_model", default="model", help="checkpoints are {save_model}_step_{N}.pt")
+    g.add("-train_from", default="", help="resume everything from this checkpoint")
+    g.add("-gpu", type=int, default=-1, help="GPU id (-1: CPU)")
+    g.add("-seed", type=int, default=3435, help="random seed")
+    g.add("-log_file", default="", help="also log to this file")
+    g.add("-amp", action="store_true", help="automatic mixed precision on CUDA")
+    g = parser.add_argument_group("Schedule")
+    g.add("-train_steps", type=int, default=100000, help="stop after this many steps")
+    g.add("-epochs", type=int, default=0, help="if > 0, train this many epochs instead of -train_steps")
+    g.add("-valid_steps", type=int, default=10000, help="validate every N steps")
+    g.add("-save_checkpoint_steps", type=int, default=5000, help="save every N steps")
+    g.add("-keep_checkpoint", type=int, default=-1, help="keep the last N checkpoints (-1: all)")
+    g.add("-report_every", type=int, default=50, help="log every N steps")
+    g = parser.add_argument_group("Batching")
+    g.add("-batch_size", type=int, default=64, help="batch size (sentences or tokens)")
+    g.add("-batch_type", default="sents", choices=["sents", "tokens"], help="unit of -batch_size")
+    g.add("-valid_batch_size", type=int, default=32, help="validation batch size (sentences)")
+    g.add("-pool_factor", type=int, default=100, help="batches per length-sorted bucket pool")
+    g = parser.add_argument_group("Optimization")
+    g.add("-optim", default="sgd", choices=["sgd", "adagrad", "adam"], help="optimizer")
+    g.add("-learning_rate", type=float, default=1.0, help="learning rate")
+    g.add("-adagrad_accumulator_init", type=float, default=0.0, help="initial Adagrad accumulator")
+    g.add("-adam_beta1", type=float, default=0.9)
+    g.add("-adam_beta2", type=float, default=0.999)
+    g.add("-max_grad_norm", type=float, default=5.0, help="clip gradients to this norm (0: off)")
+
+
+def validate_train_opts(opt):
+    if opt.batch_size <= 0:
+        raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
+    if opt.train_steps <= 0 and opt.epochs <= 0:
+        raise OptionError("one of -train_steps or -epochs must be positive")
+    if opt.gpu >= 0:
+        import torch
+        if not torch.cuda.is_available():
+            raise OptionError(f"-gpu {opt.gpu} given but CUDA is not available")
+
+
+# --------------------------------------------------------------------------- translate
+def translate_opts(parser):
+    g = parser.add_argument_group("Data")
+    g.add("-model", required=True, help="checkpoint to translate with")
+    g.add("-src", required=True, help="source file, one example per line")
+    g.add("-tgt", default=None, help="score these targets (gold score, perplexity)")
+    g.add("-output", default="pred.txt", help="predictions, one line per input line")
+    g.add("-gpu", type=int, default=-1, help="GPU id (-1: CPU)")
+    g.add("-batch_size", type=int, default=30, help="examples per batch")
+    g.add("-verbose", action="store_true", help="print source, prediction and score")
+    g.add("-log_file", default="", help="also log to this file")
+    g.add("-seed", type=int, default=829, help="random seed")
+    g = parser.add_argument_group("Search")
+    g.add("-beam_size", type=int, default=5, help="beam size (1: greedy)")
+    g.add("-n_best", type=int, default=1, help="output the n best hypotheses")
+    g.add("-min_length", type=int, default=0, help="minimum prediction length")
+    g.add("-max_length", type=int, default=100, help="maximum prediction length")
+    g.add("-length_penalty", default="none", choices=["none", "avg", "wu"], help="length penalty")
+    g.add("-alpha", type=float, default=0.0, help="length penalty parameter for wu")
+    g.add("-block_ngram_repeat", type=int, default=0, help="never repeat an n-gram of this size (0: off)")
+    g.add("-avoid_trigram_repetition", action="store_true", help="same as -block_ngram_repeat 3")
+    g.add("-ignore_when_blocking", nargs="+", default=[], help="tokens ignored by n-gram blocking")
+    g.add("-replace_unk", action="store_true",
+          help="replace <unk> with the source word of highest attention")
+
+
+def validate_translate_opts(opt):
+    if opt.avoid_trigram_repetition:
+        opt.block_ngram_repeat = 3
+    if opt.beam_size < 1:
+        raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
+    if not 1 <= opt.n_best <= opt.beam_size:
+        raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), got {opt.n_best}")
+    if opt.batch_size <= 0:
+        raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
+
+
+# --------------------------------------------------------------------------- evaluate
+def evaluate_opts(parser):
+    g = parser.add_argument_group("Evaluate")
+    g.add("-pred", required=True, help="predictions, one summary per line")
+    g.add("-ref", required=True, help="references, one summary per line")
+    g.add("-sentence_split", default=" . ",
+          help="split summaries into sentences on this token for summary-level ROUGE-L ('' = off)")
+
+
+# --------------------------------------------------------------------------- parsers
+def preprocess_parser():
+    p = _parser("Text -> vocabulary + numericalized shards")
+    config_opts(p)
+    preprocess_opts(p)
+    return p
+
+
+def train_parser():
+    p = _parser("Shards -> checkpoints")
+    config_opts(p)
+    model_opts(p)
+    train_opts(p)
+    return p
+
+
+def translate_parser():
+    p = _parser("Checkpoint + source -> predictions")
+    config_opts(p)
+    translate_opts(p)
+    return p
+
+
+def evaluate_parser():
+    p = _parser("Predictions + references -> ROUGE")
+    config_opts(p)
+    evaluate_opts(p)
+    return p
