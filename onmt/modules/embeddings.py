@@ -1,0 +1,83 @@
+"""Word embeddings (PAD row kept at zero) and loading of GloVe-format text vectors."""
+import gzip
+import logging
+
+import torch
+import torch.nn as nn
+
+from onmt.inputters.vocab import PAD
+from onmt.utils.cli import UserError
+
+logger = logging.getLogger(__name__)
+
+
+class Embeddings(nn.Module):
+    """A lookup table with padding_idx=PAD followed by optional dropout."""
+
+    def __init__(self, vocab_size, embedding_size, dropout=0.0):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.lut = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD)
+        self.dropout = nn.Dropout(dropout)
+
+    @property
+    def weight(self):
+        return self.lut.weight
+
+    def forward(self, ids):
+        """ids: (...) integer ids < vocab_size -> (..., E)."""
+        return self.dropout(self.lut(ids))
+
+    def zero_padding_row(self):
+        """Re-zero the PAD row (call after a custom initialization)."""
+        with torch.no_grad():
+            self.lut.weight[PAD].zero_()
+
+    def load_pretrained(self, path, vocab):
+        """Copy the vectors of `path` into the rows of `vocab`'s words; returns how many were found."""
+        found = load_glove_into(self.lut.weight, path, vocab)
+        self.zero_padding_row()
+        return found
+
+
+def _open_text(path):
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def load_glove_into(weight, path, vocab):
+    """Fill rows of `weight` (V, E) from a GloVe-format text file `word v1 ... vE`.
+
+    Only the first `weight.size(0)` words of `vocab` are looked up (a decoder may use a prefix of a
+    shared vocabulary). A first line `count dim` (word2vec header) is skipped. Returns the number of
+    vocabulary words that received a vector and logs it. Raises UserError naming the file and line
+    when a vector does not have E values.
+    """
+    n_rows, dim = weight.shape
+    found = 0
+    seen = set()
+    with torch.no_grad(), _open_text(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.rstrip("\n").rstrip().split(" ")
+            if len(parts) < 2:
+                continue
+            if lineno == 1 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+                continue  # word2vec-style header
+            word, values = parts[0], parts[1:]
+            if len(values) != dim:
+                raise UserError(f"{path}, line {lineno}: vector of dimension {len(values)} "
+                                f"for '{word}', but the embeddings have dimension {dim}")
+            idx = vocab.stoi.get(word)
+            if idx is None or idx >= n_rows or idx in seen:
+                continue
+            try:
+                vec = torch.tensor([float(v) for v in values], dtype=weight.dtype)
+            except ValueError:
+                raise UserError(f"{path}, line {lineno}: non-numeric value in the vector of '{word}'")
+            weight[idx].copy_(vec)
+            seen.add(idx)
+            found += 1
+    logger.info("%s: found vectors for %d of %d vocabulary words", path, found, n_rows)
+    return found

@@ -1,0 +1,93 @@
+"""Global attention over the encoder states: Luong's dot / general, Bahdanau's mlp, optional coverage.
+
+    score_i  = h . m_i                                  dot
+             = h . (W_a m_i)                            general
+             = v . tanh(W_m m_i + W_q h [+ w_c cov_i])  mlp (See et al.'s coverage inside the tanh)
+    dot / general with coverage add a learned scalar term  w_cov * cov_i  to the score.
+    a        = masked softmax over real source positions (padding gets exactly 0)
+    c        = sum_i a_i m_i
+    h~       = tanh(W_out [c; h])                       Luong's attentional vector
+"""
+import torch
+import torch.nn as nn
+
+ATTN_TYPES = ("dot", "general", "mlp")
+
+
+def masked_softmax(scores, mask, dim=-1):
+    """Softmax of `scores` over `dim` where `mask` is True; masked entries get exactly 0.
+
+    A row whose entries are all masked gives all zeros (never NaN). Scores are handled in float32
+    at least, so large magnitudes (1e4) and half precision inputs are safe.
+    """
+    dtype = scores.dtype if scores.dtype in (torch.float32, torch.float64) else torch.float32
+    scores = scores.to(dtype).masked_fill(~mask, torch.finfo(dtype).min)
+    probs = torch.softmax(scores, dim=dim)
+    return probs * mask.to(dtype)
+
+
+class GlobalAttention(nn.Module):
+    """Attention of one decoder query over the encoder memory.
+
+    Args:
+        dim: size of the query, the memory states and the attentional output (H).
+        attn_type: "dot", "general" or "mlp".
+        coverage: add a coverage term to the scores.
+    """
+
+    def __init__(self, dim, attn_type="general", coverage=False):
+        super().__init__()
+        if attn_type not in ATTN_TYPES:
+            raise ValueError(f"unknown attention type {attn_type!r}; expected one of {ATTN_TYPES}")
+        self.dim, self.attn_type, self.coverage = dim, attn_type, coverage
+        if attn_type == "general":
+            self.linear_in = nn.Linear(dim, dim, bias=False)
+        elif attn_type == "mlp":
+            self.linear_memory = nn.Linear(dim, dim, bias=True)
+            self.linear_query = nn.Linear(dim, dim, bias=False)
+            self.v = nn.Linear(dim, 1, bias=False)
+        if coverage:
+            if attn_type == "mlp":
+                self.linear_cover = nn.Linear(1, dim, bias=False)  # w_c, a vector inside the tanh
+            else:
+                self.cover_weight = nn.Parameter(torch.zeros(1))  # scalar w_cov added to the score
+        self.linear_out = nn.Linear(2 * dim, dim, bias=attn_type == "mlp")
+
+    def precompute_keys(self, memory):
+        """The query-independent part of the scores, computed once per source: (B, S, H)."""
+        if self.attn_type == "general":
+            return self.linear_in(memory)  # (B, S, H)
+        if self.attn_type == "mlp":
+            return self.linear_memory(memory)  # (B, S, H)
+        return memory
+
+    def score(self, query, keys, coverage=None):
+        """query (B, H), keys (B, S, H), coverage (B, S) or None -> raw scores (B, S)."""
+        if self.attn_type == "mlp":
+            hidden = keys + self.linear_query(query).unsqueeze(1)  # (B, S, H)
+            if self.coverage and coverage is not None:
+                hidden = hidden + self.linear_cover(coverage.unsqueeze(-1).to(hidden.dtype))
+            return self.v(torch.tanh(hidden)).squeeze(-1)  # (B, S)
+        scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
+        if self.coverage and coverage is not None:
+            scores = scores + self.cover_weight * coverage
+        return scores
+
+    def forward(self, query, memory, mask, keys=None, coverage=None):
+        """Attend with one query per example.
+
+        Args:
+            query: (B, H) decoder output of this step.
+            memory: (B, S, H) encoder states.
+            mask: (B, S) True at real source positions.
+            keys: (B, S, H) from precompute_keys(memory); computed here when None.
+            coverage: (B, S) sum of the previous attention distributions, for coverage models.
+        Returns:
+            attn_h (B, H) attentional vector, align (B, S) attention, context (B, H).
+        """
+        if keys is None:
+            keys = self.precompute_keys(memory)
+        align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S)
+        context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H)
+        attn_h = torch.tanh(self.linear_out(torch.cat([context, query], dim=-1)))  # (B, H)
+        return attn_h, align, context

@@ -1,0 +1,99 @@
+"""What greedy and beam search share: hypotheses, length penalties and the per-step token rules.
+
+Rules applied to the log-probabilities of every step, in both searches (so that beam size 1 is
+exactly greedy):
+- `<blank>` and `<s>` are never produced;
+- `</s>` is forbidden while fewer than `min_length` tokens have been produced;
+- once `max_length` tokens have been produced, `</s>` is the only choice, so every prediction has
+  at most `max_length` tokens (the final `</s>` not counted, not returned);
+- with `block_ngram_repeat` N > 0, a hypothesis never produces an N-gram it already contains;
+  N-grams holding a token of `ignore_ids` are not considered. `</s>` is never blocked.
+Scores are sums of log-probabilities (the final `</s>` included), divided by the length penalty of
+the number of produced tokens counting `</s>`.
+"""
+from dataclasses import dataclass
+from typing import List, Optional
+
+import torch
+
+from onmt.inputters.vocab import BOS, EOS, PAD
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Hypothesis:
+    tokens: List[int]                    # ids in the example's extended vocabulary, </s> excluded
+    score: float                         # length-penalized sum of log-probabilities
+    log_prob: float                      # raw sum of log-probabilities (</s> included)
+    attn: Optional[torch.Tensor] = None  # (len(tokens), S) attention of each produced token
+
+
+def length_penalty(kind, length, alpha=0.0):
+    """Divisor of the summed log-probability of a hypothesis of `length` tokens (</s> included).
+
+    none: 1; avg: length; wu: ((5 + length) / 6) ** alpha (Wu et al. 2016).
+    `length` may be a number or a tensor.
+    """
+    if kind == "none":
+        return torch.ones_like(length, dtype=torch.float) if torch.is_tensor(length) else 1.0
+    if kind == "avg":
+        return length.float() if torch.is_tensor(length) else float(length)
+    if kind == "wu":
+        return ((5.0 + (length.float() if torch.is_tensor(length) else length)) / 6.0) ** alpha
+    raise ValueError(f"unknown length penalty {kind!r}")
+
+
+def max_penalty(kind, lo, hi, alpha=0.0):
+    """The largest penalty over lengths lo..hi: dividing a non-positive score by it bounds from above
+    every score that hypothesis can still reach (log-probabilities only decrease the sum)."""
+    lengths = torch.arange(lo, max(lo, hi) + 1)
+    return float(length_penalty(kind, lengths, alpha).max())
+
+
+def blocked_ngrams(history, n, vocab_size, ignore_ids=None):
+    """Tokens that would repeat an n-gram already in each row of `history`.
+
+    history: (R, L) produced ids; returns (R, vocab_size) bool, True where the next token is
+    forbidden. The next token t is forbidden when (last n-1 tokens, t) equals some earlier n-gram
+    of the row; n-grams holding a token of `ignore_ids` (1-D tensor) never count.
+    """
+    R, L = history.shape
+    blocked = torch.zeros(R, vocab_size, dtype=torch.bool, device=history.device)  # (R, X)
+    if n <= 0 or L < n:
+        return blocked
+    grams = history.unfold(1, n, 1)                                  # (R, L-n+1, n)
+    last = history[:, L - n + 1:]                                    # (R, n-1)
+    match = (grams[:, :, :n - 1] == last.unsqueeze(1)).all(-1)       # (R, L-n+1)
+    if ignore_ids is not None and ignore_ids.numel() > 0:
+        has_ignored = torch.isin(grams, ignore_ids.to(history.device)).any(-1)  # (R, L-n+1)
+        match &= ~has_ignored
+    counts = torch.zeros(R, vocab_size, device=history.device)       # (R, X)
+    counts.scatter_add_(1, grams[:, :, n - 1], match.float())
+    blocked = counts > 0
+    blocked[:, EOS] = False
+    return blocked
+
+
+def apply_rules(logp, history, step, *, min_length, max_length, block_ngram_repeat=0, ignore_ids=None):
+    """The step's token rules (module docstring) applied to logp (R, X); `step` tokens produced so far,
+    history (R, step). Returns a new tensor."""
+    eos = logp[:, EOS].clone()
+    logp = logp.clone()
+    logp[:, PAD] = NEG_INF
+    logp[:, BOS] = NEG_INF
+    if step < min_length:
+        logp[:, EOS] = NEG_INF
+    if block_ngram_repeat > 0 and step >= block_ngram_repeat:
+        logp.masked_fill_(blocked_ngrams(history, block_ngram_repeat, logp.size(1), ignore_ids), NEG_INF)
+    if step >= max_length:   # wins over min_length
+        logp.fill_(NEG_INF)
+        logp[:, EOS] = eos
+    return logp
+
+
+def attention_of(attns):
+    """The source attention of a decode step, or None for models that do not attend."""
+    if not attns:
+        return None
+    return attns.get("std")

@@ -1,0 +1,50 @@
+"""Greedy decoding, batched over examples: the most probable token at every step.
+
+Follows the token rules of `onmt.translate.decoding`, so it returns exactly what beam search
+returns with beam size 1.
+"""
+import torch
+
+from onmt.inputters.vocab import BOS, EOS
+from onmt.translate.decoding import Hypothesis, apply_rules, attention_of, length_penalty
+
+
+@torch.no_grad()
+def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_kind="none", alpha=0.0,
+                  block_ngram_repeat=0, ignore_ids=None, keep_attn=False):
+    """Decode `batch` greedily; returns, per example, a one-element list of Hypothesis."""
+    enc = model.encode(batch)
+    state = model.init_state(batch, enc)
+    B = batch.batch_size
+    device = batch.src.device
+    inputs = torch.full((B,), BOS, dtype=torch.long, device=device)      # (B,)
+    history = torch.zeros(B, 0, dtype=torch.long, device=device)         # (B, t)
+    log_prob = torch.zeros(B, device=device)                             # (B,)
+    finished = torch.zeros(B, dtype=torch.bool, device=device)           # (B,)
+    lengths = torch.zeros(B, dtype=torch.long, device=device)            # (B,) tokens incl. </s>
+    attn_steps = []
+    for step in range(max_length + 1):
+        logp, state, attns = model.decode_step(inputs, state)            # (B, X)
+        logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
+                           block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
+        best_lp, token = logp.max(dim=1)                                 # (B,), (B,)
+        log_prob += torch.where(finished, torch.zeros_like(best_lp), best_lp)
+        lengths += (~finished).long()
+        history = torch.cat([history, token.unsqueeze(1)], dim=1)        # (B, t+1)
+        if keep_attn:
+            attn = attention_of(attns)
+            if attn is not None:
+                attn_steps.append(attn.float())
+        finished |= token == EOS
+        inputs = token
+        if bool(finished.all()):
+            break
+    attn_all = torch.stack(attn_steps, dim=1) if attn_steps else None    # (B, T, S)
+    scores = log_prob / length_penalty(length_penalty_kind, lengths, alpha)  # (B,)
+    results = []
+    hist, lens, scores_l, lp_l = history.tolist(), lengths.tolist(), scores.tolist(), log_prob.tolist()
+    for b in range(B):
+        n = lens[b] - 1 if hist[b][lens[b] - 1] == EOS else lens[b]     # without </s>
+        attn_b = attn_all[b, :n].cpu() if attn_all is not None else None
+        results.append([Hypothesis(hist[b][:n], scores_l[b], lp_l[b], attn_b)])
+    return results

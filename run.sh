@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# onmt-reinforced driver: ./run.sh ACTION [ACTION ...]
+# Variables (override from the environment):
+#   data        folder with {train,valid,test}.{src,tgt}.txt      (default: data/cnndm)
+#   root        folder for preprocessed data, models, predictions (default: runs/cnndm)
+#   gpu         GPU id, -1 for CPU                               (default: -1)
+#   cnndm_path  raw CNN/DM folder read by `prepare`               (default: ../shared/data/cnndm)
+#   train_config  YAML options for `train`                        (default: config/cnndm_reinforced.yaml)
+#   preprocess_config  YAML options for `preprocess`              (default: config/cnndm_preprocess.yaml)
+#   TORCH_SPEC / TORCH_INDEX_URL  how `setup` installs PyTorch     (default: torch==2.13.0, CPU wheel)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+data=${data:-$here/data/cnndm}
+root=${root:-$here/runs/cnndm}
+gpu=${gpu:--1}
+cnndm_path=${cnndm_path:-$here/../shared/data/cnndm}
+train_config=${train_config:-$here/config/cnndm_reinforced.yaml}
+preprocess_config=${preprocess_config:-$here/config/cnndm_preprocess.yaml}
+venv=${venv:-$here/.venv}
+PY="$venv/bin/python"
+
+usage() {
+  cat <<USAGE
+usage: ./run.sh ACTION [ACTION ...]
+actions:
+  setup       create .venv and install the project (idempotent)
+  prepare     raw CNN/DM (\$cnndm_path) -> cleaned text in \$data
+  preprocess  text in \$data -> vocabulary + shards in \$root/prep
+  train       shards -> checkpoints in \$root/models   (options: \$train_config)
+  translate   latest checkpoint + \$data/test.src.txt -> \$root/pred.txt
+  evaluate    \$root/pred.txt vs \$data/test.tgt.txt -> ROUGE
+  demo        everything above on generated data, CPU, a few minutes
+  test        the test suite
+variables: data root gpu cnndm_path train_config preprocess_config (see the top of run.sh)
+USAGE
+}
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+setup() {
+  local stamp="$venv/.onmt-installed" want
+  want=$(cat "$here/pyproject.toml" | sha1sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import onmt, torch" 2>/dev/null; then
+    return 0
+  fi
+  [ -x "$PY" ] || python3 -m venv "$venv" || die "setup: cannot create $venv"
+  local idx=()
+  [ -n "${TORCH_INDEX_URL:-}" ] && idx=(--index-url "$TORCH_INDEX_URL")
+  "$PY" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}" "${idx[@]}" || die "setup: installing PyTorch failed"
+  "$PY" -m pip install -q -e "$here[test]" || die "setup: installing the project failed"
+  echo "$want" > "$stamp"
+}
+
+prepare() {
+  [ -d "$cnndm_path" ] || die "prepare: no CNN/DM folder at $cnndm_path (set cnndm_path)"
+  mkdir -p "$data"
+  local split side f found=0
+  for split in train valid test; do
+    for side in src tgt; do
+      f="$cnndm_path/$split.$side.txt"
+      [ -f "$f.gz" ] && f="$f.gz"
+      [ -f "$f" ] || continue
+      found=1
+      if [[ "$f" == *.gz ]]; then gzip -dc "$f"; else cat "$f"; fi \
+        | "$PY" "$here/tools/remove_eos.py" > "$data/$split.$side.txt.tmp" || die "prepare: failed on $f"
+      mv "$data/$split.$side.txt.tmp" "$data/$split.$side.txt"
+      echo "prepared $data/$split.$side.txt"
+    done
+  done
+  [ "$found" = 1 ] || die "prepare: no {train,valid,test}.{src,tgt}.txt[.gz] in $cnndm_path"
+}
+
+preprocess() {
+  mkdir -p "$root/prep"
+  local valid=()
+  [ -f "$data/valid.src.txt" ] && valid=(-valid_src "$data/valid.src.txt" -valid_tgt "$data/valid.tgt.txt")
+  "$PY" "$here/preprocess.py" -config "$preprocess_config" -train_src "$data/train.src.txt" \
+    -train_tgt "$data/train.tgt.txt" "${valid[@]}" -save_data "$root/prep/data" || die "preprocess failed"
+}
+
+train() {
+  mkdir -p "$root/models"
+  "$PY" "$here/train.py" -config "$train_config" -data "$root/prep/data" \
+    -save_model "$root/models/model" -gpu "$gpu" || die "train failed"
+}
+
+latest_checkpoint() {
+  ls "$root"/models/model_step_*.pt 2>/dev/null | sed 's/.*_step_\([0-9]*\)\.pt$/\1 &/' | sort -n | tail -1 | cut -d' ' -f2
+}
+
+translate() {
+  local ckpt; ckpt=$(latest_checkpoint)
+  [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
+  local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
+  "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "$root/pred.txt" -gpu "$gpu" \
+    -beam_size "${beam_size:-5}" -block_ngram_repeat 3 -max_length "${max_length:-100}" \
+    || die "translate failed"
+}
+
+evaluate() {
+  local ref="$data/test.tgt.txt"; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
+  "$PY" -m onmt.bin.evaluate -pred "$root/pred.txt" -ref "$ref" || die "evaluate failed"
+}
+
+demo() {
+  data="$here/runs/demo/data" root="$here/runs/demo"
+  "$PY" "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
+  preprocess_config="$here/config/demo_preprocess.yaml" preprocess
+  train_config="$here/config/demo_train.yaml" train
+  beam_size=5 max_length=30 translate
+  evaluate
+}
+
+run_tests() {
+  cd "$here" && "$PY" -m pytest -q "$@" || die "tests failed"
+}
+
+[ $# -gt 0 ] || { usage; exit 2; }
+for action in "$@"; do
+  case "$action" in
+    setup) setup ;;
+    prepare|preprocess|train|translate|evaluate) setup; "$action" ;;
+    demo) setup; demo ;;
+    test) setup; run_tests ;;
+    -h|--help|help) usage ;;
+    *) usage >&2; die "unknown action '$action'" ;;
+  esac
+done
