@@ -113,7 +113,8 @@ demo() {
 }
 
 run_tests() {
-  cd "$here" && "$PY" -m pytest -q "$@" || die "tests failed"
+  # shellcheck disable=SC2086
+  cd "$here" && "$PY" -m pytest -q ${pytest_args:-} || die "tests failed"
 }
 
 [ $# -gt 0 ] || { usage; exit 2; }

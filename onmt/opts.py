@@ -34,6 +34,7 @@ def preprocess_opts(parser):
     g.add("-seed", type=int, default=3435, help="random seed")
     g.add("-report_every", type=int, default=100000, help="report progress every N lines")
     g.add("-log_file", default="", help="also log to this file")
+    g.add("-num_threads", type=int, default=1, help="worker processes for counting and numericalizing")
     g = parser.add_argument_group("Vocabulary")
     g.add("-src_vocab_size", type=int, default=50000, help="source vocabulary size (specials included)")
     g.add("-tgt_vocab_size", type=int, default=50000, help="target vocabulary size (specials included)")
@@ -57,6 +58,8 @@ def validate_preprocess_opts(opt):
             raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the {N_SPECIALS} special tokens")
     if opt.shard_size <= 0:
         raise OptionError(f"-shard_size must be positive, got {opt.shard_size}")
+    if opt.num_threads <= 0:
+        raise OptionError(f"-num_threads must be positive, got {opt.num_threads}")
     if (opt.valid_src is None) != (opt.valid_tgt is None):
         raise OptionError("-valid_src and -valid_tgt go together")
     if opt.share_vocab and opt.tgt_vocab_size > opt.src_vocab_size:

@@ -25,5 +25,10 @@ def main(argv=None):
     return scores
 
 
-if __name__ == "__main__":
+def cli():
+    """Console-script entry point: user errors in one line, non-zero exit."""
     run_main(main)
+
+
+if __name__ == "__main__":
+    cli()

@@ -81,5 +81,10 @@ def meta_shards(meta, prefix, split):
     return shard_paths(prefix, meta, split)
 
 
-if __name__ == "__main__":
+def cli():
+    """Console-script entry point: user errors in one line, non-zero exit."""
     run_main(main)
+
+
+if __name__ == "__main__":
+    cli()

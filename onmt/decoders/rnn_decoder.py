@@ -5,9 +5,9 @@ At step t the RNN reads [emb(y_{t-1}); extra], where extra is
   - the fixed context c (the encoder's top-layer final state) with -global_attention none,
   - nothing otherwise.
 Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_t]) (c_t = c for the
-fixed-context model), on which dropout is applied before the generator.
+fixed-context model); dropout is applied to it before the generator and before it is fed back.
 """
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Optional
 
 import torch
@@ -143,12 +143,9 @@ class RNNDecoder(nn.Module):
         rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
         rnn_out = rnn_out.squeeze(1)  # (B, H)
         dec = self._attend(rnn_out, emb, state, state.coverage)
-        new_state = type(state)(**{f.name: getattr(state, f.name) for f in fields(state)})
-        new_state.hidden = hidden
-        if self.input_feed:
-            new_state.input_feed = dec.out
-        if self.coverage:
-            new_state.coverage = self._next_coverage(state.coverage, dec.attn)
+        new_state = replace(state, hidden=hidden,
+                            input_feed=dec.out if self.input_feed else state.input_feed,
+                            coverage=self._next_coverage(state.coverage, dec.attn))
         return dec, new_state
 
     def forward(self, emb, state):
@@ -169,6 +166,4 @@ class RNNDecoder(nn.Module):
             dec = self._attend(rnn_out[:, t], emb[:, t], state, coverage)
             coverage = self._next_coverage(coverage, dec.attn)
             steps.append(dec)
-        final = type(state)(**{f.name: getattr(state, f.name) for f in fields(state)})
-        final.hidden, final.coverage = hidden, coverage
-        return DecoderOutput.stack(steps), final
+        return DecoderOutput.stack(steps), replace(state, hidden=hidden, coverage=coverage)

@@ -1,0 +1,52 @@
+"""Shared pieces of the benchmarks: random batches, the matmul peak, peak RSS, model options."""
+import resource
+import time
+
+import torch
+
+from onmt import opts
+from onmt.inputters.batch import Batch
+from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, Vocab, Vocabs
+
+
+def synthetic_vocabs(src_size, tgt_size):
+    words = ["<unk>", "<blank>", "<s>", "</s>"] + [f"w{i}" for i in range(src_size - N_SPECIALS)]
+    return Vocabs(Vocab(words), Vocab(words[:tgt_size]), shared=True)
+
+
+def random_batch(batch_size, src_len, tgt_len, src_vocab, tgt_vocab, n_oov=20, seed=0):
+    """A full-length batch: sources of src_len ids, targets <s> + tgt_len ids + </s>, some OOVs."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(N_SPECIALS, src_vocab, (batch_size, src_len), generator=g)  # (B, S)
+    oov_pos = src >= tgt_vocab
+    src_ex = src.clone()
+    src_ex[oov_pos] = tgt_vocab + (src[oov_pos] % n_oov)  # (B, S) extended ids of source OOVs
+    body = torch.randint(N_SPECIALS, tgt_vocab + n_oov, (batch_size, tgt_len), generator=g)
+    tgt_ex = torch.cat([torch.full((batch_size, 1), BOS), body, torch.full((batch_size, 1), EOS)], 1)
+    tgt = tgt_ex.masked_fill(tgt_ex >= tgt_vocab, 0)  # (B, T)
+    return Batch(src=src, src_lengths=torch.full((batch_size,), src_len), src_ex=src_ex,
+                 oovs=[[f"oov{j}" for j in range(n_oov)]] * batch_size, n_oov=n_oov,
+                 indices=torch.arange(batch_size), tgt=tgt, tgt_ex=tgt_ex)
+
+
+def model_opt(args):
+    """Parse model + training options exactly as train.py does."""
+    opt = opts.train_parser().parse_args(["-data", "unused"] + args)
+    opts.validate_model_opts(opt)
+    return opt
+
+
+def matmul_peak_flops(n=2048, repeats=5):
+    """Measured fp32 matmul FLOP/s on this machine (best of `repeats`)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t)
+    return 2 * n ** 3 / best
+
+
+def peak_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -1,0 +1,155 @@
+"""One ML training step of the reinforced model (forward + NLL over tgt_ex + backward + Adam step).
+
+Defaults are the paper's CNN/DM sizes (embedding 100, encoder 2x200 bidirectional, decoder 400,
+vocabularies 150k/50k, source 400, target 100, batch 32) with scheduled sampling 0.25. Prints target
+tokens/s, peak RSS, the analytic matmul FLOPs per target token and the model FLOPs utilization
+against a torch.mm peak measured in the same run; then the same for the naive variant (generator
+called at every step on every row, `forward(naive=True)`) and the speed ratio, plus the naive variant
+with W_out computed once per forward pass (`forward(naive="hoisted")`).
+
+    .venv/bin/python bench/reinforced_step_bench.py -batch_size 8 -src_len 100 -tgt_len 25 -steps 2
+"""
+import argparse
+import resource
+import time
+from types import SimpleNamespace
+
+import torch
+
+from onmt.inputters.batch import Batch
+from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, Vocab, Vocabs
+from onmt.reinforced.model import ReinforcedModel
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-batch_size", type=int, default=32)
+    p.add_argument("-src_len", type=int, default=400)
+    p.add_argument("-tgt_len", type=int, default=100, help="target tokens predicted per example")
+    p.add_argument("-steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
+    p.add_argument("-src_vocab", type=int, default=150000)
+    p.add_argument("-tgt_vocab", type=int, default=50000)
+    p.add_argument("-word_vec_size", type=int, default=100)
+    p.add_argument("-rnn_size", type=int, default=400)
+    p.add_argument("-scheduled_sampling", type=float, default=0.25)
+    p.add_argument("-device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("-skip_naive", action="store_true")
+    p.add_argument("-seed", type=int, default=1)
+    return p.parse_args()
+
+
+def make_batch(a, device):
+    """Zipf-distributed words (so that OOVs are rare, as in news text), every sequence full length."""
+    g = torch.Generator().manual_seed(a.seed)
+    weights = 1.0 / torch.arange(1, a.src_vocab - N_SPECIALS + 1, dtype=torch.float64)
+    draw = lambda n: torch.multinomial(weights, n, replacement=True, generator=g) + N_SPECIALS  # noqa: E731
+    B, S, T = a.batch_size, a.src_len, a.tgt_len
+    src = draw(B * S).view(B, S)  # (B, S)
+    src_ex, oovs = src.clone(), []
+    for b in range(B):  # setup only, not timed
+        words = [w for w in dict.fromkeys(src[b].tolist()) if w >= a.tgt_vocab]
+        slot = {w: a.tgt_vocab + j for j, w in enumerate(words)}
+        src_ex[b] = torch.tensor([slot.get(w, w) for w in src[b].tolist()])
+        oovs.append([str(w) for w in words])
+    body = draw(B * (T - 1)).view(B, T - 1)  # (B, T-1)
+    body = torch.where(body < a.tgt_vocab, body, torch.zeros_like(body))  # <unk> for out-of-vocabulary
+    tgt = torch.cat([torch.full((B, 1), BOS), body, torch.full((B, 1), EOS)], 1)  # (B, T+1)
+    batch = Batch(src=src, src_lengths=torch.full((B,), S), src_ex=src_ex, oovs=oovs,
+                  n_oov=max(len(o) for o in oovs), indices=torch.arange(B), tgt=tgt, tgt_ex=tgt.clone())
+    return batch.to(device)
+
+
+def flops_per_step(a, n_oov):
+    """Analytic matmul FLOPs (2 per multiply-add) of one training step; backward = 2x forward."""
+    B, S, T, E, H, V = a.batch_size, a.src_len, a.tgt_len, a.word_vec_size, a.rnn_size, a.tgt_vocab
+    h = H // 2
+    enc = 2 * (2 * B * S * 4 * h * (E + h))                  # 2 directions, one layer
+    dec = 2 * B * T * 4 * H * (E + H)
+    keys = 2 * B * S * H * H                                 # W^e h^e, once per sequence
+    temporal = 2 * 2 * B * T * S * H                         # scores + context
+    intra = 2 * B * T * H * H + 2 * 2 * B * H * T * (T - 1) // 2
+    tied = 2 * V * E * 3 * H                                 # W_out = tanh(E_tgt W_proj)
+    proj = 2 * B * T * 3 * H * (V + n_oov)
+    fwd = enc + dec + keys + temporal + intra + tied + proj
+    sampled = a.scheduled_sampling * (2 * B * (T - 1) * 3 * H * (V + n_oov)) + (tied if a.scheduled_sampling else 0)
+    parts = dict(encoder=3 * enc, decoder_lstm=3 * dec, attention=3 * (keys + temporal + intra),
+                 tied_W_out=3 * tied, generator=3 * proj, in_loop_sampling=sampled)
+    return 3 * fwd + sampled, parts
+
+
+def matmul_peak(device, n=4096, reps=5):
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    torch.mm(a, b)
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(reps):
+        torch.mm(a, b)
+    sync(device)
+    return 2 * n ** 3 * reps / (time.perf_counter() - start)
+
+
+def sync(device):
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def train_step(model, optim, batch, naive):
+    optim.zero_grad(set_to_none=True)
+    logp, _ = model(batch, naive=naive)  # (B, T, X)
+    gold = batch.tgt_ex[:, 1:]
+    nll = -logp.gather(2, gold.unsqueeze(2)).squeeze(2)  # (B, T)
+    loss = nll.masked_fill(gold == PAD, 0.0).sum() / batch.n_tgt_tokens
+    loss.backward()
+    optim.step()
+    return loss.item()
+
+
+def time_variant(model, optim, batch, a, naive):
+    train_step(model, optim, batch, naive)  # warm-up
+    sync(a.device)
+    start = time.perf_counter()
+    for _ in range(a.steps):
+        loss = train_step(model, optim, batch, naive)
+    sync(a.device)
+    return (time.perf_counter() - start) / a.steps, loss
+
+
+def main():
+    a = parse_args()
+    torch.manual_seed(a.seed)
+    words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
+    vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)
+    opt = SimpleNamespace(enc_layers=1, dec_layers=1, word_vec_size=a.word_vec_size, rnn_size=a.rnn_size,
+                          brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
+                          no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
+                          scheduled_sampling_mode="argmax", param_init=0.1)
+    model = ReinforcedModel.from_opt(opt, vocabs).to(a.device).train()
+    optim = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batch = make_batch(a, a.device)
+    peak = matmul_peak(a.device)
+    flops, parts = flops_per_step(a, batch.n_oov)
+    tokens = batch.n_tgt_tokens
+    print(f"device {a.device}, threads {torch.get_num_threads()}, batch {a.batch_size}, src {a.src_len}, "
+          f"tgt {a.tgt_len}, vocab {a.src_vocab}/{a.tgt_vocab} (+{batch.n_oov} OOV slots), "
+          f"emb {a.word_vec_size}, rnn {a.rnn_size}, scheduled sampling {a.scheduled_sampling}")
+    print(f"measured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
+    print(f"assumed FLOPs per target token: {flops / tokens / 1e6:.1f} MFLOP (step {flops / 1e9:.1f} GFLOP; "
+          + ", ".join(f"{k} {v / flops:.0%}" for k, v in parts.items()) + ")")
+    results = {}
+    variants = [("optimized", False)] + ([] if a.skip_naive else [("naive", True), ("hoisted", "hoisted")])
+    for name, naive in variants:
+        seconds, loss = time_variant(model, optim, batch, a, naive)
+        results[name] = seconds
+        print(f"{name:9s}: {seconds:.3f} s/step, {tokens / seconds:,.0f} tgt tokens/s, "
+              f"MFU {flops / seconds / peak:.1%}, loss {loss:.3f}, "
+              f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+              + (f", peak GPU {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
+                 if str(a.device).startswith("cuda") else ""))
+    if "naive" in results:
+        print(f"speed-up of the optimized step over the naive one: {results['naive'] / results['optimized']:.2f}x "
+              f"(over the naive one with W_out hoisted out of the loop: "
+              f"{results['hoisted'] / results['optimized']:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Text -> vocabulary + numericalized shards (`onmt_preprocess -train_src ... -save_data P`)."""
+import logging
+import signal
+import sys
+
+from onmt import opts
+from onmt.inputters.preprocess import preprocess
+from onmt.utils.cli import run_main
+from onmt.utils.logging import init_logger
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt   # unwinds through the writers, which remove their temporary files
+
+
+def main(argv=None):
+    opt = opts.preprocess_parser().parse_args(argv)
+    opts.validate_preprocess_opts(opt)
+    logger = init_logger(opt.log_file)
+    for h in logger.handlers:           # progress and summary on stdout: stderr is for errors only
+        if type(h) is logging.StreamHandler:
+            h.setStream(sys.stdout)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
+    return preprocess(opt)
+
+
+def cli():
+    """Console-script entry point: user errors in one line, non-zero exit."""
+    run_main(main)
+
+
+if __name__ == "__main__":
+    cli()

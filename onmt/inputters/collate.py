@@ -1,0 +1,57 @@
+"""Vectorized collation: rows of flat id tensors + offsets -> a padded, batch-first `Batch`."""
+import torch
+
+from onmt.inputters.batch import Batch
+from onmt.inputters.vocab import PAD, UNK
+
+
+def pad_rows(flat, offsets, idx, min_len=1):
+    """Rows `idx` of (flat, offsets) as a PAD-padded (B, L) int64 tensor, and their (B,) lengths.
+
+    L = max(longest row, min_len): an empty row (length 0) is all PAD and never makes L zero.
+    """
+    starts = offsets[idx]                                        # (B,)
+    lengths = offsets[idx + 1] - starts                          # (B,)
+    width = max(int(lengths.max()) if len(idx) else 0, min_len)
+    steps = torch.arange(width, dtype=torch.int64)               # (L,)
+    mask = steps.unsqueeze(0) < lengths.unsqueeze(1)             # (B, L)
+    if flat.numel() == 0:
+        return torch.full(mask.shape, PAD, dtype=torch.int64), lengths
+    pos = (starts.unsqueeze(1) + steps.unsqueeze(0)) * mask      # (B, L), 0 where padding
+    out = flat[pos].long().masked_fill_(~mask, PAD)              # (B, L)
+    return out, lengths
+
+
+def collate(data, idx, n_tgt, src_to_tgt=None):
+    """A Batch of the examples `idx` ((B,) int64 tensor) of `data`, a dict of tensors as in a shard.
+
+    Without `src_ex` in `data` (no dynamic dictionary) src_ex is the source mapped into the target
+    vocabulary (`src_to_tgt[src]` for unshared vocabularies, else ids >= n_tgt -> UNK) and there are
+    no OOVs; without `tgt_ex`, tgt_ex = tgt.
+    """
+    idx = torch.as_tensor(idx, dtype=torch.int64)
+    src, src_len = pad_rows(data["src"], data["src_offsets"], idx)                  # (B, S), (B,)
+    if "src_ex" in data:
+        src_ex, _ = pad_rows(data["src_ex"], data["src_offsets"], idx)              # (B, S)
+        oo = data["oov_offsets"][idx].tolist(), data["oov_offsets"][idx + 1].tolist()
+        words = data["oov"]
+        oovs = [words[a:b] for a, b in zip(*oo)]
+    else:
+        if src_to_tgt is not None:
+            src_ex = src_to_tgt[src]                                                # (B, S)
+        else:
+            src_ex = src.masked_fill(src >= n_tgt, UNK)                             # (B, S)
+        src_ex = src_ex.masked_fill(src == PAD, PAD)
+        oovs = [[] for _ in range(len(idx))]
+    tgt = tgt_ex = None
+    if "tgt" in data:
+        tgt, _ = pad_rows(data["tgt"], data["tgt_offsets"], idx)                    # (B, T)
+        tgt_ex = pad_rows(data["tgt_ex"], data["tgt_offsets"], idx)[0] if "tgt_ex" in data else tgt
+    indices = data["indices"][idx].long() if "indices" in data else idx              # (B,)
+    return Batch(src=src, src_lengths=src_len, src_ex=src_ex, oovs=oovs,
+                 n_oov=max((len(o) for o in oovs), default=0), indices=indices, tgt=tgt, tgt_ex=tgt_ex)
+
+
+def numpy_to_tensors(d):
+    """A numericalize_batch() dict (numpy arrays) -> tensors, as collate() expects."""
+    return {k: (v if k == "oov" else torch.from_numpy(v)) for k, v in d.items()}

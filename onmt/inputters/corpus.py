@@ -1,0 +1,113 @@
+"""Reading text corpora: plain or gzip (by the `.gz` suffix), UTF-8 strictly, one example per line.
+
+Every problem a user can cause (missing or unreadable file, invalid UTF-8, source and target files
+of different lengths) becomes a `UserError` that names the file (and the line number or the counts).
+Lines are split on "\\n" only (a stray "\\r" stays inside the line and is whitespace to the tokenizer),
+so line numbers agree with `wc -l` and with the other side of a parallel corpus.
+"""
+import gzip
+import io
+import os
+import zlib
+from itertools import islice
+
+from onmt.utils.cli import UserError
+
+_GZ_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
+def open_text(path):
+    """A text file object (UTF-8, strict, lines split on \\n) for a plain or `.gz` file."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise UserError(f"invalid file name: {path!r}")
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a folder, not a text file")
+    if not os.path.exists(path):
+        raise UserError(f"no such file: {path}")
+    try:
+        if path.endswith(".gz"):
+            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict",
+                                    newline="\n")
+        return open(path, "r", encoding="utf-8", errors="strict", newline="\n")
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _binary_lines(path):
+    raw = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    with raw:
+        yield from raw
+
+
+def _bad_utf8_line(path):
+    """1-based number of the first line of `path` that is not valid UTF-8 (None if none is)."""
+    for n, raw in enumerate(_binary_lines(path), 1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return n
+    return None
+
+
+def read_line_chunks(path, chunk_size=2000):
+    """Yield lists of at most `chunk_size` lines (without their trailing newline)."""
+    path = os.fspath(path)
+    f = open_text(path)
+    try:
+        with f:
+            while True:
+                chunk = list(islice(f, chunk_size))
+                if not chunk:
+                    return
+                yield [line[:-1] if line.endswith("\n") else line for line in chunk]
+    except UnicodeDecodeError:
+        n = _bad_utf8_line(path)
+        where = f"line {n}" if n is not None else "somewhere"
+        raise UserError(f"{path}: {where}: invalid UTF-8 text") from None
+    except _GZ_ERRORS as e:
+        raise UserError(f"{path}: corrupt gzip file ({e})") from None
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def read_lines(path):
+    """Yield the lines of `path` one by one (without their trailing newline)."""
+    for chunk in read_line_chunks(path):
+        yield from chunk
+
+
+def count_lines(path):
+    """Number of lines of a text file (a last line without newline counts)."""
+    return sum(len(c) for c in read_line_chunks(path, 10000))
+
+
+def read_parallel_chunks(src_path, tgt_path, chunk_size=2000):
+    """Yield (src_lines, tgt_lines) chunks of the same length, streaming both files.
+
+    Raises a UserError naming both files and both line counts when their lengths differ
+    (detected when the shorter one ends: the rest of the longer one is then only counted).
+    """
+    src_it = read_line_chunks(src_path, chunk_size)
+    tgt_it = read_line_chunks(tgt_path, chunk_size)
+    n_src = n_tgt = 0
+    for s in src_it:
+        t = next(tgt_it, [])
+        n_src += len(s)
+        n_tgt += len(t)
+        if len(s) != len(t):
+            n_src += sum(len(c) for c in src_it)
+            n_tgt += sum(len(c) for c in tgt_it)
+            break
+        yield s, t
+    else:
+        n_tgt += sum(len(c) for c in tgt_it)
+    if n_src != n_tgt:
+        raise UserError(f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: "
+                        "source and target files must be line-aligned")
+
+
+def read_parallel(src_path, tgt_path):
+    """Yield (src_line, tgt_line) pairs; see `read_parallel_chunks` for the errors."""
+    for s, t in read_parallel_chunks(src_path, tgt_path):
+        yield from zip(s, t)

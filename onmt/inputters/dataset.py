@@ -1,0 +1,156 @@
+"""Batches from shards (training / validation) and from text (translation).
+
+ShardedDataset.iter_epoch(epoch, start) is deterministic given (seed, epoch):
+  1. shard order: a permutation drawn from (seed, epoch) (file order when shuffle=False);
+  2. in each shard, one shard at a time: examples permuted by a generator seeded with
+     (seed, epoch, shard number) (kept in order when shuffle=False);
+  3. pools of about `pool_factor` batches: sorted by (source length, target length), cut into
+     batches, and the pool's batches shuffled (length bucketing with random batch order);
+  4. the epoch's batch sequence is dealt round-robin: batch k goes to rank k % world_size.
+`start` counts THIS rank's batches: iter_epoch(e, start=k) yields exactly what iter_epoch(e) yields
+after its first k batches, and skipped batches are never collated (shards wholly skipped are only
+read for their offsets, memory-mapped).
+With batch_type "tokens", a batch of n examples costs n * max(src_len, tgt_len) padded tokens
+(tgt_len counts <s> and </s>), kept <= batch_size unless a single example is larger by itself.
+"""
+import numpy as np
+import torch
+
+from onmt.inputters.collate import collate, numpy_to_tensors
+from onmt.inputters.numericalize import Numericalizer
+from onmt.inputters.shards import load_shard
+from onmt.inputters.vocab_builder import load_vocabs, shard_paths
+
+
+class ShardedDataset:
+    def __init__(self, shard_paths, batch_size, batch_type="sents", pool_factor=100, shuffle=True,
+                 seed=0, rank=0, world_size=1, vocab_tgt_size=None, src_to_tgt=None):
+        if batch_type not in ("sents", "tokens"):
+            raise ValueError(f"batch_type must be sents or tokens, got {batch_type!r}")
+        if batch_size <= 0 or pool_factor <= 0 or not 0 <= rank < world_size:
+            raise ValueError("need batch_size > 0, pool_factor > 0 and 0 <= rank < world_size")
+        if vocab_tgt_size is None:
+            raise ValueError("vocab_tgt_size (V_tgt) is required")
+        self.paths = list(shard_paths)
+        self.batch_size, self.batch_type, self.pool_factor = batch_size, batch_type, pool_factor
+        self.shuffle, self.seed, self.rank, self.world_size = shuffle, seed, rank, world_size
+        self.n_tgt, self.src_to_tgt = vocab_tgt_size, src_to_tgt
+
+    @classmethod
+    def from_data(cls, save_data, split, batch_size, **kwargs):
+        """The dataset of `split` ("train" / "valid") preprocessed with -save_data `save_data`."""
+        vocabs, meta = load_vocabs(save_data)
+        kwargs.setdefault("vocab_tgt_size", len(vocabs.tgt))
+        kwargs.setdefault("src_to_tgt", src_to_tgt_map(vocabs))
+        return cls(shard_paths(save_data, meta, split), batch_size, **kwargs)
+
+    # ------------------------------------------------------------------ planning
+    def _rng(self, *key):
+        return np.random.Generator(np.random.PCG64([self.seed, *key]))
+
+    def _shard_order(self, epoch):
+        n = len(self.paths)
+        return self._rng(epoch).permutation(n).tolist() if self.shuffle else list(range(n))
+
+    def _plan(self, shard, epoch, shard_no):
+        """The batches of one shard this epoch: a list of int64 index arrays."""
+        so, to = shard["src_offsets"].numpy(), shard["tgt_offsets"].numpy() if "tgt_offsets" in shard else None
+        src_len = np.diff(so)                                               # (N,)
+        tgt_len = np.diff(to) if to is not None else np.zeros_like(src_len)
+        n = len(src_len)
+        rng = self._rng(epoch, shard_no)
+        order = rng.permutation(n) if self.shuffle else np.arange(n)
+        size = np.maximum(src_len, tgt_len)[order]                           # (N,) cost per example
+        if self.batch_type == "sents":
+            cuts = np.arange(0, n, self.batch_size * self.pool_factor)
+        else:  # pools of about pool_factor * batch_size tokens
+            csum = np.cumsum(size)
+            marks = np.arange(0, int(csum[-1]) if n else 0, self.batch_size * self.pool_factor)
+            cuts = np.unique(np.searchsorted(csum, marks, side="right"))
+            cuts = cuts[cuts < n] if n else cuts
+            if n and (not len(cuts) or cuts[0] != 0):
+                cuts = np.concatenate([[0], cuts])
+        bounds = np.append(cuts, n)
+        batches = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            pool = order[a:b]
+            pool = pool[np.lexsort((tgt_len[pool], src_len[pool]))]         # by src, then tgt length
+            cut = self._cut(pool, np.maximum(src_len, tgt_len)[pool])
+            if self.shuffle:
+                cut = [cut[i] for i in rng.permutation(len(cut))]
+            batches.extend(cut)
+        return batches
+
+    def _cut(self, pool, size):
+        if self.batch_type == "sents":
+            return [pool[i:i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
+        out, begin, longest = [], 0, 0
+        for i, s in enumerate(size.tolist()):          # one pass over lengths, no collation
+            longest_new = max(longest, s)
+            if i > begin and (i - begin + 1) * longest_new > self.batch_size:
+                out.append(pool[begin:i])
+                begin, longest_new = i, s
+            longest = longest_new
+        if begin < len(pool):
+            out.append(pool[begin:])
+        return out
+
+    def num_batches(self, epoch=0):
+        """Batches this rank gets in `epoch` (reads only the offsets of each shard)."""
+        total = sum(len(self._plan(load_shard(self.paths[s]), epoch, s)) for s in self._shard_order(epoch))
+        return len(range(self.rank, total, self.world_size))
+
+    # ------------------------------------------------------------------ iteration
+    def iter_epoch(self, epoch, start=0):
+        """Yield this rank's Batch objects of `epoch`, skipping its first `start` batches."""
+        k = 0          # global batch counter of the epoch (all ranks)
+        mine = 0       # batches of this rank seen so far
+        for s in self._shard_order(epoch):
+            shard = load_shard(self.paths[s])
+            plan = self._plan(shard, epoch, s)
+            for idx in plan:
+                if k % self.world_size == self.rank:
+                    if mine >= start:
+                        yield collate(shard, torch.from_numpy(np.ascontiguousarray(idx)), self.n_tgt,
+                                      self.src_to_tgt)
+                    mine += 1
+                k += 1
+            del shard
+
+    def __iter__(self):
+        return self.iter_epoch(0)
+
+
+def src_to_tgt_map(vocabs):
+    """(V_src,) int64 map from source ids to target ids for unshared vocabularies; None if shared."""
+    if vocabs.shared:
+        return None
+    stoi = vocabs.tgt.stoi
+    return torch.tensor([stoi.get(w, 0) for w in vocabs.src.itos], dtype=torch.int64)
+
+
+def text_batches(src_lines, tgt_lines, vocabs, batch_size, lower=False, src_trunc=0, tgt_trunc=0):
+    """Batches of raw text lines for the translator, in input order, always with the dynamic dictionary.
+
+    Batch.indices are the 0-based line numbers. Every input line gives one row, including an empty
+    (or whitespace-only) source line: its row has src_lengths == 0 and is all PAD (S >= 1). Models
+    cannot encode an empty source, so the translator must leave such rows out (e.g. write an empty
+    prediction for them). With tgt_lines=None, tgt and tgt_ex are None.
+    """
+    nz = Numericalizer(vocabs)
+    src_lines = list(src_lines) if not isinstance(src_lines, list) else src_lines
+    if tgt_lines is not None:
+        tgt_lines = list(tgt_lines) if not isinstance(tgt_lines, list) else tgt_lines
+        if len(tgt_lines) != len(src_lines):
+            raise ValueError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
+
+    def tokens(lines, trunc):
+        out = [(ln.lower() if lower else ln).split() for ln in lines]
+        return [t[:trunc] for t in out] if trunc else out
+
+    for a in range(0, len(src_lines), batch_size):
+        srcs = tokens(src_lines[a:a + batch_size], src_trunc)
+        tgts = tokens(tgt_lines[a:a + batch_size], tgt_trunc) if tgt_lines is not None else None
+        d = numpy_to_tensors(nz.numericalize_batch(srcs, tgts, dynamic_dict=True))
+        d["indices"] = torch.arange(a, a + len(srcs), dtype=torch.int64)          # (B,)
+        yield collate(d, torch.arange(len(srcs), dtype=torch.int64), nz.n_tgt)

@@ -1,0 +1,143 @@
+"""Token lists -> ids: `src`, `src_ex`, `tgt`, `tgt_ex` and the per-example OOV lists (DESIGN.md §2).
+
+Shared by preprocess (the hot path) and the translator, so both see exactly the same ids.
+
+Special-token strings found in the text: the literal `<unk>` means the unknown word (id UNK); the
+literals `<s>`, `</s>` and `<blank>` are also read as UNK (text cannot inject sentence boundaries or
+padding). None of the four is ever counted into a vocabulary, and none is an OOV word: they are
+"in" the target vocabulary as UNK, so `src_ex`/`tgt_ex` hold UNK for them too.
+
+Implementation: every token is mapped once (one C-level `map(dict.get, ...)` over a whole chunk) to a
+"global" id: the source vocabulary's ids first, then target-only words (unshared vocabularies), then
+words unknown to both, numbered per chunk. Everything else (source ids, target ids, the OOV lists in
+order of first occurrence, extended ids, the copy alignment of the target) is numpy on id arrays.
+"""
+from itertools import chain, repeat
+
+import numpy as np
+
+from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, SPECIALS, UNK
+
+
+def offsets_of(lengths):
+    """(n+1,) int64 offsets of consecutive rows with these lengths."""
+    off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=off[1:])
+    return off
+
+
+class Numericalizer:
+    """Numericalize examples against fixed `Vocabs` (see the module docstring)."""
+
+    def __init__(self, vocabs):
+        self.n_src, self.n_tgt = len(vocabs.src), len(vocabs.tgt)
+        words = list(vocabs.src.itos)
+        if not vocabs.shared:
+            src_stoi = vocabs.src.stoi
+            words += [w for w in vocabs.tgt.itos[N_SPECIALS:] if w not in src_stoi]
+        self.words = words                                   # global id -> word
+        self.gdict = {w: i for i, w in enumerate(words)}
+        for w in SPECIALS:                                   # literal specials read as <unk>
+            self.gdict[w] = UNK
+        if vocabs.shared:
+            g2tgt = np.arange(len(words), dtype=np.int64)
+            g2tgt[self.n_tgt:] = UNK
+        else:
+            tstoi = vocabs.tgt.stoi
+            g2tgt = np.fromiter((tstoi.get(w, UNK) for w in words), dtype=np.int64, count=len(words))
+        self.g2tgt = np.append(g2tgt, UNK)                   # last entry: any word unknown to both
+
+    # ------------------------------------------------------------------ lookups
+    def _global_ids(self, flat, local):
+        """(N,) int64 global ids of the tokens in `flat`; unknown words get ids from `local`."""
+        g = np.fromiter(map(self.gdict.get, flat, repeat(-1)), dtype=np.int64, count=len(flat))
+        missing = np.flatnonzero(g < 0)
+        if missing.size:
+            base = len(self.words)
+            setdefault = local.setdefault
+            g[missing] = [setdefault(flat[i], base + len(local)) for i in missing.tolist()]
+        return g
+
+    def _tgt_ids(self, g):
+        return self.g2tgt[np.minimum(g, len(self.words))]
+
+    def _word(self, gid, local_words):
+        base = len(self.words)
+        return self.words[gid] if gid < base else local_words[gid - base]
+
+    # ------------------------------------------------------------------ API
+    def numericalize_batch(self, src_tokens, tgt_tokens=None, dynamic_dict=True):
+        """Numericalize a list of examples at once.
+
+        src_tokens: list of token lists; tgt_tokens: list of token lists (same length) or None.
+        Returns a dict of flat numpy arrays with (n+1,) int64 offsets:
+          src, src_offsets                   int32 source-vocabulary ids
+          tgt, tgt_offsets                   int32 target ids, `<s> ... </s>`        (with targets)
+          src_ex, oov, oov_offsets           extended ids, OOV words (list of str)   (dynamic_dict)
+          tgt_ex                             copy targets                            (both)
+        """
+        n = len(src_tokens)
+        src_off = offsets_of(np.fromiter(map(len, src_tokens), dtype=np.int64, count=n))
+        local = {}
+        g_src = self._global_ids(list(chain.from_iterable(src_tokens)), local)   # (Ns,)
+        out = {"src": np.where(g_src < self.n_src, g_src, UNK).astype(np.int32),
+               "src_offsets": src_off}
+        if tgt_tokens is not None:
+            if len(tgt_tokens) != n:
+                raise ValueError(f"{n} sources but {len(tgt_tokens)} targets")
+            t_len = np.fromiter(map(len, tgt_tokens), dtype=np.int64, count=n)
+            g_tgt = self._global_ids(list(chain.from_iterable(tgt_tokens)), local)   # (Nt,)
+            t_ids = self._tgt_ids(g_tgt)
+            out["tgt"], out["tgt_offsets"], body = _add_bos_eos(t_ids, t_len)
+        if not dynamic_dict:
+            return out
+
+        local_words = list(local)
+        n_glob = len(self.words) + len(local)
+        s_tid = self._tgt_ids(g_src)                               # (Ns,) target ids of source words
+        oov_pos = np.flatnonzero((s_tid == UNK) & (g_src != UNK))  # source tokens outside V_tgt
+        ex = np.repeat(np.arange(n, dtype=np.int64), np.diff(src_off))   # (Ns,) example of each token
+        key = ex[oov_pos] * n_glob + g_src[oov_pos]                 # one key per (example, word)
+        ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")                   # uniques by first occurrence
+        u_ex = ukey[order] // n_glob                                # non-decreasing example ids
+        oov_off = offsets_of(np.bincount(u_ex, minlength=n))
+        j = np.empty(len(ukey), dtype=np.int64)
+        j[order] = np.arange(len(ukey), dtype=np.int64) - oov_off[u_ex]   # OOV number within its example
+        src_ex = s_tid.copy()
+        src_ex[oov_pos] = self.n_tgt + j[inv.reshape(-1)]
+        out["src_ex"] = src_ex.astype(np.int32)
+        out["oov"] = [self._word(gid, local_words) for gid in (ukey[order] % n_glob).tolist()]
+        out["oov_offsets"] = oov_off
+        if tgt_tokens is not None:
+            t_ex = t_ids.copy()
+            miss = np.flatnonzero((t_ids == UNK) & (g_tgt != UNK))
+            if miss.size and ukey.size:
+                t_exn = np.repeat(np.arange(n, dtype=np.int64), t_len)[miss]
+                tkey = t_exn * n_glob + g_tgt[miss]
+                at = np.minimum(np.searchsorted(ukey, tkey), len(ukey) - 1)
+                found = ukey[at] == tkey
+                t_ex[miss[found]] = self.n_tgt + j[at[found]]
+            tgt_ex = np.empty_like(out["tgt"])
+            tgt_ex[:] = out["tgt"]
+            tgt_ex[body] = t_ex
+            out["tgt_ex"] = tgt_ex
+        return out
+
+    def numericalize(self, src_tokens, tgt_tokens=None, dynamic_dict=True):
+        """One example; same keys as `numericalize_batch` but plain lists (no offsets)."""
+        d = self.numericalize_batch([src_tokens], None if tgt_tokens is None else [tgt_tokens],
+                                    dynamic_dict)
+        return {k: (v if k == "oov" else v.tolist()) for k, v in d.items() if not k.endswith("_offsets")}
+
+
+def _add_bos_eos(body_ids, lengths):
+    """Insert <s> / </s> around each row: (flat int32 ids, (n+1,) offsets, body positions)."""
+    n = len(lengths)
+    off = offsets_of(lengths + 2)
+    out = np.empty(int(off[-1]), dtype=np.int32)               # (Nt + 2n,)
+    out[off[:-1]] = BOS
+    out[off[1:] - 1] = EOS
+    body = np.arange(len(body_ids), dtype=np.int64) + np.repeat(2 * np.arange(n, dtype=np.int64) + 1, lengths)
+    out[body] = body_ids
+    return out, off, body

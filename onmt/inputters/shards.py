@@ -1,0 +1,75 @@
+"""Shard files: a dict of flat tensors + offsets, written atomically, loadable with weights_only=True.
+
+A shard holds n examples:
+  src (int32) + src_offsets (int64, n+1)          source-vocabulary ids
+  tgt (int32) + tgt_offsets (int64, n+1)          target ids, `<s> ... </s>`
+  src_ex, tgt_ex (int32, same offsets)            only with -dynamic_dict
+  oov (list of str) + oov_offsets (int64, n+1)    only with -dynamic_dict
+  indices (int64, n)                              line number (0-based) of each example in its corpus
+"""
+import os
+
+import numpy as np
+import torch
+
+from onmt.utils.cli import UserError
+
+_INT32 = ("src", "tgt", "src_ex", "tgt_ex")
+_INT64 = ("src_offsets", "tgt_offsets", "oov_offsets", "indices")
+
+
+def shard_name(save_data, split, n):
+    return f"{save_data}.{split}.{n}.pt"
+
+
+def concat_chunks(chunks):
+    """Join numericalized chunks (dicts of flat arrays + offsets, see numericalize.py) into one."""
+    out = {}
+    keys = chunks[0].keys()
+    for k in keys:
+        parts = [c[k] for c in chunks]
+        if k == "oov":
+            out[k] = [w for p in parts for w in p]
+        elif k == "indices":
+            out[k] = np.concatenate(parts).astype(np.int64)
+        elif k.endswith("_offsets"):
+            shifts = np.cumsum([0] + [int(p[-1]) for p in parts[:-1]])
+            out[k] = np.concatenate([parts[0][:1]] + [p[1:] + s for p, s in zip(parts, shifts)])
+        else:
+            out[k] = np.concatenate(parts)
+    return out
+
+
+def to_tensors(arrays):
+    """numpy arrays -> the tensors stored in a shard (dtypes fixed: int32 ids, int64 offsets)."""
+    out = {}
+    for k, v in arrays.items():
+        if k in _INT32:
+            out[k] = torch.from_numpy(np.ascontiguousarray(v, dtype=np.int32))
+        elif k in _INT64:
+            out[k] = torch.from_numpy(np.ascontiguousarray(v, dtype=np.int64))
+        else:
+            out[k] = list(v)
+    return out
+
+
+def write_shard(path, arrays):
+    """torch.save to a temporary name in the same folder, then rename: never a partial final file."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        torch.save(to_tensors(arrays), tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_shard(path, mmap=True):
+    """A shard dict (tensors memory-mapped by default: only what is indexed is read)."""
+    if not os.path.isfile(path):
+        raise UserError(f"shard {path} not found: run preprocess.py again")
+    try:
+        return torch.load(path, weights_only=True, mmap=mmap)
+    except Exception as e:  # noqa: BLE001 - any unreadable shard is the user's data problem
+        raise UserError(f"cannot load shard {path} ({type(e).__name__}: {e})") from None

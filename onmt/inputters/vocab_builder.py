@@ -1,0 +1,142 @@
+"""Vocabulary building from word counts, its files, and `load_vocabs` for the later stages.
+
+Word lists are ordered by decreasing count, ties broken by the word itself (code-point order), so the
+result does not depend on the order the corpus was read in (nor on the number of workers).
+With `share_vocab`, ONE list is built from the source and target counts added together; the source
+vocabulary is its first `src_vocab_size` entries and the target vocabulary its first `tgt_vocab_size`
+entries (a prefix: same ids in both). Min-frequency cuts are prefix cuts of the same list.
+"""
+import json
+import os
+from collections import Counter
+
+from onmt.inputters.vocab import N_SPECIALS, SPECIALS, Vocab, Vocabs, read_vocab_file, write_vocab_file
+from onmt.utils.cli import UserError
+
+
+def drop_specials(counter):
+    """Remove the special-token strings from a Counter (they are never counted as words)."""
+    for w in SPECIALS:
+        counter.pop(w, None)
+    return counter
+
+
+def ranked_words(counter):
+    """[(word, count)] by decreasing count, ties by word."""
+    items = list(counter.items())
+    items.sort(key=lambda wc: wc[0])
+    items.sort(key=lambda wc: wc[1], reverse=True)     # stable: ties stay in word order
+    return items
+
+
+def _cut(ranked, size, min_freq):
+    """The first entries of `ranked` that fit `size` (specials included) and reach `min_freq`."""
+    keep = max(0, size - N_SPECIALS)
+    out = ranked[:keep]
+    if min_freq > 1:
+        lo, hi = 0, len(out)                           # counts are non-increasing: binary search
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if out[mid][1] >= min_freq:
+                lo = mid + 1
+            else:
+                hi = mid
+        out = out[:lo]
+    return out
+
+
+def build_vocabs(src_counts, tgt_counts, src_vocab_size, tgt_vocab_size, share_vocab,
+                 src_min_freq=0, tgt_min_freq=0):
+    """-> (Vocabs, {"src": counts list, "tgt": counts list}) from Counters of the training data.
+
+    With share_vocab, `tgt_counts` may be None when `src_counts` already holds both sides.
+    """
+    if share_vocab:
+        total = Counter(src_counts)
+        if tgt_counts is not None:
+            total.update(tgt_counts)
+        ranked = ranked_words(drop_specials(total))
+        src_list = _cut(ranked, src_vocab_size, src_min_freq)
+        tgt_list = _cut(src_list, tgt_vocab_size, tgt_min_freq)
+    else:
+        src_list = _cut(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size, src_min_freq)
+        tgt_list = _cut(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size, tgt_min_freq)
+    src = Vocab(SPECIALS + [w for w, _ in src_list])
+    tgt = Vocab(SPECIALS + [w for w, _ in tgt_list])
+    counts = {"src": [0] * N_SPECIALS + [c for _, c in src_list],
+              "tgt": [0] * N_SPECIALS + [c for _, c in tgt_list]}
+    return Vocabs(src, tgt, share_vocab), counts
+
+
+# ---------------------------------------------------------------------------- files
+def vocab_paths(save_data, shared):
+    if shared:
+        return {"shared": save_data + ".vocab.txt"}
+    return {"src": save_data + ".src.vocab.txt", "tgt": save_data + ".tgt.vocab.txt"}
+
+
+def meta_path(save_data):
+    return save_data + ".meta.json"
+
+
+def save_vocabs(save_data, vocabs, counts):
+    """Write `P.vocab.txt` (shared) or `P.src.vocab.txt` + `P.tgt.vocab.txt`; returns the paths."""
+    paths = vocab_paths(save_data, vocabs.shared)
+    if vocabs.shared:
+        write_vocab_file(paths["shared"], vocabs.src.itos, counts["src"])
+    else:
+        write_vocab_file(paths["src"], vocabs.src.itos, counts["src"])
+        write_vocab_file(paths["tgt"], vocabs.tgt.itos, counts["tgt"])
+    return paths
+
+
+def write_json_atomic(path, obj):
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_meta(save_data):
+    path = meta_path(save_data)
+    if not os.path.isfile(path):
+        raise UserError(f"{path} not found: run preprocess.py first (-save_data {save_data})")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read {path} ({e}): run preprocess.py again") from None
+
+
+def load_vocabs(save_data):
+    """-> (Vocabs, meta dict) written by preprocess with prefix `save_data`."""
+    meta = load_meta(save_data)
+    shared = bool(meta["share_vocab"])
+    paths = vocab_paths(save_data, shared)
+    for p in paths.values():
+        if not os.path.isfile(p):
+            raise UserError(f"{p} not found: run preprocess.py first (-save_data {save_data})")
+    try:
+        if shared:
+            src = read_vocab_file(paths["shared"], meta["src_vocab_size"])
+            tgt = src.prefix(meta["tgt_vocab_size"])
+        else:
+            src = read_vocab_file(paths["src"], meta["src_vocab_size"])
+            tgt = read_vocab_file(paths["tgt"], meta["tgt_vocab_size"])
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"bad vocabulary file for {save_data} ({e}): run preprocess.py again") from None
+    if len(src) != meta["src_vocab_size"] or len(tgt) != meta["tgt_vocab_size"]:
+        raise UserError(f"vocabulary files of {save_data} do not match its meta.json: run preprocess.py again")
+    return Vocabs(src, tgt, shared), meta
+
+
+def shard_paths(save_data, meta, split):
+    """Full paths of the shards of `split` ("train" / "valid") listed in meta.json."""
+    folder = os.path.dirname(save_data)
+    return [os.path.join(folder, name) for name in meta["shards"].get(split, [])]

@@ -1,0 +1,98 @@
+"""The model registry: the one place that maps options to a model family, its loss and trainer.
+
+    MODEL_REGISTRY[name] = ModelEntry(name, model_cls, loss_cls, trainer_cls, needs_dynamic_dict)
+        model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/models/interface.py
+        loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
+        trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, checkpoint_meta)
+
+`model_type(opt)` picks the name and `model_entry(opt)` the entry; nothing else in the toolkit
+branches on the model type.
+"""
+import logging
+from typing import NamedTuple
+
+import torch.nn as nn
+
+from onmt.models.seq2seq import CopyNMTModel, NMTModel
+from onmt.modules.embeddings import Embeddings
+from onmt.trainer import Trainer
+from onmt.utils.cli import UserError
+from onmt.utils.loss import MLLoss
+
+logger = logging.getLogger(__name__)
+
+
+class ModelEntry(NamedTuple):
+    name: str
+    model_cls: type
+    loss_cls: type
+    trainer_cls: type
+    needs_dynamic_dict: bool = False   # the model reads src_ex / tgt_ex (copy)
+
+    def check_data(self, opt, meta):
+        """Refuse preprocessed data (its meta dict) that this model cannot train on."""
+        if self.needs_dynamic_dict and not meta.get("dynamic_dict", False):
+            raise UserError(f"the {self.name} model needs data preprocessed with -dynamic_dict")
+        if getattr(opt, "share_embeddings", False) and not meta.get("share_vocab", False):
+            raise UserError("-share_embeddings needs data preprocessed with -share_vocab")
+
+
+MODEL_REGISTRY = {
+    "rnn": ModelEntry("rnn", NMTModel, MLLoss, Trainer),
+    "copy": ModelEntry("copy", CopyNMTModel, MLLoss, Trainer, needs_dynamic_dict=True),
+}
+
+
+def model_type(opt):
+    """The registry name for these options."""
+    if opt.copy_attn:
+        return "copy"
+    return "rnn"
+
+
+def model_entry(opt):
+    """The registry entry for these options."""
+    return MODEL_REGISTRY[model_type(opt)]
+
+
+def _init_parameters(model, param_init):
+    """Uniform(-param_init, param_init) on every parameter (0: keep PyTorch defaults); PAD rows zeroed."""
+    if param_init:
+        for p in model.parameters():
+            nn.init.uniform_(p, -param_init, param_init)
+    for m in model.modules():
+        if isinstance(m, Embeddings):
+            m.zero_padding_row()
+
+
+def _load_pretrained(model, opt, vocabs):
+    """-pre_word_vecs_enc / -dec into the encoder / decoder embeddings (modules found by attribute)."""
+    for path, owner, vocab, side in ((opt.pre_word_vecs_enc, "encoder", vocabs.src, "encoder"),
+                                     (opt.pre_word_vecs_dec, "decoder", vocabs.tgt, "decoder")):
+        if not path:
+            continue
+        emb = getattr(getattr(model, owner, None), "embeddings", None)
+        if not isinstance(emb, Embeddings):
+            logger.warning("the %s has no word embeddings to load %s into", side, path)
+            continue
+        found = emb.load_pretrained(path, vocab)
+        logger.info("%s embeddings: %d of %d words found in %s", side, found, len(vocab), path)
+
+
+def build_model(opt, vocabs, checkpoint_state=None):
+    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on CPU."""
+    name = model_type(opt)
+    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs)
+    if checkpoint_state is not None:
+        model.load_state_dict(checkpoint_state)
+    else:
+        _init_parameters(model, opt.param_init)
+        _load_pretrained(model, opt, vocabs)
+    n_params = sum(p.numel() for p in model.parameters())
+    logger.info("built %s model with %d parameters", name, n_params)
+    return model
+
+
+def build_loss(opt):
+    """The training loss of the model family chosen by `opt`."""
+    return model_entry(opt).loss_cls.from_opt(opt)

@@ -1,0 +1,90 @@
+"""The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
+onmt/models/interface.py."""
+import torch.nn as nn
+
+from onmt.decoders.rnn_decoder import RNNDecoder
+from onmt.encoders.rnn_encoder import RNNEncoder
+from onmt.inputters.vocab import UNK
+from onmt.modules.copy_generator import CopyGenerator, Generator
+from onmt.modules.embeddings import Embeddings
+from onmt.utils.cli import UserError
+
+
+class NMTModel(nn.Module):
+    """RNN encoder, RNN decoder (attention / input feeding / fixed context) and a softmax generator.
+
+    Args:
+        encoder: RNNEncoder.
+        decoder: RNNDecoder.
+        generator: Generator (plain) or CopyGenerator (pointer-generator, extended vocabulary).
+        tgt_vocab_size: V_tgt.
+    """
+
+    copy = False  # True when log-probabilities cover the extended vocabulary
+
+    def __init__(self, encoder, decoder, generator, tgt_vocab_size):
+        super().__init__()
+        self.encoder, self.decoder, self.generator = encoder, decoder, generator
+        self.tgt_vocab_size = tgt_vocab_size
+
+    @classmethod
+    def from_opt(cls, opt, vocabs):
+        """Build from the model options (see onmt/opts.py model_opts) and the Vocabs."""
+        enc_layers = opt.layers if getattr(opt, "layers", -1) > 0 else opt.enc_layers
+        dec_layers = opt.layers if getattr(opt, "layers", -1) > 0 else opt.dec_layers
+        src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
+        if opt.share_embeddings:
+            if not vocabs.shared:
+                raise UserError("-share_embeddings needs data preprocessed with -share_vocab")
+            tgt_emb = src_emb  # target ids < V_tgt index the same rows (tgt is a prefix of src)
+        else:
+            tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout)
+        encoder = RNNEncoder(opt.rnn_type, enc_layers, opt.rnn_size, src_emb,
+                             bidirectional=opt.brnn, dropout=opt.dropout)
+        decoder = RNNDecoder(opt.rnn_type, dec_layers, opt.rnn_size, tgt_emb,
+                             attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
+                             coverage=opt.coverage_attn, dropout=opt.dropout)
+        V = len(vocabs.tgt)
+        if cls.copy:
+            generator = CopyGenerator(opt.rnn_size, V, opt.word_vec_size)
+        else:
+            generator = Generator(opt.rnn_size, V)
+        return cls(encoder, decoder, generator, V)
+
+    # ------------------------------------------------------------------ interface
+    def encode(self, batch):
+        return self.encoder(batch.src, batch.src_lengths)
+
+    def init_state(self, batch, enc):
+        if self.copy:
+            return self.decoder.init_state(enc, src_ex=batch.src_ex, n_oov=batch.n_oov)
+        return self.decoder.init_state(enc)
+
+    def embed_target(self, ids):
+        """ids (B, [T]) in the extended vocabulary -> (B, [T,] E); ids >= V_tgt become <unk>."""
+        return self.decoder.embeddings(ids.masked_fill(ids >= self.tgt_vocab_size, UNK))
+
+    def _attns(self, dec):
+        attns = {}
+        if dec.attn is not None:
+            attns["std"] = dec.attn
+        if dec.coverage is not None:
+            attns["coverage"] = dec.coverage
+        return attns
+
+    def decode_step(self, inputs, state):
+        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S))."""
+        dec, state = self.decoder.step(self.embed_target(inputs), state)
+        return self.generator(dec, state.src_ex, state.n_oov), state, self._attns(dec)
+
+    def forward(self, batch):
+        """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S))."""
+        state = self.init_state(batch, self.encode(batch))
+        dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
+        return self.generator(dec, state.src_ex, state.n_oov), self._attns(dec)
+
+
+class CopyNMTModel(NMTModel):
+    """See et al.'s pointer-generator: NMTModel with a CopyGenerator over the extended vocabulary."""
+
+    copy = True

@@ -1,0 +1,94 @@
+"""The reinforced model's decoder: an LSTM with intra-temporal and intra-decoder attention.
+
+One `step` maps the previous token and the state to o_t = [h^d_t ; c^e_t ; c^d_t] and the encoder
+attention; the pointer-generator turns o_t into a distribution (see pointer_generator.py). With
+`intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t keeps its 3H size and the
+generator's parameters keep their shapes.
+"""
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+import torch.nn as nn
+
+from onmt.inputters.vocab import UNK
+from onmt.models.interface import DecoderStateBase
+from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
+from onmt.reinforced.pointer_generator import first_occurrence
+
+
+@dataclass
+class ReinforcedState(DecoderStateBase):
+    """Everything decoding needs; every tensor has the batch on dim 0 except `hidden` (dim 1)."""
+    hidden: Tuple[torch.Tensor, torch.Tensor]  # (h, c), each (L, B, H)
+    memory: torch.Tensor                       # (B, S, H) encoder states h^e
+    enc_keys: torch.Tensor                     # (B, S, H) W^e_attn h^e, computed once
+    mask: torch.Tensor                         # (B, S) True at real source positions
+    src_ex: torch.Tensor                       # (B, S) extended ids of the source words
+    first_pos: torch.Tensor                    # (B, S) first position holding the same word
+    n_oov: int                                 # extended slots beyond V_tgt
+    lse: Optional[torch.Tensor] = None         # (B, S) log sum_{j<t} exp(e_ji); None before step 1
+    history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
+    step: int = 0                              # decoding steps taken
+
+    _batch_dims = {"hidden": 1}
+
+
+class ReinforcedDecoder(nn.Module):
+    """LSTM decoder reading the embedding of y_{t-1}.
+
+    Args:
+        embedding: PartialEmbedding over the target rows of the shared matrix.
+        hidden_size: H, the decoder size, equal to the encoder's output size.
+        num_layers: stacked LSTM layers (the encoder's final states initialize each layer).
+        dropout: dropout on the input embeddings and between LSTM layers.
+        temporal: intra-temporal (True) or plain (False) attention over the encoder.
+        intra_decoder: use intra-decoder attention (else c^d_t = 0).
+    """
+
+    def __init__(self, embedding, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True):
+        super().__init__()
+        self.embedding = embedding
+        self.vocab_size = embedding.size
+        self.hidden_size = hidden_size
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = nn.LSTM(embedding.embedding_dim, hidden_size, num_layers=num_layers,
+                           dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
+        self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal)
+        self.dec_attn = IntraDecoderAttention(hidden_size) if intra_decoder else None
+
+    @property
+    def output_size(self):
+        return 3 * self.hidden_size
+
+    def init_state(self, enc, src_ex, n_oov):
+        """enc: EncoderOutput (memory (B, S, H), final (h, c) each (L, B, H), mask (B, S))."""
+        h, c = enc.final
+        if h.size(0) != self.rnn.num_layers:
+            raise ValueError(f"the decoder has {self.rnn.num_layers} layers but the encoder's final state "
+                             f"has {h.size(0)}; use as many encoder as decoder layers")
+        return ReinforcedState(hidden=(h, c), memory=enc.memory, enc_keys=self.enc_attn.keys(enc.memory),
+                               mask=enc.mask, src_ex=src_ex, first_pos=first_occurrence(src_ex),
+                               n_oov=int(n_oov))
+
+    def step(self, inputs, state):
+        """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>).
+
+        Returns o_t (B, 3H), the encoder attention (B, S) and the new state.
+        """
+        inputs = inputs.masked_fill(inputs >= self.vocab_size, UNK)  # (B,)
+        emb = self.dropout(self.embedding(inputs)).unsqueeze(1)  # (B, 1, E)
+        out, hidden = self.rnn(emb, state.hidden)
+        h_t = out.squeeze(1)  # (B, H)
+        c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse)
+        if self.dec_attn is not None:
+            c_dec = self.dec_attn(h_t, state.history)  # (B, H)
+            history = h_t.unsqueeze(1) if state.history is None else torch.cat(
+                [state.history, h_t.unsqueeze(1)], dim=1)  # (B, t, H)
+        else:
+            c_dec, history = torch.zeros_like(h_t), None  # (B, H)
+        o_t = torch.cat([h_t, c_enc, c_dec], dim=1)  # (B, 3H)
+        new_state = ReinforcedState(hidden=hidden, memory=state.memory, enc_keys=state.enc_keys,
+                                    mask=state.mask, src_ex=state.src_ex, first_pos=state.first_pos,
+                                    n_oov=state.n_oov, lse=lse, history=history, step=state.step + 1)
+        return o_t, attn, new_state

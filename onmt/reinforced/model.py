@@ -1,0 +1,139 @@
+"""Paulus, Xiong & Socher (2017)'s deep reinforced model behind the common model interface.
+
+Encoder: shared embedding -> (bi)LSTM (onmt.encoders.rnn_encoder). Decoder: LSTM with intra-temporal
+and intra-decoder attention (decoder.py). Output: pointer-generator with the tied projection
+W_out = tanh(E_tgt W_proj) (pointer_generator.py).
+
+Performance (DESIGN.md section 4): in `forward` the generator over V_tgt runs once, after the decoding
+loop, on all B*(T-1) rows; inside the loop only the rows whose next input is scheduled-sampled get a
+distribution (without gradient: the choice is discrete). `forward(batch, naive=True)` instead calls
+the generator at every step on every row, recomputing W_out each time as a self-contained per-step
+generator would (the benchmark's baseline; no option selects it); `naive="hoisted"` does the same
+but computes W_out once per forward pass, isolating the cost of the per-step projection.
+"""
+import torch
+import torch.nn as nn
+
+from onmt.encoders.rnn_encoder import RNNEncoder
+from onmt.modules.embeddings import Embeddings
+from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.reinforced.decoder import ReinforcedDecoder
+from onmt.reinforced.pointer_generator import PointerGenerator
+
+
+class ReinforcedModel(nn.Module):
+    copy = True
+
+    def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax"):
+        super().__init__()
+        if sampling_mode not in ("argmax", "sample"):
+            raise ValueError(f"sampling_mode must be argmax or sample, got {sampling_mode}")
+        self.encoder, self.decoder, self.generator = encoder, decoder, generator
+        self.scheduled_sampling = scheduled_sampling
+        self.sampling_mode = sampling_mode
+
+    @classmethod
+    def from_opt(cls, opt, vocabs):
+        if not vocabs.shared:
+            raise ValueError("the reinforced model shares its embeddings: preprocess with -share_vocab")
+        if opt.enc_layers != opt.dec_layers:
+            raise ValueError(f"the reinforced model needs as many encoder as decoder layers, "
+                             f"got {opt.enc_layers} and {opt.dec_layers}")
+        embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
+        encoder = RNNEncoder("LSTM", opt.enc_layers, opt.rnn_size, embeddings,
+                             bidirectional=opt.brnn, dropout=opt.dropout)
+        partial = PartialEmbedding(embeddings.lut, len(vocabs.tgt))
+        decoder = ReinforcedDecoder(partial, opt.rnn_size, num_layers=opt.dec_layers, dropout=opt.dropout,
+                                    temporal=not opt.no_temporal_attn,
+                                    intra_decoder=not opt.no_intra_decoder_attn)
+        generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
+                                     tied=not opt.no_tied_output)
+        model = cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,
+                    sampling_mode=opt.scheduled_sampling_mode)
+        if opt.param_init > 0:
+            for p in model.parameters():
+                nn.init.uniform_(p, -opt.param_init, opt.param_init)
+        embeddings.zero_padding_row()
+        return model
+
+    @property
+    def tgt_vocab_size(self):
+        return self.decoder.vocab_size
+
+    # ------------------------------------------------------------------ interface
+    def encode(self, batch):
+        return self.encoder(batch.src, batch.src_lengths)
+
+    def init_state(self, batch, enc):
+        return self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
+
+    def decode_step(self, inputs, state):
+        """inputs (B,) extended ids -> log p (B, X), new state, {"std": (B, S)}."""
+        o_t, attn, state = self.decoder.step(inputs, state)
+        logp = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov)  # (B, X)
+        return logp, state, {"std": attn}
+
+    def forward(self, batch, naive=False):
+        """Teacher forcing on batch.tgt (with scheduled sampling when training).
+
+        Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S)}.
+        """
+        state = self.init_state(batch, self.encode(batch))
+        tgt = batch.tgt  # (B, T)
+        B, n_steps = tgt.size(0), tgt.size(1) - 1
+        sampling = self.training and self.scheduled_sampling > 0
+        weight = None
+        if sampling and not naive:
+            with torch.no_grad():  # only for the in-loop choices; the final projection gets its own
+                weight = self.generator.out_weight(state.n_oov)
+        step_weight = self.generator.out_weight(state.n_oov) if naive == "hoisted" else None
+        outputs, attns, logps = [], [], []
+        inputs = tgt[:, 0]  # (B,)
+        for t in range(n_steps):
+            o_t, attn, state = self.decoder.step(inputs, state)
+            attns.append(attn)
+            if naive:
+                logps.append(self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
+                                            weight=step_weight))  # (B, X)
+            else:
+                outputs.append(o_t)
+            if t + 1 == n_steps:
+                break
+            inputs = tgt[:, t + 1]
+            if sampling:
+                inputs = self._sample_inputs(inputs, o_t, attn, state, weight, logps[-1] if naive else None)
+        attns = torch.stack(attns, dim=1)  # (B, T-1, S)
+        if naive:
+            return torch.stack(logps, dim=1), {"std": attns}  # (B, T-1, X)
+        o = torch.stack(outputs, dim=1).view(B * n_steps, -1)  # (B*(T-1), 3H)
+        S = attns.size(2)
+        src_ex = state.src_ex.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)  # (B*(T-1), S)
+        first_pos = state.first_pos.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)
+        logp = self.generator(o, attns.view(B * n_steps, S), src_ex, first_pos, state.n_oov)  # (B*(T-1), X)
+        return logp.view(B, n_steps, -1), {"std": attns}  # (B, T-1, X)
+
+    # ------------------------------------------------------------------ scheduled sampling
+    def _choose(self, logp):
+        """The model's own prediction from log p (N, X): argmax or a sample. Returns (N,) ids."""
+        if self.sampling_mode == "sample":
+            return torch.multinomial(logp.float().exp(), 1).squeeze(1)
+        return logp.argmax(dim=1)
+
+    def _sample_inputs(self, reference, o_t, attn, state, weight, logp=None):
+        """Replace each example's next input, with probability p, by its own prediction.
+
+        Only the drawn rows get a distribution (when `logp` is not given); ids >= V_tgt are mapped to
+        <unk> by the decoder when read.
+        """
+        drawn = torch.rand(reference.shape, device=reference.device) < self.scheduled_sampling  # (B,)
+        with torch.no_grad():
+            if logp is not None:
+                return torch.where(drawn, self._choose(logp.detach()), reference)
+            rows = drawn.nonzero().squeeze(1)  # (N,)
+            if rows.numel() == 0:
+                return reference
+            logp_rows = self.generator(o_t[rows], attn[rows], state.src_ex[rows], state.first_pos[rows],
+                                       state.n_oov, weight=weight)  # (N, X)
+            inputs = reference.clone()
+            inputs[rows] = self._choose(logp_rows)
+            return inputs

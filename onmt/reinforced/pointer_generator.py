@@ -1,0 +1,80 @@
+"""Token generation / pointer mixture over the extended vocabulary (Paulus et al. 2017, 2.3 and 3.2).
+
+p(u=1) = sigmoid(W_u o + b_u); p(y | u=0) = softmax(W_out o + b_out) over V_tgt;
+p(y = x_i | u=1) = alpha^e_i summed over the source positions holding the same word;
+p(y) = p(u=1) p(y | u=1) + p(u=0) p(y | u=0), over X = V_tgt + n_oov ids.
+
+With `tied`, W_out = tanh(E_tgt W_proj) is evaluated from the current parameters (`out_weight()`);
+callers that project many chunks of rows in one forward pass compute it once and pass it in.
+Everything is in log space; no log(0) and no NaN even when a row's copy mass is zero.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# log-probability of extended ids that neither generation nor copying can produce (an OOV slot of a
+# shorter OOV list): exp() of it is 0, yet it stays finite (also in float16).
+IMPOSSIBLE = -1e4
+
+
+def first_occurrence(src_ex):
+    """For each (b, i), the first position j with src_ex[b, j] == src_ex[b, i]. src_ex: (B, S)."""
+    same = src_ex.unsqueeze(2) == src_ex.unsqueeze(1)  # (B, S, S)
+    return same.to(torch.uint8).argmax(dim=2)  # (B, S) argmax returns the first maximum
+
+
+class PointerGenerator(nn.Module):
+    """Maps o_t (N, D) and the encoder attention (N, S) to log p over the extended vocabulary."""
+
+    def __init__(self, in_dim, vocab_size, embedding=None, tied=True):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.tied = tied
+        self.switch = nn.Linear(in_dim, 1)  # W_u, b_u
+        if tied:
+            if embedding is None:
+                raise ValueError("a tied output projection needs the (partial) target embedding")
+            self.embedding = embedding  # PartialEmbedding; shared, registered again but one parameter
+            self.proj = nn.Parameter(torch.empty(embedding.embedding_dim, in_dim))  # (E, D) W_proj
+            self.bias = nn.Parameter(torch.zeros(vocab_size))  # (V,) b_out
+            nn.init.xavier_uniform_(self.proj)
+        else:
+            self.out = nn.Linear(in_dim, vocab_size)  # free W_out (V, D), b_out
+
+    def out_weight(self, n_oov=0):
+        """W_out and b_out from the current parameters, padded to the extended vocabulary:
+        (X, D) and (X,), the OOV slots with zero weights and an impossible bias."""
+        if self.tied:
+            w_out, b_out = torch.tanh(self.embedding.target_weight() @ self.proj), self.bias  # (V, D)
+        else:
+            w_out, b_out = self.out.weight, self.out.bias
+        if n_oov == 0:
+            return w_out, b_out
+        return F.pad(w_out, (0, 0, 0, n_oov)), F.pad(b_out, (0, n_oov), value=IMPOSSIBLE)  # (X, D), (X,)
+
+    def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None):
+        """o (N, D); attn (N, S) encoder attention (0 on padding); src_ex (N, S) extended ids;
+        first_pos (N, S) from `first_occurrence(src_ex)`; n_oov: extended slots beyond V_tgt;
+        weight: an `out_weight(n_oov)` result to reuse.  Returns log p (N, X), X = V_tgt + n_oov.
+        """
+        w_ext, b_ext = self.out_weight(n_oov) if weight is None else weight
+        logits = F.linear(o, w_ext, b_ext)  # (N, X)
+        switch = self.switch(o)  # (N, 1)
+        log_copy_switch = F.logsigmoid(switch)  # (N, 1) log p(u=1)
+        log_gen_switch = F.logsigmoid(-switch)  # (N, 1) log p(u=0)
+        norm = torch.logsumexp(logits[:, : self.vocab_size], dim=1, keepdim=True)  # (N, 1)
+        gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0)
+
+        # Copy: collapse the attention of positions holding the same word with ONE scatter_add
+        # onto each word's first position, then read it back at every position.
+        copy_first = attn.new_zeros(attn.shape).scatter_add_(1, first_pos, attn)  # (N, S)
+        copy = copy_first.gather(1, first_pos)  # (N, S) p(y = x_i | u=1), duplicates summed
+        gen_at_src = gen.gather(1, src_ex)  # (N, S)
+        tiny = torch.finfo(copy.dtype).tiny
+        log_copy = log_copy_switch + torch.log(copy.clamp_min(tiny))  # (N, S)
+        mixed = torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
+        # Duplicated positions write the same value; only the first one carries the gradient.
+        positions = torch.arange(src_ex.size(1), device=src_ex.device)
+        is_first = first_pos == positions  # (N, S)
+        mixed = torch.where(is_first, mixed, mixed.detach())
+        return gen.scatter(1, src_ex, mixed)  # (N, X)

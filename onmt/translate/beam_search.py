@@ -1,0 +1,97 @@
+"""Beam search, batched over examples and beams, for every model of the interface.
+
+Each example keeps K live hypotheses; their scores are sums of log-probabilities. At each step the
+B*K rows are decoded together, every example takes the top K of its K*X continuations (one topk
+over (B, K*X)), and the decoder state, token history and attention follow the backpointers through
+one `state.reorder`. A continuation ending in `</s>` is set aside with its length-penalized score
+and its slot's score becomes -inf, so it is never extended (the next topk refills the slot).
+
+Stopping: an example is done once it holds `n_best` finished hypotheses and the n_best-th of them
+scores at least the best score any live hypothesis could still reach (its sum of log-probabilities,
+which can only decrease, divided by the largest length penalty still possible). With
+`-length_penalty none` this is the usual "best live beam is worse than the finished ones" test;
+in all cases it never stops an example earlier than continuing could change its n-best. Done
+examples leave the batch (one reorder); the search ends when every example is done or
+`max_length` is reached (see `decoding` for the token rules).
+"""
+import torch
+
+from onmt.inputters.vocab import BOS, EOS
+from onmt.translate.decoding import (NEG_INF, Hypothesis, apply_rules, attention_of, length_penalty,
+                                     max_penalty)
+
+
+@torch.no_grad()
+def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length=100,
+                length_penalty_kind="none", alpha=0.0, block_ngram_repeat=0, ignore_ids=None,
+                keep_attn=False):
+    """Decode `batch`; returns, per example, up to `n_best` Hypothesis, best first."""
+    K = beam_size
+    B = batch.batch_size
+    device = batch.src.device
+    enc = model.encode(batch)
+    state = model.init_state(batch, enc)
+    state = state.reorder(torch.arange(B, device=device).repeat_interleave(K))   # rows (B*K,)
+    base = (torch.arange(B, device=device) * K).unsqueeze(1)                     # (B, 1)
+    inputs = torch.full((B * K,), BOS, dtype=torch.long, device=device)          # (B*K,)
+    history = torch.zeros(B * K, 0, dtype=torch.long, device=device)             # (B*K, t)
+    attn_hist = None                                                             # (B*K, t, S)
+    scores = torch.full((B, K), NEG_INF, device=device)                          # (B, K)
+    scores[:, 0] = 0.0                    # the K copies of <s> are one hypothesis: expand only one
+    example = torch.arange(B, device=device)   # (B,) batch position of each example still decoded
+    kept = torch.full((B, n_best), NEG_INF, device=device)   # (B, n_best) best finished scores
+    finished = [[] for _ in range(B)]     # per example: Hypothesis list, filled only when one finishes
+    for step in range(max_length + 1):
+        logp, state, attns = model.decode_step(inputs, state)                    # (B*K, X)
+        X = logp.size(1)
+        logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
+                           block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
+        cand = (scores.view(B * K, 1) + logp).view(B, K * X)                    # (B, K*X)
+        top_scores, top_ids = cand.topk(K, dim=1)                                # (B, K)
+        origin = torch.div(top_ids, X, rounding_mode="floor")                    # (B, K) beam of origin
+        token = top_ids - origin * X                                             # (B, K)
+        rows = (base + origin).view(B * K)                                       # (B*K,) backpointers
+        state = state.reorder(rows)
+        history = torch.cat([history.index_select(0, rows), token.view(B * K, 1)], dim=1)  # (B*K, t+1)
+        attn = attention_of(attns) if keep_attn else None
+        if attn is not None:
+            step_attn = attn.float().index_select(0, rows).unsqueeze(1)          # (B*K, 1, S)
+            attn_hist = step_attn if attn_hist is None else torch.cat(
+                [attn_hist.index_select(0, rows), step_attn], dim=1)             # (B*K, t+1, S)
+        is_eos = (token == EOS) & torch.isfinite(top_scores)                     # (B, K)
+        if bool(is_eos.any()):
+            penalized = top_scores / length_penalty(length_penalty_kind, step + 1, alpha)  # (B, K)
+            _set_aside(finished, example, is_eos, top_scores, penalized, history, attn_hist, K)
+            kept = torch.cat([kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
+                n_best, dim=1).values                                            # (B, n_best)
+            top_scores = top_scores.masked_fill(is_eos, NEG_INF)
+        scores = top_scores
+        inputs = token.view(B * K)
+        # best score a live hypothesis can still reach (sums only decrease; largest penalty ahead)
+        bound = scores.max(dim=1).values / max_penalty(length_penalty_kind, step + 2, max_length + 1,
+                                                       alpha)                    # (B,)
+        live = ~((kept[:, -1] >= bound) | torch.isneginf(bound))                 # (B,)
+        n_live = int(live.sum())
+        if n_live == 0:
+            break
+        if n_live < B:   # drop the finished examples from the batch
+            keep = live.nonzero().squeeze(1)                                     # (B',)
+            rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)  # (B'*K,)
+            state = state.reorder(rows)
+            inputs, history = inputs.index_select(0, rows), history.index_select(0, rows)
+            attn_hist = attn_hist.index_select(0, rows) if attn_hist is not None else None
+            scores, kept, example = scores[keep], kept[keep], example[keep]      # (B', K) (B', n) (B',)
+            B = n_live
+            base = (torch.arange(B, device=device) * K).unsqueeze(1)             # (B, 1)
+    return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]
+
+
+def _set_aside(finished, example, is_eos, raw, penalized, history, attn_hist, K):
+    """Record the hypotheses that just produced </s> (a loop over those only)."""
+    idx = is_eos.nonzero().tolist()                      # [[b, k], ...] in the current batch
+    ex = example[is_eos.nonzero()[:, 0]].tolist()        # their examples in the original batch
+    for (b, k), e, s, p in zip(idx, ex, raw[is_eos].tolist(), penalized[is_eos].tolist()):
+        row = b * K + k
+        tokens = history[row, :-1].tolist()
+        attn = attn_hist[row, :-1].cpu() if attn_hist is not None else None
+        finished[e].append(Hypothesis(tokens, p, s, attn))

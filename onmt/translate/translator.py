@@ -1,0 +1,155 @@
+"""Translator: source lines -> n-best predictions as words, and gold-target scoring.
+
+It calls only the model interface (onmt/models/interface.py) through `greedy_search` (beam size 1)
+or `beam_search`, so it serves every model family alike.
+"""
+import math
+from typing import List, NamedTuple, Optional
+
+import torch
+
+from onmt.inputters.vocab import PAD, UNK, UNK_WORD
+from onmt.translate.beam_search import beam_search
+from onmt.translate.greedy_search import greedy_search
+from onmt.utils.logging import logger
+
+
+class Translation(NamedTuple):
+    tokens: List[str]                     # predicted words, </s> excluded
+    score: float                          # length-penalized sum of log-probabilities
+    attn: Optional[torch.Tensor] = None   # (len(tokens), S) attention (kept with -replace_unk)
+    log_prob: float = 0.0                 # raw sum of log-probabilities (</s> included)
+
+
+def _default_batches(src_lines, tgt_lines, vocabs, batch_size):
+    from onmt.inputters.dataset import text_batches
+    return text_batches(src_lines, tgt_lines, vocabs, batch_size)
+
+
+class Translator:
+    """Decode text with a model; see `translate` and `score_gold`."""
+
+    def __init__(self, model, vocabs, *, beam_size=5, n_best=1, min_length=0, max_length=100,
+                 length_penalty="none", alpha=0.0, block_ngram_repeat=0, ignore_when_blocking=(),
+                 replace_unk=False, batch_size=30, verbose=False, keep_attn=False, batch_fn=None,
+                 log=None):
+        self.model, self.vocabs = model, vocabs
+        self.beam_size, self.n_best = beam_size, n_best
+        self.search_kwargs = dict(min_length=min_length, max_length=max_length,
+                                  length_penalty_kind=length_penalty, alpha=alpha,
+                                  block_ngram_repeat=block_ngram_repeat)
+        ids = sorted({vocabs.tgt.stoi[w] for w in ignore_when_blocking if w in vocabs.tgt.stoi})
+        self.ignore_ids = torch.tensor(ids, dtype=torch.long)
+        self.replace_unk, self.keep_attn = replace_unk, keep_attn or replace_unk
+        self.batch_size, self.verbose = batch_size, verbose
+        self.batch_fn = batch_fn or _default_batches
+        self.log = log or logger.info
+        param = next(model.parameters(), None)
+        self.device = param.device if param is not None else torch.device("cpu")
+
+    @classmethod
+    def from_opt(cls, opt, model, vocabs, **kwargs):
+        return cls(model, vocabs, beam_size=opt.beam_size, n_best=opt.n_best, min_length=opt.min_length,
+                   max_length=opt.max_length, length_penalty=opt.length_penalty, alpha=opt.alpha,
+                   block_ngram_repeat=opt.block_ngram_repeat, ignore_when_blocking=opt.ignore_when_blocking,
+                   replace_unk=opt.replace_unk, batch_size=opt.batch_size, verbose=opt.verbose, **kwargs)
+
+    # ------------------------------------------------------------------ decoding
+    def translate(self, src_lines, tgt_lines=None):
+        """Per input line, exactly n_best Translation, best first (output order = input order).
+
+        An empty (or blank) line gets empty translations without running the model. With
+        `tgt_lines`, the gold targets are scored too and GOLD AVG SCORE / GOLD PPL logged.
+        """
+        if tgt_lines is not None and len(tgt_lines) != len(src_lines):
+            from onmt.utils.cli import UserError
+            raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
+        src_tokens = [line.split() for line in src_lines]
+        keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
+        results = [[Translation([], 0.0, None)] * self.n_best for _ in src_lines]
+        self.model.eval()
+        ignore = self.ignore_ids.to(self.device)
+        for batch in self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size):
+            batch = batch.to(self.device)
+            if self.beam_size == 1:
+                hyps = greedy_search(self.model, batch, ignore_ids=ignore, keep_attn=self.keep_attn,
+                                     **self.search_kwargs)
+            else:
+                hyps = beam_search(self.model, batch, beam_size=self.beam_size, n_best=self.n_best,
+                                   ignore_ids=ignore, keep_attn=self.keep_attn, **self.search_kwargs)
+            for b, ex in enumerate(batch.indices.tolist()):
+                line = keep[ex]
+                nbest = [Translation(self._words(h.tokens, h.attn, batch.oovs[b], src_tokens[line]),
+                                     h.score, h.attn, h.log_prob) for h in hyps[b]]
+                missing = self.n_best - len(nbest)        # only when nearly every token was forbidden
+                results[line] = nbest + [Translation([], float("-inf"), None, float("-inf"))] * missing
+        gold = self.score_gold(src_lines, tgt_lines) if tgt_lines is not None else None
+        self._report(src_tokens, results, tgt_lines, gold)
+        return results
+
+    def _words(self, ids, attn, oovs, src_tokens):
+        """Extended ids -> words: copied OOVs from the example's list; <unk> replaced if asked."""
+        V, itos = len(self.vocabs.tgt), self.vocabs.tgt.itos
+        words = []
+        for i, t in enumerate(ids):
+            if t < V:
+                w = itos[t]
+            else:
+                w = oovs[t - V] if t - V < len(oovs) else UNK_WORD
+            if t == UNK and self.replace_unk and attn is not None:
+                pos = int(attn[i].argmax())
+                if pos < len(src_tokens):
+                    w = src_tokens[pos]
+            words.append(w)
+        return words
+
+    # ------------------------------------------------------------------ gold scoring
+    @torch.no_grad()
+    def score_gold(self, src_lines, tgt_lines):
+        """Per line, (sum of log p(gold token), number of gold tokens) under teacher forcing.
+
+        Gold tokens are the target's words and </s>; a target word outside the extended vocabulary
+        counts as <unk>. Lines with an empty source get (0.0, 0) without running the model.
+        """
+        out = [(0.0, 0) for _ in src_lines]
+        keep = [i for i, line in enumerate(src_lines) if line.split()]
+        self.model.eval()
+        for batch in self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep],
+                                   self.vocabs, self.batch_size):
+            batch = batch.to(self.device)
+            logp, _ = self.model(batch)                                  # (B, T-1, X)
+            X = logp.size(-1)
+            gold = batch.tgt_ex if self.model.copy and batch.tgt_ex is not None else batch.tgt
+            gold = gold[:, 1:]                                           # (B, T-1)
+            gold = gold.masked_fill(gold >= X, UNK)
+            mask = gold != PAD                                           # (B, T-1)
+            lp = logp.float().gather(2, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
+            for ex, s, n in zip(batch.indices.tolist(), lp.sum(1).tolist(), mask.sum(1).tolist()):
+                out[keep[ex]] = (s, n)
+        return out
+
+    # ------------------------------------------------------------------ reporting
+    def _report(self, src_tokens, results, tgt_lines, gold):
+        if self.verbose:
+            for n, (src, nbest) in enumerate(zip(src_tokens, results), 1):
+                best = nbest[0]
+                msg = [f"SENT {n}: {src}", f"PRED {n}: {' '.join(best.tokens)}", f"PRED SCORE: {best.score:.4f}"]
+                if gold is not None:
+                    msg += [f"GOLD {n}: {tgt_lines[n - 1].strip()}", f"GOLD SCORE: {gold[n - 1][0]:.4f}"]
+                if len(nbest) > 1:
+                    msg.append("BEST HYP:")
+                    msg += [f"[{t.score:.4f}] {' '.join(t.tokens)}" for t in nbest]
+                self.log("\n".join(msg) + "\n")
+        # PRED: log-probability of the best hypothesis per produced token (</s> included)
+        words = sum(len(r[0].tokens) + 1 for r, s in zip(results, src_tokens) if s)
+        total = sum(r[0].log_prob for r, s in zip(results, src_tokens) if s)
+        self._report_score("PRED", total, words)
+        if gold is not None:
+            self._report_score("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold))
+
+    def _report_score(self, name, total, words):
+        if words == 0:
+            return
+        avg = total / words
+        ppl = math.exp(-avg) if -avg < 700 else float("inf")
+        self.log(f"{name} AVG SCORE: {avg:.4f}, {name} PPL: {ppl:.4f}")

@@ -1,0 +1,190 @@
+"""ReinforcedModel: interface, teacher forcing vs step decoding, scheduled sampling, shared embedding."""
+import configargparse
+import pytest
+import torch
+
+from onmt import opts
+from onmt.inputters.batch import Batch
+from onmt.inputters.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, Vocabs
+from onmt.reinforced.model import ReinforcedModel
+
+V_SRC, V_TGT = 40, 24
+
+
+def _vocabs():
+    words = SPECIALS + [f"w{i}" for i in range(V_SRC - len(SPECIALS))]
+    return Vocabs(Vocab(words), Vocab(words[:V_TGT]), shared=True)
+
+
+def _opt(*extra):
+    parser = configargparse.ArgumentParser()
+    opts.model_opts(parser)
+    opt = parser.parse_args(["-reinforced", "-brnn", "-rnn_size", "12", "-word_vec_size", "6", "-layers", "1",
+                             "-dropout", "0", *extra])
+    opts.validate_model_opts(opt)
+    return opt
+
+
+def _model(*extra, seed=0):
+    torch.manual_seed(seed)
+    return ReinforcedModel.from_opt(_opt(*extra), _vocabs())
+
+
+def _batch(seed=0, B=3, S=7, T=6):
+    """Random sources with words outside the target vocabulary; targets copy some of them."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(2, S + 1, (B,), generator=g)
+    lengths[0] = S
+    src = torch.full((B, S), PAD)
+    src_ex, tgt, tgt_ex = src.clone(), torch.full((B, T), PAD), torch.full((B, T), PAD)
+    oovs = []
+    for b in range(B):
+        words = torch.randint(4, V_SRC, (int(lengths[b]),), generator=g)
+        words[1] = words[0]  # a duplicate
+        src[b, : len(words)] = words
+        oov = []
+        for j, w in enumerate(words.tolist()):
+            if w >= V_TGT and w not in oov:
+                oov.append(w)
+            src_ex[b, j] = w if w < V_TGT else V_TGT + oov.index(w)
+        oovs.append([f"w{w - 4}" for w in oov])
+        n = int(torch.randint(1, T - 1, (1,), generator=g))
+        body = torch.where(torch.rand(n, generator=g) < 0.5, words[:n].repeat(2)[:n],
+                           torch.randint(4, V_TGT, (n,), generator=g))
+        body_ex = torch.tensor([w if w < V_TGT else V_TGT + oov.index(w) for w in body.tolist()])
+        tgt[b, : n + 2] = torch.cat([torch.tensor([BOS]), body.masked_fill(body >= V_TGT, UNK), torch.tensor([EOS])])
+        tgt_ex[b, : n + 2] = torch.cat([torch.tensor([BOS]), body_ex, torch.tensor([EOS])])
+    return Batch(src=src, src_lengths=lengths, src_ex=src_ex, oovs=oovs, n_oov=max(len(o) for o in oovs),
+                 indices=torch.arange(B), tgt=tgt, tgt_ex=tgt_ex)
+
+
+def _loop(model, batch, choose=None):
+    """decode_step over the target; `choose(logp)` picks the next input, else the reference."""
+    state = model.init_state(batch, model.encode(batch))
+    inputs, logps, fed = batch.tgt[:, 0], [], []
+    for t in range(batch.tgt.size(1) - 1):
+        logp, state, attns = model.decode_step(inputs, state)
+        logps.append(logp)
+        inputs = batch.tgt[:, t + 1] if choose is None else choose(logp)
+        fed.append(inputs)
+    return torch.stack(logps, 1), torch.stack(fed, 1), state
+
+
+@pytest.mark.parametrize("extra", [[], ["-no_temporal_attn", "-no_intra_decoder_attn"], ["-no_tied_output"]])
+def test_decode_step_equals_forward(extra):
+    model, batch = _model(*extra).eval(), _batch()
+    logp, attns = model(batch)
+    X = V_TGT + batch.n_oov
+    assert logp.shape == (3, 5, X) and attns["std"].shape == (3, 5, 7)
+    ref, _, _ = _loop(model, batch)
+    assert torch.allclose(logp, ref, atol=1e-5)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(3, 5), atol=1e-5)
+    pad = ~(torch.arange(7)[None, :] < batch.src_lengths[:, None])
+    assert (attns["std"].permute(1, 0, 2)[:, pad] == 0).all()  # padding never attended
+
+
+def test_scheduled_sampling_zero_is_teacher_forcing_and_naive_agrees():
+    model, batch = _model("-scheduled_sampling", "0").train(), _batch(1)
+    logp, _ = model(batch)
+    ref, _, _ = _loop(model, batch)
+    assert torch.allclose(logp, ref, atol=1e-5)
+    assert torch.allclose(model(batch, naive=True)[0], ref, atol=1e-5)
+
+
+def test_scheduled_sampling_one_feeds_the_models_own_argmax():
+    model, batch = _model("-scheduled_sampling", "1").train(), _copy_batch(2, B=3)
+    with torch.no_grad():
+        model.generator.switch.bias.fill_(4.0)  # copy a lot, so OOV predictions are fed back too
+    logp, _ = model(batch)
+    ref, fed, _ = _loop(model, batch, choose=lambda lp: lp.argmax(1))
+    assert (fed >= V_TGT).any()
+    assert torch.allclose(logp, ref, atol=1e-5)
+    assert torch.allclose(model(batch, naive=True)[0], ref, atol=1e-5)
+    model.eval()  # no scheduled sampling outside training
+    assert torch.allclose(model(batch)[0], _loop(model, batch)[0], atol=1e-5)
+
+
+def test_scheduled_sampling_sample_mode_same_draws_as_naive():
+    model, batch = _model("-scheduled_sampling", "1", "-scheduled_sampling_mode", "sample").train(), _batch(3)
+    torch.manual_seed(5)
+    fast, _ = model(batch)
+    torch.manual_seed(5)
+    naive, _ = model(batch, naive=True)
+    assert torch.isfinite(fast).all() and torch.allclose(fast, naive, atol=1e-5)
+
+
+def test_partial_sampling_rate_runs_and_differs_from_teacher_forcing():
+    model, batch = _model("-scheduled_sampling", "0.5").train(), _batch(4, B=8, T=8)
+    torch.manual_seed(0)
+    logp, _ = model(batch)
+    loss = -logp.gather(2, batch.tgt_ex[:, 1:, None]).squeeze(2)[batch.tgt[:, 1:] != PAD].sum()
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_oov_inputs_are_read_as_unk():
+    model, batch = _model().eval(), _batch()
+    state = model.init_state(batch, model.encode(batch))
+    a, _, _ = model.decode_step(torch.full((3,), V_TGT + 1), state)
+    b, _, _ = model.decode_step(torch.full((3,), UNK), state)
+    assert torch.equal(a, b)
+
+
+def _nll(model, batch):
+    logp, _ = model(batch)
+    return -logp.gather(2, batch.tgt_ex[:, 1:, None]).squeeze(2)[batch.tgt[:, 1:] != PAD].sum()
+
+
+def test_gradients_reach_the_shared_embedding_through_inputs_and_output():
+    batch = _batch()
+    used_src, used_tgt = set(batch.src.flatten().tolist()), set(batch.tgt.flatten().tolist())
+    output_only = next(w for w in range(4, V_TGT) if w not in used_src | used_tgt)
+    input_only = next(w for w in range(V_TGT, V_SRC) if w in used_src)   # encoder input, not a target word
+    dec_input_only = next(w for w in used_tgt - used_src if w >= 4)
+    model = _model()
+    assert len({id(p) for p in model.parameters()}) == len(list(model.parameters()))
+    _nll(model, batch).backward()
+    grad = model.encoder.embeddings.lut.weight.grad
+    assert grad[output_only].abs().sum() > 0 and grad[input_only].abs().sum() > 0
+    model = _model("-no_tied_output")
+    _nll(model, batch).backward()
+    grad = model.encoder.embeddings.lut.weight.grad
+    assert grad[dec_input_only].abs().sum() > 0 and grad[output_only].abs().sum() == 0
+    assert grad[PAD].abs().sum() == 0
+
+
+def test_state_reorder_follows_beams():
+    model, batch = _model().eval(), _batch(5)
+    _, _, state = _loop(model, _batch(5))  # a state with history, lse and hidden
+    index = torch.tensor([2, 0, 0, 1])
+    moved = state.reorder(index)
+    assert moved.history.shape[:2] == (4, 5) and moved.hidden[0].shape[1] == 4
+    inputs = torch.tensor([5, 6, 7])
+    logp, _, _ = model.decode_step(inputs, state)
+    logp_moved, _, _ = model.decode_step(inputs.index_select(0, index), moved)
+    assert torch.allclose(logp_moved, logp.index_select(0, index), atol=1e-6)
+
+
+def test_learns_to_copy_words_outside_the_target_vocabulary():
+    torch.manual_seed(0)
+    model = ReinforcedModel.from_opt(_opt("-rnn_size", "32", "-word_vec_size", "16"), _vocabs())
+    optim = torch.optim.Adam(model.parameters(), lr=0.01)
+    for step in range(60):
+        batch = _copy_batch(step)
+        optim.zero_grad()
+        loss = _nll(model, batch) / batch.n_tgt_tokens
+        loss.backward()
+        optim.step()
+    assert loss.item() < 0.5
+
+
+def _copy_batch(seed, B=16, S=4):
+    """Sources of OOV words only; the target repeats them, so only the pointer can produce them."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.stack([torch.randperm(V_SRC - V_TGT, generator=g)[:S] + V_TGT for _ in range(B)])  # (B, S)
+    src_ex = V_TGT + torch.arange(S).expand(B, S)
+    tgt = torch.cat([torch.full((B, 1), BOS), torch.full((B, S), UNK), torch.full((B, 1), EOS)], 1)
+    tgt_ex = torch.cat([torch.full((B, 1), BOS), src_ex, torch.full((B, 1), EOS)], 1)
+    return Batch(src=src, src_lengths=torch.full((B,), S), src_ex=src_ex, oovs=[["x"] * S] * B, n_oov=S,
+                 indices=torch.arange(B), tgt=tgt, tgt_ex=tgt_ex)
