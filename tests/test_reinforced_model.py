@@ -188,3 +188,11 @@ def _copy_batch(seed, B=16, S=4):
     tgt_ex = torch.cat([torch.full((B, 1), BOS), src_ex, torch.full((B, 1), EOS)], 1)
     return Batch(src=src, src_lengths=torch.full((B,), S), src_ex=src_ex, oovs=[["x"] * S] * B, n_oov=S,
                  indices=torch.arange(B), tgt=tgt, tgt_ex=tgt_ex)
+
+
+def test_works_with_the_ml_loss():
+    from onmt.utils.loss import MLLoss
+    model, batch = _model("-scheduled_sampling", "0.25").train(), _batch(6)
+    loss, stats = MLLoss()(model, batch)
+    loss.backward()
+    assert torch.isfinite(loss) and stats.n_words == batch.n_tgt_tokens

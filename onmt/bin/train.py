@@ -31,7 +31,8 @@ def main(argv=None):
     opts.validate_train_opts(opt)
     device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
 
-    from onmt.inputters.dataset import ShardedDataset, load_vocabs
+    from onmt.inputters.dataset import ShardedDataset
+    from onmt.inputters.vocab_builder import load_vocabs, shard_paths
     from onmt.model_builder import build_model, model_entry
     vocabs, meta = load_vocabs(opt.data)
 
@@ -63,22 +64,15 @@ def main(argv=None):
 
     n_params = sum(p.numel() for p in model.parameters())
     logger.info(f"Model {entry.name}: {n_params} parameters; device {device}")
-    train_data = ShardedDataset(meta_shards(meta, opt.data, "train"), batch_size=opt.batch_size,
-                                batch_type=opt.batch_type, pool_factor=opt.pool_factor, shuffle=True,
-                                seed=opt.seed, vocab_tgt_size=len(vocabs.tgt))
-    valid_paths = meta_shards(meta, opt.data, "valid")
-    valid_data = (ShardedDataset(valid_paths, batch_size=opt.valid_batch_size, batch_type="sents",
-                                 shuffle=False, seed=opt.seed, vocab_tgt_size=len(vocabs.tgt))
-                  if valid_paths else None)
+    train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,
+                                          pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed)
+    valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
+                                           seed=opt.seed)
+                  if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = entry.loss_cls.from_opt(opt)
     meta_ckpt = {"opt": {k: v for k, v in vars(opt).items()}, "vocab": vocabs.to_dict()}
     trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt)
     trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
-
-
-def meta_shards(meta, prefix, split):
-    from onmt.inputters.dataset import shard_paths
-    return shard_paths(prefix, meta, split)
 
 
 def cli():

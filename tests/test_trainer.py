@@ -1,0 +1,104 @@
+"""The trainer: exact resume, NaN guard, checkpoint contents and pruning, epochs."""
+import glob
+import os
+
+import pytest
+import torch
+
+from onmt.bin import preprocess as preprocess_bin
+from onmt.bin import train as train_bin
+from onmt.trainer import TrainingError
+from onmt.utils.checkpoint import load_checkpoint
+
+
+def _write(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("trainer")
+    g = torch.Generator().manual_seed(0)
+    src, tgt = [], []
+    for _ in range(120):
+        n = int(torch.randint(3, 9, (1,), generator=g))
+        words = [f"w{int(i)}" for i in torch.randint(0, 30, (n,), generator=g)]
+        src.append(" ".join(words))
+        tgt.append(" ".join(reversed(words)))
+    _write(d / "src.txt", src)
+    _write(d / "tgt.txt", tgt)
+    prefix = str(d / "prep" / "data")
+    preprocess_bin.main(["-train_src", str(d / "src.txt"), "-train_tgt", str(d / "tgt.txt"),
+                         "-valid_src", str(d / "src.txt"), "-valid_tgt", str(d / "tgt.txt"),
+                         "-save_data", prefix, "-share_vocab", "-dynamic_dict", "-src_vocab_size", "30",
+                         "-tgt_vocab_size", "20"])
+    return prefix
+
+
+def _train(data, save_model, *extra):
+    args = ["-data", data, "-save_model", save_model, "-layers", "1", "-rnn_size", "16",
+            "-word_vec_size", "8", "-brnn", "-copy_attn", "-coverage_attn", "-dropout", "0.3",
+            "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "16", "-report_every", "2",
+            "-valid_steps", "3", "-seed", "7", *extra]
+    train_bin.main(args)
+
+
+def test_resume_is_bitwise_equal(data, tmp_path):
+    _train(data, str(tmp_path / "a"), "-train_steps", "10", "-save_checkpoint_steps", "5")
+    _train(data, str(tmp_path / "b"), "-train_steps", "5", "-save_checkpoint_steps", "5")
+    _train(data, str(tmp_path / "b"), "-train_steps", "10", "-save_checkpoint_steps", "5",
+           "-train_from", str(tmp_path / "b_step_5.pt"))
+    a = torch.load(tmp_path / "a_step_10.pt", weights_only=True)
+    b = torch.load(tmp_path / "b_step_10.pt", weights_only=True)
+    assert a["step"] == b["step"] == 10 and a["data_pos"] == b["data_pos"]
+    assert a["model"].keys() == b["model"].keys()
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+    # and the run really trained: step 10 differs from step 5
+    mid = torch.load(tmp_path / "a_step_5.pt", weights_only=True)
+    assert any(not torch.equal(mid["model"][k], a["model"][k]) for k in a["model"])
+
+
+def test_checkpoint_contents_and_keep(data, tmp_path):
+    _train(data, str(tmp_path / "m"), "-train_steps", "6", "-save_checkpoint_steps", "2",
+           "-keep_checkpoint", "2")
+    names = sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "m_step_*.pt")))
+    assert names == ["m_step_4.pt", "m_step_6.pt"]
+    assert not glob.glob(str(tmp_path / "*.tmp"))
+    ck = load_checkpoint(str(tmp_path / "m_step_6.pt"))
+    for key in ("model", "optim", "opt", "vocab", "step", "data_pos", "rng"):
+        assert key in ck
+    assert any(k.startswith("generator") for k in ck["model"])
+    assert ck["opt"]["copy_attn"] is True and ck["vocab"]["shared"] is True
+
+
+def test_epochs_mode_stops_after_the_epochs(data, tmp_path):
+    _train(data, str(tmp_path / "e"), "-epochs", "2", "-save_checkpoint_steps", "0")
+    (path,) = glob.glob(str(tmp_path / "e_step_*.pt"))
+    ck = load_checkpoint(path)
+    # 120 examples in batches of 16 -> 8 batches per epoch
+    assert ck["step"] == 16 and ck["data_pos"] == [2, 0]
+
+
+def test_nan_loss_stops_naming_the_step(data, tmp_path, monkeypatch):
+    from onmt.utils.loss import MLLoss
+    real = MLLoss.__call__
+
+    def poisoned(self, model, batch):
+        loss, stats = real(self, model, batch)
+        return loss * float("nan"), stats
+    monkeypatch.setattr(MLLoss, "__call__", poisoned)
+    with pytest.raises(TrainingError, match="at step 1"):
+        _train(data, str(tmp_path / "n"), "-train_steps", "3")
+
+
+def test_resume_refuses_other_vocabulary(data, tmp_path):
+    _train(data, str(tmp_path / "v"), "-train_steps", "1")
+    ck = torch.load(tmp_path / "v_step_1.pt", weights_only=True)
+    ck["vocab"]["tgt"] = ck["vocab"]["tgt"][:-1]
+    ck["vocab"]["src"] = ck["vocab"]["src"][:-1] + ["zzz"]
+    torch.save(ck, tmp_path / "bad.pt")
+    from onmt.utils.cli import UserError
+    with pytest.raises(UserError, match="vocabulary"):
+        _train(data, str(tmp_path / "v2"), "-train_steps", "2", "-train_from", str(tmp_path / "bad.pt"))
