@@ -15,6 +15,8 @@ import torch.nn as nn
 
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
+from onmt.reinforced.model import ReinforcedModel
+from onmt.reinforced.trainer import RTrainer
 from onmt.trainer import Trainer
 from onmt.utils.cli import UserError
 from onmt.utils.loss import MLLoss
@@ -28,11 +30,16 @@ class ModelEntry(NamedTuple):
     loss_cls: type
     trainer_cls: type
     needs_dynamic_dict: bool = False   # the model reads src_ex / tgt_ex (copy)
+    needs_shared_vocab: bool = False   # the model shares one embedding (PartialEmbedding)
 
     def check_data(self, opt, meta):
         """Refuse preprocessed data (its meta dict) that this model cannot train on."""
-        if self.needs_dynamic_dict and not meta.get("dynamic_dict", False):
-            raise UserError(f"the {self.name} model needs data preprocessed with -dynamic_dict")
+        missing = [flag for flag, need, key in (("-share_vocab", self.needs_shared_vocab, "share_vocab"),
+                                                ("-dynamic_dict", self.needs_dynamic_dict, "dynamic_dict"))
+                   if need and not meta.get(key, False)]
+        if missing:
+            raise UserError(f"the {self.name} model needs data preprocessed with {' '.join(missing)}: "
+                            f"rerun preprocess.py with {' '.join(missing)}")
         if getattr(opt, "share_embeddings", False) and not meta.get("share_vocab", False):
             raise UserError("-share_embeddings needs data preprocessed with -share_vocab")
 
@@ -40,11 +47,15 @@ class ModelEntry(NamedTuple):
 MODEL_REGISTRY = {
     "rnn": ModelEntry("rnn", NMTModel, MLLoss, Trainer),
     "copy": ModelEntry("copy", CopyNMTModel, MLLoss, Trainer, needs_dynamic_dict=True),
+    "reinforced": ModelEntry("reinforced", ReinforcedModel, MLLoss, RTrainer, needs_dynamic_dict=True,
+                             needs_shared_vocab=True),
 }
 
 
 def model_type(opt):
     """The registry name for these options."""
+    if opt.reinforced:
+        return "reinforced"
     if opt.copy_attn:
         return "copy"
     return "rnn"

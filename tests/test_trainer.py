@@ -102,3 +102,33 @@ def test_resume_refuses_other_vocabulary(data, tmp_path):
     from onmt.utils.cli import UserError
     with pytest.raises(UserError, match="vocabulary"):
         _train(data, str(tmp_path / "v2"), "-train_steps", "2", "-train_from", str(tmp_path / "bad.pt"))
+
+
+def test_reinforced_model_trains_and_resumes_through_the_registry(data, tmp_path):
+    common = ["-data", data, "-reinforced", "-brnn", "-layers", "1", "-rnn_size", "16", "-word_vec_size", "8",
+              "-dropout", "0", "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "16",
+              "-report_every", "2", "-valid_steps", "4", "-seed", "3", "-scheduled_sampling", "0.25",
+              "-save_checkpoint_steps", "4"]
+    log = tmp_path / "train.log"
+    train_bin.main(common + ["-save_model", str(tmp_path / "a"), "-train_steps", "8", "-log_file", str(log)])
+    shares = [float(line.split("Step 2: ")[1].split("%")[0]) for line in log.read_text().splitlines()
+              if "Step 2: " in line and "scheduled sampling" in line]
+    assert len(shares) == 1 and 5.0 < shares[0] < 50.0  # about 25% of the inputs after the first
+    train_bin.main(common + ["-save_model", str(tmp_path / "b"), "-train_steps", "4"])
+    train_bin.main(common + ["-save_model", str(tmp_path / "b"), "-train_steps", "8",
+                             "-train_from", str(tmp_path / "b_step_4.pt")])
+    a = torch.load(tmp_path / "a_step_8.pt", weights_only=True)["model"]
+    b = torch.load(tmp_path / "b_step_8.pt", weights_only=True)["model"]
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+def test_reinforced_refuses_data_without_shared_vocab(tmp_path):
+    _write(tmp_path / "s.txt", ["a b c", "b c d"])
+    prefix = str(tmp_path / "p" / "d")
+    preprocess_bin.main(["-train_src", str(tmp_path / "s.txt"), "-train_tgt", str(tmp_path / "s.txt"),
+                         "-save_data", prefix, "-dynamic_dict"])
+    from onmt.utils.cli import UserError
+    with pytest.raises(UserError, match="rerun preprocess.py with -share_vocab"):
+        train_bin.main(["-data", prefix, "-reinforced", "-brnn", "-layers", "1", "-rnn_size", "8",
+                        "-word_vec_size", "4", "-train_steps", "1", "-save_model", str(tmp_path / "m")])

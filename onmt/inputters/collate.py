@@ -2,6 +2,7 @@
 import torch
 
 from onmt.inputters.batch import Batch
+from onmt.inputters.numericalize import oov_lists
 from onmt.inputters.vocab import PAD, UNK
 
 
@@ -33,9 +34,7 @@ def collate(data, idx, n_tgt, src_to_tgt=None):
     src, src_len = pad_rows(data["src"], data["src_offsets"], idx)                  # (B, S), (B,)
     if "src_ex" in data:
         src_ex, _ = pad_rows(data["src_ex"], data["src_offsets"], idx)              # (B, S)
-        oo = data["oov_offsets"][idx].tolist(), data["oov_offsets"][idx + 1].tolist()
-        words = data["oov"]
-        oovs = [words[a:b] for a, b in zip(*oo)]
+        oovs = oov_lists(data["oov_bytes"], data["oov_byte_offsets"], idx.tolist())
     else:
         if src_to_tgt is not None:
             src_ex = src_to_tgt[src]                                                # (B, S)
@@ -54,4 +53,4 @@ def collate(data, idx, n_tgt, src_to_tgt=None):
 
 def numpy_to_tensors(d):
     """A numericalize_batch() dict (numpy arrays) -> tensors, as collate() expects."""
-    return {k: (v if k == "oov" else torch.from_numpy(v)) for k, v in d.items()}
+    return {k: torch.from_numpy(v) for k, v in d.items()}

@@ -46,6 +46,8 @@ class Numericalizer:
             tstoi = vocabs.tgt.stoi
             g2tgt = np.fromiter((tstoi.get(w, UNK) for w in words), dtype=np.int64, count=len(words))
         self.g2tgt = np.append(g2tgt, UNK)                   # last entry: any word unknown to both
+        self.word_bytes = [w.encode("utf-8") + b"\n" for w in words]     # OOV storage, see below
+        self.word_nbytes = np.fromiter(map(len, self.word_bytes), dtype=np.int64, count=len(words))
 
     # ------------------------------------------------------------------ lookups
     def _global_ids(self, flat, local):
@@ -61,10 +63,6 @@ class Numericalizer:
     def _tgt_ids(self, g):
         return self.g2tgt[np.minimum(g, len(self.words))]
 
-    def _word(self, gid, local_words):
-        base = len(self.words)
-        return self.words[gid] if gid < base else local_words[gid - base]
-
     # ------------------------------------------------------------------ API
     def numericalize_batch(self, src_tokens, tgt_tokens=None, dynamic_dict=True):
         """Numericalize a list of examples at once.
@@ -73,8 +71,12 @@ class Numericalizer:
         Returns a dict of flat numpy arrays with (n+1,) int64 offsets:
           src, src_offsets                   int32 source-vocabulary ids
           tgt, tgt_offsets                   int32 target ids, `<s> ... </s>`        (with targets)
-          src_ex, oov, oov_offsets           extended ids, OOV words (list of str)   (dynamic_dict)
+          src_ex                             extended ids                            (dynamic_dict)
+          oov_offsets                        OOV words per example: oov_offsets[i+1] - oov_offsets[i]
+          oov_bytes, oov_byte_offsets        the OOV words, UTF-8, each ended by "\\n" (uint8 array)
           tgt_ex                             copy targets                            (both)
+        OOV words are stored as bytes, not as Python strings: millions of small str objects would
+        dominate the memory and the save time of a shard. `oov_lists` decodes them.
         """
         n = len(src_tokens)
         src_off = offsets_of(np.fromiter(map(len, src_tokens), dtype=np.int64, count=n))
@@ -107,8 +109,14 @@ class Numericalizer:
         src_ex = s_tid.copy()
         src_ex[oov_pos] = self.n_tgt + j[inv.reshape(-1)]
         out["src_ex"] = src_ex.astype(np.int32)
-        out["oov"] = [self._word(gid, local_words) for gid in (ukey[order] % n_glob).tolist()]
+        gids = (ukey[order] % n_glob).tolist()                     # OOV words, in output order
+        local_bytes = [w.encode("utf-8") + b"\n" for w in local_words]
+        nbytes = np.concatenate([self.word_nbytes, np.fromiter(map(len, local_bytes), dtype=np.int64,
+                                                               count=len(local_bytes))])[gids]
+        blob = b"".join(map((self.word_bytes + local_bytes).__getitem__, gids))
         out["oov_offsets"] = oov_off
+        out["oov_bytes"] = np.frombuffer(blob, dtype=np.uint8).copy()
+        out["oov_byte_offsets"] = offsets_of(np.bincount(u_ex, weights=nbytes, minlength=n).astype(np.int64))
         if tgt_tokens is not None:
             t_ex = t_ids.copy()
             miss = np.flatnonzero((t_ids == UNK) & (g_tgt != UNK))
@@ -128,7 +136,24 @@ class Numericalizer:
         """One example; same keys as `numericalize_batch` but plain lists (no offsets)."""
         d = self.numericalize_batch([src_tokens], None if tgt_tokens is None else [tgt_tokens],
                                     dynamic_dict)
-        return {k: (v if k == "oov" else v.tolist()) for k, v in d.items() if not k.endswith("_offsets")}
+        out = {k: v.tolist() for k, v in d.items() if k in ("src", "src_ex", "tgt", "tgt_ex")}
+        if dynamic_dict:
+            out["oov"] = oov_lists(d["oov_bytes"], d["oov_byte_offsets"], [0])[0]
+        return out
+
+
+def oov_lists(oov_bytes, byte_offsets, rows):
+    """The OOV word lists of examples `rows`, decoded from (oov_bytes, oov_byte_offsets).
+
+    Works on numpy arrays and on (memory-mapped) tensors; one bytes slice per example.
+    """
+    if hasattr(oov_bytes, "numpy"):
+        oov_bytes, byte_offsets = oov_bytes.numpy(), byte_offsets.numpy()
+    out = []
+    for i in rows:
+        raw = oov_bytes[byte_offsets[i]:byte_offsets[i + 1]].tobytes()
+        out.append(raw.decode("utf-8").split("\n")[:-1] if raw else [])
+    return out
 
 
 def _add_bos_eos(body_ids, lengths):

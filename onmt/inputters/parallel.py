@@ -6,7 +6,17 @@ Worker state (e.g. a Numericalizer with a large dict) is handed over once, by fo
 `initializer(*initargs)`, never pickled per task.
 """
 import multiprocessing as mp
+import signal
 from collections import deque
+
+
+def _worker_init(initializer, initargs):
+    # The main process handles ^C and SIGTERM (and terminates the pool); a worker interrupted inside
+    # the pool's queue would die holding its lock and hang the others.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 def ordered_map(fn, items, workers=1, initializer=None, initargs=(), window=None):
@@ -19,7 +29,7 @@ def ordered_map(fn, items, workers=1, initializer=None, initargs=(), window=None
         return
     window = window or 2 * workers
     ctx = mp.get_context("fork")
-    pool = ctx.Pool(workers, initializer=initializer, initargs=initargs)
+    pool = ctx.Pool(workers, initializer=_worker_init, initargs=(initializer, initargs))
     try:
         pending = deque()
         for item in items:

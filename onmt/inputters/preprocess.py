@@ -11,8 +11,10 @@ Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and
 """
 import glob
 import logging
+import multiprocessing as mp
 import os
 import re
+import threading
 from collections import Counter
 from itertools import chain
 
@@ -86,13 +88,21 @@ def _init_worker(**state):
 
 
 def _count_task(item):
+    """Count a chunk into this process's Counters; the item None returns (and resets) them.
+
+    The `workers` None items at the end of the stream meet at a barrier, so that each worker
+    process takes exactly one and every count is returned once.
+    """
+    if item is None:
+        _WORKER["barrier"].wait()
+        return _WORKER.pop("src_c", Counter()), _WORKER.pop("tgt_c", Counter()), 0
     _, src_lines, tgt_lines = item
     srcs, tgts, kept, drops = _WORKER["filter"](src_lines, tgt_lines)
-    src_c = Counter(chain.from_iterable(srcs))
-    if _WORKER["shared"]:
-        src_c.update(chain.from_iterable(tgts))
-        return src_c, None, len(src_lines), drops
-    return src_c, Counter(chain.from_iterable(tgts)), len(src_lines), drops
+    src_c = _WORKER.setdefault("src_c", Counter())
+    tgt_c = _WORKER.setdefault("tgt_c", Counter())
+    src_c.update(chain.from_iterable(srcs))
+    (src_c if _WORKER["shared"] else tgt_c).update(chain.from_iterable(tgts))
+    return None, None, len(src_lines)
 
 
 def _numericalize_task(item):
@@ -119,35 +129,39 @@ def _chunks(src_path, tgt_path):
 # ---------------------------------------------------------------------------- passes
 def count_words(src_path, tgt_path, filt, shared, workers=1, report_every=0):
     """Pass 1 -> (src Counter, tgt Counter or None when shared, lines read)."""
-    src_c, tgt_c, n_read = Counter(), (None if shared else Counter()), 0
-    tasks = ordered_map(_count_task, _chunks(src_path, tgt_path), workers,
-                        lambda: _init_worker(filter=filt, shared=shared))
-    next_report = report_every
-    for s, t, n, _ in tasks:
-        src_c.update(s)
-        if t is not None:
-            tgt_c.update(t)
+    workers = workers if "fork" in mp.get_all_start_methods() else 1
+    state = dict(filter=filt, shared=shared, barrier=mp.get_context("fork").Barrier(workers)
+                 if workers > 1 else threading.Barrier(1))
+    items = chain(_chunks(src_path, tgt_path), [None] * workers)
+    src_c = tgt_c = None
+    n_read, next_report = 0, report_every
+    for s, t, n in ordered_map(_count_task, items, workers, lambda: _init_worker(**state)):
+        if s is not None:                    # one worker's totals (one Counter is just taken over)
+            if src_c is None:
+                src_c, tgt_c = s, t
+            else:
+                src_c.update(s)
+                tgt_c.update(t)
         n_read += n
-        if report_every and n_read >= next_report:
+        if report_every and n and n_read >= next_report:
             logger.info("counted %d lines of %s", n_read, src_path)
             next_report += report_every
+    if shared:
+        tgt_c = None
     return src_c, tgt_c, n_read
 
 
 def _slice_chunk(d, a, b):
     """Examples [a, b) of a numericalized chunk (flat arrays re-based)."""
-    out = {}
-    for k, v in d.items():
-        if k == "indices":
-            out[k] = v[a:b]
-    for base in ("src", "tgt", "oov"):
-        off_key = f"{base}_offsets"
+    out = {"indices": d["indices"][a:b]}
+    fields = {"src_offsets": ("src", "src_ex"), "tgt_offsets": ("tgt", "tgt_ex"),
+              "oov_offsets": (), "oov_byte_offsets": ("oov_bytes",)}
+    for off_key, names in fields.items():
         if off_key not in d:
             continue
         off = d[off_key]
         lo, hi = int(off[a]), int(off[b])
         out[off_key] = off[a:b + 1] - lo
-        names = {"src": ("src", "src_ex"), "tgt": ("tgt", "tgt_ex"), "oov": ("oov",)}[base]
         for k in names:
             if k in d:
                 out[k] = d[k][lo:hi]

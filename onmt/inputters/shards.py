@@ -4,7 +4,9 @@ A shard holds n examples:
   src (int32) + src_offsets (int64, n+1)          source-vocabulary ids
   tgt (int32) + tgt_offsets (int64, n+1)          target ids, `<s> ... </s>`
   src_ex, tgt_ex (int32, same offsets)            only with -dynamic_dict
-  oov (list of str) + oov_offsets (int64, n+1)    only with -dynamic_dict
+  oov_offsets (int64, n+1)                        OOV words per example      (-dynamic_dict)
+  oov_bytes (uint8) + oov_byte_offsets (int64, n+1)   the OOV words, UTF-8, each followed by "\n"
+                                                  (decode with numericalize.oov_lists)
   indices (int64, n)                              line number (0-based) of each example in its corpus
 """
 import os
@@ -15,7 +17,7 @@ import torch
 from onmt.utils.cli import UserError
 
 _INT32 = ("src", "tgt", "src_ex", "tgt_ex")
-_INT64 = ("src_offsets", "tgt_offsets", "oov_offsets", "indices")
+_INT64 = ("src_offsets", "tgt_offsets", "oov_offsets", "oov_byte_offsets", "indices")
 
 
 def shard_name(save_data, split, n):
@@ -28,9 +30,7 @@ def concat_chunks(chunks):
     keys = chunks[0].keys()
     for k in keys:
         parts = [c[k] for c in chunks]
-        if k == "oov":
-            out[k] = [w for p in parts for w in p]
-        elif k == "indices":
+        if k == "indices":
             out[k] = np.concatenate(parts).astype(np.int64)
         elif k.endswith("_offsets"):
             shifts = np.cumsum([0] + [int(p[-1]) for p in parts[:-1]])
@@ -48,8 +48,10 @@ def to_tensors(arrays):
             out[k] = torch.from_numpy(np.ascontiguousarray(v, dtype=np.int32))
         elif k in _INT64:
             out[k] = torch.from_numpy(np.ascontiguousarray(v, dtype=np.int64))
+        elif k == "oov_bytes":
+            out[k] = torch.from_numpy(np.ascontiguousarray(v, dtype=np.uint8))
         else:
-            out[k] = list(v)
+            raise ValueError(f"unexpected shard field {k!r}")
     return out
 
 

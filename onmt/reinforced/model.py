@@ -76,7 +76,9 @@ class ReinforcedModel(nn.Module):
     def forward(self, batch, naive=False):
         """Teacher forcing on batch.tgt (with scheduled sampling when training).
 
-        Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S)}.
+        Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S)}, plus
+        "sampled" (B, T-1), True where the step's input was the model's own prediction, when
+        scheduled sampling is active.
         """
         state = self.init_state(batch, self.encode(batch))
         tgt = batch.tgt  # (B, T)
@@ -87,7 +89,7 @@ class ReinforcedModel(nn.Module):
             with torch.no_grad():  # only for the in-loop choices; the final projection gets its own
                 weight = self.generator.out_weight(state.n_oov)
         step_weight = self.generator.out_weight(state.n_oov) if naive == "hoisted" else None
-        outputs, attns, logps = [], [], []
+        outputs, attns, logps, fed_back = [], [], [], []
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
             o_t, attn, state = self.decoder.step(inputs, state)
@@ -101,16 +103,21 @@ class ReinforcedModel(nn.Module):
                 break
             inputs = tgt[:, t + 1]
             if sampling:
-                inputs = self._sample_inputs(inputs, o_t, attn, state, weight, logps[-1] if naive else None)
+                inputs, drawn = self._sample_inputs(inputs, o_t, attn, state, weight,
+                                                    logps[-1] if naive else None)
+                fed_back.append(drawn)
         attns = torch.stack(attns, dim=1)  # (B, T-1, S)
+        extra = {}
+        if fed_back:  # (B, T-1): step t's input was the model's own prediction (step 0 never is)
+            extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)
         if naive:
-            return torch.stack(logps, dim=1), {"std": attns}  # (B, T-1, X)
+            return torch.stack(logps, dim=1), {"std": attns, **extra}  # (B, T-1, X)
         o = torch.stack(outputs, dim=1).view(B * n_steps, -1)  # (B*(T-1), 3H)
         S = attns.size(2)
         src_ex = state.src_ex.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)  # (B*(T-1), S)
         first_pos = state.first_pos.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)
         logp = self.generator(o, attns.view(B * n_steps, S), src_ex, first_pos, state.n_oov)  # (B*(T-1), X)
-        return logp.view(B, n_steps, -1), {"std": attns}  # (B, T-1, X)
+        return logp.view(B, n_steps, -1), {"std": attns, **extra}  # (B, T-1, X)
 
     # ------------------------------------------------------------------ scheduled sampling
     def _choose(self, logp):
@@ -123,17 +130,17 @@ class ReinforcedModel(nn.Module):
         """Replace each example's next input, with probability p, by its own prediction.
 
         Only the drawn rows get a distribution (when `logp` is not given); ids >= V_tgt are mapped to
-        <unk> by the decoder when read.
+        <unk> by the decoder when read. Returns the (B,) inputs and the (B,) mask of drawn rows.
         """
         drawn = torch.rand(reference.shape, device=reference.device) < self.scheduled_sampling  # (B,)
         with torch.no_grad():
             if logp is not None:
-                return torch.where(drawn, self._choose(logp.detach()), reference)
+                return torch.where(drawn, self._choose(logp.detach()), reference), drawn
             rows = drawn.nonzero().squeeze(1)  # (N,)
             if rows.numel() == 0:
-                return reference
+                return reference, drawn
             logp_rows = self.generator(o_t[rows], attn[rows], state.src_ex[rows], state.first_pos[rows],
                                        state.n_oov, weight=weight)  # (N, X)
             inputs = reference.clone()
             inputs[rows] = self._choose(logp_rows)
-            return inputs
+            return inputs, drawn

@@ -72,6 +72,8 @@ class MLLoss:
             correct = ((logp.argmax(-1) == gold) & mask).sum()
         stats = Statistics(loss=nll.detach().item(), n_words=int(mask.sum()), n_correct=int(correct),
                            coverage_loss=cov_sum, n_examples=batch.batch_size)
+        if "sampled" in attns:  # scheduled sampling: inputs that were the model's own predictions
+            stats.extra["sampled_inputs"] = int((attns["sampled"] & mask).sum())
         return loss, stats
 
     score = staticmethod(gold_log_likelihood)

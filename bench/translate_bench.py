@@ -1,0 +1,88 @@
+"""Beam-search translation speed of See et al.'s pointer-generator with coverage, by batch size.
+
+    python -m bench.translate_bench                       # emb 128, rnn 256 (brnn), V_tgt 50k, beam 5,
+                                                          # sources of 100..400 tokens, max_length 40
+    python -m bench.translate_bench -tgt_vocab 5000 -n_sents 32 -n_sents_b1 4 -max_length 10   # quick
+
+The model is untrained (seeded): it may never emit </s>, so every hypothesis decodes to max_length;
+that is the same work at every batch size, which is what this measures. Sentences are random word
+lines translated through the Translator (text -> batches -> beam search -> words), as translate.py
+does. Prints sentences/s at each batch size and the ratio of the largest batch size to batch 1.
+"""
+import argparse
+import random
+import time
+
+import torch
+
+from bench.common import model_opt, peak_rss_mib, synthetic_vocabs
+from onmt.model_builder import build_model
+from onmt.translate.translator import Translator
+
+
+def random_lines(n, src_min, src_max, src_vocab, seed=0):
+    """n lines of w<i> words (ids drawn uniformly over the source vocabulary), lengths in [src_min, src_max]."""
+    rng = random.Random(seed)
+    n_words = src_vocab - 4
+    return [" ".join(f"w{rng.randrange(n_words)}" for _ in range(rng.randint(src_min, src_max)))
+            for _ in range(n)]
+
+
+def sentences_per_second(translator, lines, repeats=1):
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = translator.translate(lines)
+        best = min(best, time.perf_counter() - t)
+    assert len(out) == len(lines)
+    return len(lines) / best, best
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-batch_sizes", default="1,16,64", help="comma-separated batch sizes (the first is the base)")
+    p.add_argument("-n_sents", type=int, default=128, help="sentences translated at batch sizes > 1")
+    p.add_argument("-n_sents_b1", type=int, default=16, help="sentences translated at batch size 1")
+    p.add_argument("-src_min", type=int, default=100)
+    p.add_argument("-src_max", type=int, default=400)
+    p.add_argument("-src_vocab", type=int, default=50000)
+    p.add_argument("-tgt_vocab", type=int, default=50000)
+    p.add_argument("-word_vec_size", type=int, default=128)
+    p.add_argument("-rnn_size", type=int, default=256)
+    p.add_argument("-beam_size", type=int, default=5)
+    p.add_argument("-max_length", type=int, default=40)
+    p.add_argument("-block_ngram_repeat", type=int, default=0)
+    p.add_argument("-repeats", type=int, default=1, help="best of this many timings per batch size")
+    p.add_argument("-threads", type=int, default=0, help="torch threads (0: default)")
+    p.add_argument("-gpu", type=int, default=-1)
+    a = p.parse_args(argv)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    device = torch.device(f"cuda:{a.gpu}" if a.gpu >= 0 else "cpu")
+    torch.manual_seed(0)
+    opt = model_opt(["-word_vec_size", str(a.word_vec_size), "-rnn_size", str(a.rnn_size), "-brnn", "-layers", "1",
+                     "-copy_attn", "-coverage_attn", "-global_attention", "mlp", "-dropout", "0"])
+    vocabs = synthetic_vocabs(a.src_vocab, a.tgt_vocab)
+    model = build_model(opt, vocabs).to(device).eval()
+    sizes = [int(s) for s in a.batch_sizes.split(",")]
+    lines = random_lines(max(a.n_sents, a.n_sents_b1), a.src_min, a.src_max, a.src_vocab)
+
+    print(f"config: emb {a.word_vec_size}, rnn {a.rnn_size} (brnn), copy+coverage, V_src {a.src_vocab}, "
+          f"V_tgt {a.tgt_vocab}, src {a.src_min}..{a.src_max} tokens, beam {a.beam_size}, "
+          f"max_length {a.max_length}, device {device}, threads {torch.get_num_threads()}")
+    warm = Translator(model, vocabs, beam_size=a.beam_size, max_length=2, batch_size=2, log=lambda m: None)
+    warm.translate(lines[:2])
+    speed = {}
+    for bs in sizes:
+        tr = Translator(model, vocabs, beam_size=a.beam_size, max_length=a.max_length,
+                        block_ngram_repeat=a.block_ngram_repeat, batch_size=bs, log=lambda m: None)
+        n = a.n_sents_b1 if bs == 1 else a.n_sents
+        speed[bs], secs = sentences_per_second(tr, lines[:n], a.repeats)
+        print(f"batch {bs:>3}: {speed[bs]:8.2f} sentences/s  ({n} sentences in {secs:.1f} s)", flush=True)
+    base, top = sizes[0], sizes[-1]
+    print(f"ratio batch{top}/batch{base}: {speed[top] / speed[base]:.1f}x")
+    print(f"peak RSS: {peak_rss_mib():.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
