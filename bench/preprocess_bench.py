@@ -94,12 +94,13 @@ def _tree_rss(pid):
 
 
 def run_preprocess(src, tgt, save, threads):
-    """-> (wall seconds, ru_maxrss of the largest child in bytes, sampled peak tree RSS in bytes)."""
+    """-> (wall s, CPU s of the tree, ru_maxrss of the largest process in bytes, sampled peak tree RSS)."""
     cmd = [sys.executable, os.path.join(ROOT, "preprocess.py"), "-train_src", src, "-train_tgt", tgt,
            "-save_data", save, "-num_threads", str(threads), *ARGS]
     # a fresh intermediate process so that ru_maxrss covers this run only
     wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL);"
-               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
+               "u = resource.getrusage(resource.RUSAGE_CHILDREN);"
+               "print(u.ru_utime + u.ru_stime, u.ru_maxrss); sys.exit(r.returncode)")
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", wrapper, *cmd], stdout=subprocess.PIPE)
     peak = [0]
@@ -117,7 +118,8 @@ def run_preprocess(src, tgt, save, threads):
     th.join()
     if proc.returncode:
         sys.exit(f"preprocess failed with exit code {proc.returncode}")
-    return wall, int(out.split()[-1]) * 1024, peak[0]
+    cpu, maxrss = out.split()[-2:]
+    return wall, float(cpu), int(maxrss) * 1024, peak[0]
 
 
 def main():
@@ -139,12 +141,14 @@ def main():
         res = {}
         for name, n, s, t in (("fifth", fifth, "fifth.src.txt", "fifth.tgt.txt"),
                               ("full", pairs, "train.src.txt", "train.tgt.txt")):
-            wall, maxrss, tree = run_preprocess(os.path.join(tmp, s), os.path.join(tmp, t),
+            wall, cpu, maxrss, tree = run_preprocess(os.path.join(tmp, s), os.path.join(tmp, t),
                                                 os.path.join(tmp, "out", name), opt.num_threads)
             res[name] = (maxrss, tree)
             print(f"{name:>5}: {n} pairs, {n * 400 / 1e6:.1f}M source tokens in {wall:.1f}s = "
-                  f"{n * 400 / wall / 1e6:.2f}M source tokens/s; peak RSS largest process "
+                  f"{n * 400 / wall / 1e6:.2f}M source tokens/s (CPU {cpu:.0f}s: "
+                  f"{n * 400 / cpu / 1e6:.2f}M tokens per CPU-second); peak RSS largest process "
                   f"{maxrss / 2**20:.0f} MiB, process tree {tree / 2**20:.0f} MiB", flush=True)
+        print(f"load average during the runs: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores")
         print(f"peak RSS ratio full / fifth: largest process {res['full'][0] / res['fifth'][0]:.2f}, "
               f"process tree {res['full'][1] / max(1, res['fifth'][1]):.2f}")
 

@@ -3,6 +3,7 @@
 Every step calls the real entry point (`onmt.bin.*.main`) with command-line style arguments, so the
 tests exercise option parsing and validation exactly as `train.py` / `translate.py` users do.
 """
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -10,6 +11,19 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = sys.executable
+
+
+@contextlib.contextmanager
+def torch_threads(n=1):
+    """Run tiny models on `n` torch threads: on a shared machine, tiny ops on several threads spend
+    most of their time waiting for each other (about 8x slower training measured with 2 busy cores)."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _load_tool(name):

@@ -11,11 +11,18 @@ import os
 import pytest
 import torch
 
-from e2e_helpers import make_data, preprocess, read_lines, train
+from e2e_helpers import make_data, preprocess, read_lines, torch_threads, train
 
 MODEL = ["-layers", "1", "-rnn_size", "64", "-word_vec_size", "32", "-brnn", "-copy_attn", "-coverage_attn",
          "-global_attention", "mlp", "-dropout", "0.0", "-optim", "adam", "-learning_rate", "0.005",
          "-batch_size", "32", "-seed", "2"]
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +31,7 @@ def trained(tmp_path_factory):
     data = make_data("copy_oov", root / "data", seed=5, train_size=1500, valid_size=20, test_size=500,
                      min_len=1, max_len=20, vocab=20, rare_types=3000)
     prefix = preprocess(data, root / "prep" / "data", "-tgt_vocab_size", "30", "-src_vocab_size", "4000")
-    ckpt = train(prefix, root / "models" / "m", *MODEL, "-train_steps", "120", "-valid_steps", "0",
+    ckpt = train(prefix, root / "models" / "m", *MODEL, "-train_steps", "200", "-valid_steps", "0",
                  "-save_checkpoint_steps", "0", "-report_every", "60")
     return ckpt, read_lines(os.path.join(data, "test.src.txt"))
 
@@ -51,4 +58,4 @@ def test_batch_1_and_64_give_the_same_predictions(trained):
     assert worst <= 1e-4, worst
     # a trained model: copies most sentences word for word, OOVs included (no <unk>)
     exact = sum(t.tokens == line.split() for t, line in zip(many, lines)) / len(lines)
-    assert exact >= 0.3, exact
+    assert exact >= 0.5, exact

@@ -11,12 +11,19 @@ import re
 import pytest
 import torch
 
-from e2e_helpers import exact_match, make_data, preprocess, read_lines, run_cli, train, translate
+from e2e_helpers import exact_match, make_data, preprocess, read_lines, run_cli, torch_threads, train, translate
 
 CKPT_KEYS = {"model", "optim", "opt", "vocab", "step", "data_pos", "rng"}
 TINY_MODEL = ["-layers", "1", "-rnn_size", "32", "-word_vec_size", "16", "-brnn", "-copy_attn",
               "-coverage_attn", "-global_attention", "mlp", "-dropout", "0.0", "-optim", "adam",
               "-learning_rate", "0.005", "-batch_size", "32", "-seed", "1"]
+
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")

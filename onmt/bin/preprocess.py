@@ -14,6 +14,7 @@ def _terminate(signum, frame):
 
 
 def main(argv=None):
+    """Run preprocessing; returns None (console scripts exit with main()'s value). See load_vocabs."""
     opt = opts.preprocess_parser().parse_args(argv)
     opts.validate_preprocess_opts(opt)
     logger = init_logger(opt.log_file)
@@ -22,7 +23,7 @@ def main(argv=None):
             h.setStream(sys.stdout)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminate)
-    return preprocess(opt)
+    preprocess(opt)
 
 
 def cli():

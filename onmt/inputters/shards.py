@@ -25,18 +25,20 @@ def shard_name(save_data, split, n):
 
 
 def concat_chunks(chunks):
-    """Join numericalized chunks (dicts of flat arrays + offsets, see numericalize.py) into one."""
+    """Join numericalized chunks (dicts of flat arrays + offsets, see numericalize.py) into one.
+
+    The chunks are emptied field by field as they are joined, so the peak memory is the chunks
+    plus one joined field, not twice the shard.
+    """
     out = {}
-    keys = chunks[0].keys()
-    for k in keys:
-        parts = [c[k] for c in chunks]
-        if k == "indices":
-            out[k] = np.concatenate(parts).astype(np.int64)
-        elif k.endswith("_offsets"):
+    for k in list(chunks[0].keys()):
+        parts = [c.pop(k) for c in chunks]
+        if k.endswith("_offsets"):
             shifts = np.cumsum([0] + [int(p[-1]) for p in parts[:-1]])
             out[k] = np.concatenate([parts[0][:1]] + [p[1:] + s for p, s in zip(parts, shifts)])
         else:
             out[k] = np.concatenate(parts)
+        del parts
     return out
 
 
