@@ -1,0 +1,96 @@
+"""log softmax(o W^T + b)[gold] for many rows without keeping a (N, V) graph (DESIGN.md section 4).
+
+The ML loss needs, per target token, only the log-probability of the gold word under the generation
+distribution. `gold_log_softmax` computes it with ONE matrix product and keeps ONE (N, V) buffer for
+backward: the forward pass overwrites the logits in place with exp(logits - rowmax) (row by row in
+cache-sized chunks, after reading what it needs from them), and the backward pass turns that buffer in
+place into the gradient of the logits, g * (onehot(gold) - softmax), before the two products that give
+the gradients of o and W. Compared with autograd over softmax / log / gather this avoids allocating a
+dozen (N, V) tensors and as many memory passes over them.
+
+It also returns, without gradient, what an exact argmax of the pointer mixture needs: the largest logit
+of each row and its id, and the logits at given columns (the source words).
+"""
+import torch
+
+# Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
+# chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
+_CPU_CHUNK_ELEMENTS = 1 << 19
+
+
+def _chunks(n_rows, n_cols, device):
+    step = n_rows if device.type != "cpu" else max(1, _CPU_CHUNK_ELEMENTS // max(1, n_cols))
+    return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
+
+
+class GoldLogSoftmax(torch.autograd.Function):
+    """z_n = logits[n, gold_n] - logsumexp(logits[n]) with logits = o W^T + b, over V columns.
+
+    gold_n >= V (an OOV slot) reads `impossible` as its logit (a constant: the extended vocabulary's
+    padded bias), so z_n = impossible - lse_n, as the full distribution gives. Backward may run once.
+    """
+
+    @staticmethod
+    def forward(ctx, o, weight, bias, gold, columns, impossible):
+        dtype = torch.promote_types(o.dtype, weight.dtype)
+        with torch.autocast(device_type=o.device.type, enabled=False):
+            o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
+            N, V = o.size(0), weight.size(0)
+            buf = torch.addmm(b_, o_, w_.t())  # (N, V) logits, then exp(logits - rowmax) in place
+            in_vocab = gold < V  # (N,)
+            gold_v = gold.clamp(max=V - 1)  # (N,)
+            cols = columns.clamp(max=V - 1)  # (N, S)
+            top = buf.new_empty(N)  # (N,) row max
+            top_id = gold.new_empty(N)  # (N,) its column
+            total = buf.new_empty(N)  # (N,) sum exp(logits - rowmax)
+            gold_logit = buf.new_empty(N)  # (N,)
+            at_cols = buf.new_empty(columns.shape)  # (N, S)
+            for r0, r1 in _chunks(N, V, o.device):
+                chunk = buf[r0:r1]  # (n, V)
+                torch.max(chunk, dim=1, out=(top[r0:r1], top_id[r0:r1]))
+                gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
+                at_cols[r0:r1] = chunk.gather(1, cols[r0:r1])
+                chunk.sub_(top[r0:r1, None]).exp_()
+                torch.sum(chunk, dim=1, out=total[r0:r1])
+            lse = top + total.log()  # (N,)
+            gold_logit = torch.where(in_vocab, gold_logit, gold_logit.new_full((), impossible))
+            at_cols = torch.where(columns < V, at_cols, at_cols.new_full((), impossible))  # (N, S)
+        ctx.save_for_backward(o_, w_, buf, total, gold_v, in_vocab)
+        ctx.input_dtypes = (o.dtype, weight.dtype, bias.dtype)
+        ctx.used = False
+        ctx.mark_non_differentiable(lse, top, top_id, at_cols)
+        return (gold_logit - lse).to(o.dtype), lse, top, top_id, at_cols
+
+    @staticmethod
+    def backward(ctx, grad_z, *unused):
+        if ctx.used:
+            raise RuntimeError("GoldLogSoftmax reuses its buffer in backward: backward may run once")
+        ctx.used = True
+        o, w, buf, total, gold_v, in_vocab = ctx.saved_tensors
+        with torch.autocast(device_type=o.device.type, enabled=False):
+            g = grad_z.to(buf.dtype)  # (N,)
+            N, V = buf.shape
+            scale = -(g / total)  # (N,) d z / d logits = onehot(gold) - softmax
+            grad_bias = buf.new_zeros(V)  # (V,)
+            for r0, r1 in _chunks(N, V, o.device):
+                chunk = buf[r0:r1]  # (n, V) now the gradient of the logits
+                chunk.mul_(scale[r0:r1, None])
+                rows = torch.arange(r0, r1, device=buf.device)
+                chunk.index_put_((rows - r0, gold_v[r0:r1]), torch.where(in_vocab[r0:r1], g[r0:r1], 0.0),
+                                 accumulate=True)
+                grad_bias += chunk.sum(0)
+            grad_o = buf @ w if ctx.needs_input_grad[0] else None  # (N, D)
+            grad_w = buf.t() @ o if ctx.needs_input_grad[1] else None  # (V, D)
+        dt_o, dt_w, dt_b = ctx.input_dtypes
+        return (None if grad_o is None else grad_o.to(dt_o), None if grad_w is None else grad_w.to(dt_w),
+                grad_bias.to(dt_b) if ctx.needs_input_grad[2] else None, None, None, None)
+
+
+def gold_log_softmax(o, weight, bias, gold, columns, impossible):
+    """o (N, D), weight (V, D), bias (V,), gold (N,) ids (>= V: OOV slot), columns (N, S) ids to read.
+
+    Returns z (N,) = log softmax(o W^T + b)[gold] (differentiable; `impossible - lse` for gold >= V)
+    and, without gradient: lse (N,), the row max (N,) and its id (N,), and the logits at `columns`
+    (N, S) (`impossible` for ids >= V).
+    """
+    return GoldLogSoftmax.apply(o, weight, bias, gold, columns, impossible)
