@@ -1,15 +1,21 @@
 """One ML training step of the reinforced model (forward + NLL over tgt_ex + backward + Adam step).
 
 Defaults are the paper's CNN/DM sizes (embedding 100, encoder 2x200 bidirectional, decoder 400,
-vocabularies 150k/50k, source 400, target 100, batch 32) with scheduled sampling 0.25. Prints target
-tokens/s, peak RSS, the analytic matmul FLOPs per target token and the model FLOPs utilization
-against a torch.mm peak measured in the same run; then the same for the naive variant (generator
-called at every step on every row, `forward(naive=True)`) and the speed ratio, plus the naive variant
-with W_out computed once per forward pass (`forward(naive="hoisted")`).
+vocabularies 150k/50k, source 400, target 100, batch 32) with scheduled sampling 0.25. Prints the
+machine load, target tokens/s, peak RSS, the analytic matmul FLOPs per target token and the model
+FLOPs utilization against a torch.mm peak measured in the same run, for each variant:
+  optimized  the training path: MLLoss (model.gold_log_likelihood, no (B*T, X) distribution)
+  full       forward(batch) (full log-probs after the loop, as the translator's gold scoring) + gather
+  hoisted    generator at every step on every row, W_out once per pass (`forward(naive="hoisted")`)
+  naive      the same, recomputing W_out at every step (`forward(naive=True)`; keeps one (V, 3H)
+             W_out per step for backward: ~48 GB at full size, so not in the default list)
+and the speed ratio of the optimized step over each. Peak RSS is the process's, so run the optimized
+variant first (the default order).
 
     .venv/bin/python bench/reinforced_step_bench.py -batch_size 8 -src_len 100 -tgt_len 25 -steps 2
 """
 import argparse
+import os
 import resource
 import time
 from types import SimpleNamespace
@@ -19,6 +25,7 @@ import torch
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, Vocab, Vocabs
 from onmt.reinforced.model import ReinforcedModel
+from onmt.utils.loss import MLLoss
 
 
 def parse_args():
@@ -33,9 +40,9 @@ def parse_args():
     p.add_argument("-rnn_size", type=int, default=400)
     p.add_argument("-scheduled_sampling", type=float, default=0.25)
     p.add_argument("-device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("-variants", nargs="+", default=["optimized", "naive", "hoisted"],
-                   choices=["optimized", "naive", "hoisted"],
-                   help="naive keeps one W_out (V x 3H) per decoder step for backward: ~24 GB at full size")
+    p.add_argument("-variants", nargs="+", default=["optimized", "full", "hoisted"],
+                   choices=["optimized", "full", "hoisted", "naive"],
+                   help="naive keeps one W_out (V x 3H) per decoder step for backward: ~48 GB at full size")
     p.add_argument("-seed", type=int, default=1)
     return p.parse_args()
 
@@ -70,10 +77,10 @@ def flops_per_step(a, n_oov):
     keys = 2 * B * S * H * H                                 # W^e h^e, once per sequence
     temporal = 2 * 2 * B * T * S * H                         # scores + context
     intra = 2 * B * T * H * H + 2 * 2 * B * H * T * (T - 1) // 2
-    tied = 2 * V * E * 3 * H                                 # W_out = tanh(E_tgt W_proj)
-    proj = 2 * B * T * 3 * H * (V + n_oov)
+    tied = 2 * V * E * 3 * H                                 # W_out = tanh(E_tgt W_proj), once per pass
+    proj = 2 * B * T * 3 * H * V                             # generator over V (OOV slots are constants)
     fwd = enc + dec + keys + temporal + intra + tied + proj
-    sampled = a.scheduled_sampling * (2 * B * (T - 1) * 3 * H * (V + n_oov)) + (tied if a.scheduled_sampling else 0)
+    sampled = a.scheduled_sampling * (2 * B * (T - 1) * 3 * H * V)  # forward only, for the sampled rows
     parts = dict(encoder=3 * enc, decoder_lstm=3 * dec, attention=3 * (keys + temporal + intra),
                  tied_W_out=3 * tied, generator=3 * proj, in_loop_sampling=sampled)
     return 3 * fwd + sampled, parts
@@ -97,10 +104,14 @@ def sync(device):
 
 def train_step(model, optim, batch, naive):
     optim.zero_grad(set_to_none=True)
-    logp, _ = model(batch, naive=naive)  # (B, T, X)
-    gold = batch.tgt_ex[:, 1:]
-    nll = -logp.gather(2, gold.unsqueeze(2)).squeeze(2)  # (B, T)
-    loss = nll.masked_fill(gold == PAD, 0.0).sum() / batch.n_tgt_tokens
+    if naive is None:  # the real training loss
+        loss, _ = MLLoss()(model, batch)
+        loss = loss / batch.n_tgt_tokens
+    else:
+        logp, _ = model(batch, naive=naive)  # (B, T, X)
+        gold = batch.tgt_ex[:, 1:]
+        nll = -logp.gather(2, gold.unsqueeze(2)).squeeze(2)  # (B, T)
+        loss = nll.masked_fill(gold == PAD, 0.0).sum() / batch.n_tgt_tokens
     loss.backward()
     optim.step()
     return loss.item()
@@ -134,11 +145,13 @@ def main():
     print(f"device {a.device}, threads {torch.get_num_threads()}, batch {a.batch_size}, src {a.src_len}, "
           f"tgt {a.tgt_len}, vocab {a.src_vocab}/{a.tgt_vocab} (+{batch.n_oov} OOV slots), "
           f"emb {a.word_vec_size}, rnn {a.rnn_size}, scheduled sampling {a.scheduled_sampling}")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+          + f" on {os.cpu_count()} CPUs")
     print(f"measured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
     print(f"assumed FLOPs per target token: {flops / tokens / 1e6:.1f} MFLOP (step {flops / 1e9:.1f} GFLOP; "
           + ", ".join(f"{k} {v / flops:.0%}" for k, v in parts.items()) + ")")
     results = {}
-    modes = {"optimized": False, "naive": True, "hoisted": "hoisted"}
+    modes = {"optimized": None, "full": False, "naive": True, "hoisted": "hoisted"}
     for name in a.variants:
         naive = modes[name]
         seconds, loss = time_variant(model, optim, batch, a, naive)
@@ -148,7 +161,8 @@ def main():
               f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
               + (f", peak GPU {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
                  if str(a.device).startswith("cuda") else ""))
-    for name in ("naive", "hoisted"):
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    for name in ("full", "hoisted", "naive"):
         if name in results and "optimized" in results:
             print(f"speed-up of the optimized step over {name}: {results[name] / results['optimized']:.2f}x")
 

@@ -13,6 +13,13 @@
     logp, attns = model(batch)                         teacher forcing on batch.tgt
              logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: dict of (B, T-1, S)
              ("std", and "coverage" for coverage models: the coverage before each step).
+    ll, pred, attns = model.gold_log_likelihood(batch)  what the ML loss needs, teacher forcing as
+                                                          in model(batch) (scheduled sampling included)
+             ll:     (B, T-1) log p(gold) with 0 at padding, gold = gold_targets(batch, X)
+             pred:   (B, T-1) argmax ids over the extended vocabulary (no gradient)
+             attns:  as model(batch) returns them.
+             Values and gradients equal those of model(batch) followed by a gather of the gold; a
+             model may compute them without the (B, T-1, X) distribution (the reinforced model does).
     state.reorder(index) -> DecoderState               index: (B',) rows to keep/repeat (beams).
 
 Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
@@ -22,6 +29,26 @@ from dataclasses import dataclass, fields, replace
 from typing import Optional
 
 import torch
+
+from onmt.inputters.vocab import PAD, UNK
+
+
+def gold_targets(batch, extended_size):
+    """(B, T-1) gold ids for teacher forcing, and the (B, T-1) mask of real tokens.
+
+    The gold is batch.tgt_ex[:, 1:] (batch.tgt without a dynamic dictionary) with ids >= X mapped to
+    <unk>: copy models (X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models
+    (X = V_tgt) learn <unk> for them.
+    """
+    tgt = batch.tgt_ex if batch.tgt_ex is not None else batch.tgt
+    gold = tgt[:, 1:]
+    gold = gold.masked_fill(gold >= extended_size, UNK)  # (B, T-1)
+    return gold, batch.tgt[:, 1:] != PAD
+
+
+def extended_size(model, batch):
+    """X: the size of the model's output distribution for this batch."""
+    return model.tgt_vocab_size + (int(batch.n_oov) if model.copy else 0)
 
 
 @dataclass

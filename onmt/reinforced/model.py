@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 
 from onmt.encoders.rnn_encoder import RNNEncoder
+from onmt.models.interface import gold_targets
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.reinforced.decoder import ReinforcedDecoder
@@ -80,15 +81,45 @@ class ReinforcedModel(nn.Module):
         "sampled" (B, T-1), True where the step's input was the model's own prediction, when
         scheduled sampling is active.
         """
+        out, attns, state, weight = self._teacher_forcing(batch, naive)
+        if naive:
+            return out, attns  # (B, T-1, X)
+        B, n_steps, S = attns["std"].shape
+        src_ex, first_pos = self._rows(state.src_ex, n_steps), self._rows(state.first_pos, n_steps)
+        logp = self.generator(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos, state.n_oov,
+                              weight=self.generator.pad_weight(weight, state.n_oov))  # (B*(T-1), X)
+        return logp.view(B, n_steps, -1), attns  # (B, T-1, X)
+
+    def gold_log_likelihood(self, batch):
+        """The fused training path: log p(gold) (B, T-1) (0 at padding), the argmax of the mixture
+        (B, T-1) and the attns of `forward`, without any (B*(T-1), X) distribution (see
+        PointerGenerator.gold_log_prob); same values and gradients as `forward` + gather."""
+        out, attns, state, weight = self._teacher_forcing(batch)
+        B, n_steps, S = attns["std"].shape
+        gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
+        src_ex, first_pos = self._rows(state.src_ex, n_steps), self._rows(state.first_pos, n_steps)
+        ll, pred = self.generator.gold_log_prob(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos,
+                                                gold.reshape(-1), weight=weight)  # (B*(T-1),) x2
+        return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
+
+    @staticmethod
+    def _rows(per_example, n_steps):
+        """(B, S) -> (B*n_steps, S), each example's row repeated for each of its steps."""
+        B, S = per_example.shape
+        return per_example.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)  # (B*T, S)
+
+    def _teacher_forcing(self, batch, naive=False):
+        """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H) (log p (B, T-1, X) when naive),
+        attns {"std": (B, T-1, S)[, "sampled": (B, T-1)]}, the final state and (W_out, b_out)."""
         state = self.init_state(batch, self.encode(batch))
         tgt = batch.tgt  # (B, T)
         B, n_steps = tgt.size(0), tgt.size(1) - 1
         sampling = self.training and self.scheduled_sampling > 0
-        weight = None
-        if sampling and not naive:
-            with torch.no_grad():  # only for the in-loop choices; the final projection gets its own
-                weight = self.generator.out_weight(state.n_oov)
-        step_weight = self.generator.out_weight(state.n_oov) if naive == "hoisted" else None
+        # W_out once per forward pass; the in-loop choices read it without gradient (same values)
+        # (naive=True recomputes it at every step, as a self-contained per-step generator would)
+        weight = None if naive and naive != "hoisted" else self.generator.out_weight()  # (V, 3H), (V,)
+        loop_weight = None if weight is None else tuple(w.detach() for w in weight)
+        step_weight = self.generator.pad_weight(weight, state.n_oov) if naive == "hoisted" else None
         outputs, attns, logps, fed_back = [], [], [], []
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
@@ -103,21 +134,15 @@ class ReinforcedModel(nn.Module):
                 break
             inputs = tgt[:, t + 1]
             if sampling:
-                inputs, drawn = self._sample_inputs(inputs, o_t, attn, state, weight,
+                inputs, drawn = self._sample_inputs(inputs, o_t, attn, state, loop_weight,
                                                     logps[-1] if naive else None)
                 fed_back.append(drawn)
-        attns = torch.stack(attns, dim=1)  # (B, T-1, S)
-        extra = {}
+        extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
         if fed_back:  # (B, T-1): step t's input was the model's own prediction (step 0 never is)
             extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)
         if naive:
-            return torch.stack(logps, dim=1), {"std": attns, **extra}  # (B, T-1, X)
-        o = torch.stack(outputs, dim=1).view(B * n_steps, -1)  # (B*(T-1), 3H)
-        S = attns.size(2)
-        src_ex = state.src_ex.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)  # (B*(T-1), S)
-        first_pos = state.first_pos.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)
-        logp = self.generator(o, attns.view(B * n_steps, S), src_ex, first_pos, state.n_oov)  # (B*(T-1), X)
-        return logp.view(B, n_steps, -1), {"std": attns, **extra}  # (B, T-1, X)
+            return torch.stack(logps, dim=1), extra, state, weight  # (B, T-1, X)
+        return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight  # (B*(T-1), 3H)
 
     # ------------------------------------------------------------------ scheduled sampling
     def _choose(self, logp):
@@ -139,8 +164,13 @@ class ReinforcedModel(nn.Module):
             rows = drawn.nonzero().squeeze(1)  # (N,)
             if rows.numel() == 0:
                 return reference, drawn
-            logp_rows = self.generator(o_t[rows], attn[rows], state.src_ex[rows], state.first_pos[rows],
-                                       state.n_oov, weight=weight)  # (N, X)
+            o_rows, attn_rows = o_t[rows], attn[rows]  # (N, 3H), (N, S)
+            src_ex, first_pos = state.src_ex[rows], state.first_pos[rows]  # (N, S)
+            if self.sampling_mode == "argmax":  # exact, without the (N, X) distribution
+                chosen = self.generator.predict(o_rows, attn_rows, src_ex, first_pos, weight=weight)
+            else:
+                chosen = self._choose(self.generator(o_rows, attn_rows, src_ex, first_pos, state.n_oov,
+                                                     weight=self.generator.pad_weight(weight, state.n_oov)))
             inputs = reference.clone()
-            inputs[rows] = self._choose(logp_rows)
+            inputs[rows] = chosen
             return inputs, drawn

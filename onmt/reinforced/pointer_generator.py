@@ -12,6 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from onmt.reinforced.gold_softmax import gold_log_softmax
+
 # log-probability of extended ids that neither generation nor copying can produce (an OOV slot of a
 # shorter OOV list): exp() of it is 0, yet it stays finite (also in float16).
 IMPOSSIBLE = -1e4
@@ -48,9 +50,66 @@ class PointerGenerator(nn.Module):
             w_out, b_out = torch.tanh(self.embedding.target_weight() @ self.proj), self.bias  # (V, D)
         else:
             w_out, b_out = self.out.weight, self.out.bias
+        return self.pad_weight((w_out, b_out), n_oov)
+
+    @staticmethod
+    def pad_weight(weight, n_oov):
+        """(W_out (V, D), b_out (V,)) -> the extended (X, D), (X,): zero rows, impossible bias."""
+        w_out, b_out = weight
         if n_oov == 0:
             return w_out, b_out
         return F.pad(w_out, (0, 0, 0, n_oov)), F.pad(b_out, (0, n_oov), value=IMPOSSIBLE)  # (X, D), (X,)
+
+    def _switch_and_copy(self, o, attn, first_pos):
+        """log p(u=1), log p(u=0) (N, 1) and the copy probability at each source position (N, S),
+        duplicates summed (one scatter_add onto each word's first position, read back everywhere)."""
+        switch = self.switch(o)  # (N, 1)
+        copy_first = attn.new_zeros(attn.shape).scatter_add_(1, first_pos, attn)  # (N, S)
+        return F.logsigmoid(switch), F.logsigmoid(-switch), copy_first.gather(1, first_pos)
+
+    def gold_log_prob(self, o, attn, src_ex, first_pos, gold, weight=None):
+        """log p(gold) under the mixture without building the (N, X) distribution.
+
+        o (N, D); attn (N, S); src_ex (N, S); first_pos (N, S); gold (N,) extended ids;
+        weight: an `out_weight()` result (unpadded) to reuse.
+        Returns log p(gold) (N,) and the argmax of the full mixture (N,) (no gradient).
+        Value and gradients equal those of `forward(...).gather(1, gold)`.
+        """
+        w_out, b_out = self.out_weight() if weight is None else weight
+        z, lse, top, top_id, at_src = gold_log_softmax(o, w_out, b_out, gold, src_ex, IMPOSSIBLE)  # (N,)...
+        log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
+        gen_gold = z + log_gen_switch.squeeze(1)  # (N,) log p(u=0) p(gold | u=0)
+        copy_gold = (attn * (src_ex == gold.unsqueeze(1))).sum(1)  # (N,) p(gold | u=1)
+        tiny = torch.finfo(copy_gold.dtype).tiny
+        log_copy = log_copy_switch.squeeze(1) + torch.log(copy_gold.clamp_min(tiny))  # (N,)
+        ll = torch.where(copy_gold > 0, torch.logaddexp(gen_gold, log_copy), gen_gold)  # (N,)
+        with torch.no_grad():
+            pred = self._mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
+        return ll, pred
+
+    @torch.no_grad()
+    def predict(self, o, attn, src_ex, first_pos, weight=None):
+        """argmax of the mixture over the extended vocabulary (N,), without the (N, X) distribution."""
+        w_out, b_out = self.out_weight() if weight is None else weight
+        gold = src_ex.new_zeros(o.size(0))  # (N,) unused
+        _, lse, top, top_id, at_src = gold_log_softmax(o, w_out, b_out, gold, src_ex, IMPOSSIBLE)
+        log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
+        return self._mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
+
+    @staticmethod
+    def _mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex):
+        """The best word is the best generated word or a source word (copy only adds mass there).
+        Ties go to the smaller id, as argmax over the full distribution does."""
+        norm = (lse.unsqueeze(1) - log_gen_switch)  # (N, 1)
+        best_gen = top - norm.squeeze(1)  # (N,)
+        gen_at_src = at_src - norm  # (N, S)
+        log_copy = log_copy_switch + torch.log(copy.clamp_min(torch.finfo(copy.dtype).tiny))  # (N, S)
+        mixed = torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
+        best_src = mixed.max(1, keepdim=True).values  # (N, 1)
+        src_id = src_ex.masked_fill(mixed < best_src, torch.iinfo(src_ex.dtype).max).amin(1)  # (N,)
+        best_src = best_src.squeeze(1)
+        return torch.where(best_src > best_gen, src_id,
+                           torch.where(best_src < best_gen, top_id, torch.minimum(src_id, top_id)))
 
     def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None):
         """o (N, D); attn (N, S) encoder attention (0 on padding); src_ex (N, S) extended ids;
@@ -59,16 +118,9 @@ class PointerGenerator(nn.Module):
         """
         w_ext, b_ext = self.out_weight(n_oov) if weight is None else weight
         logits = F.linear(o, w_ext, b_ext)  # (N, X)
-        switch = self.switch(o)  # (N, 1)
-        log_copy_switch = F.logsigmoid(switch)  # (N, 1) log p(u=1)
-        log_gen_switch = F.logsigmoid(-switch)  # (N, 1) log p(u=0)
+        log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)  # (N, 1) x2, (N, S)
         norm = torch.logsumexp(logits[:, : self.vocab_size], dim=1, keepdim=True)  # (N, 1)
         gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0)
-
-        # Copy: collapse the attention of positions holding the same word with ONE scatter_add
-        # onto each word's first position, then read it back at every position.
-        copy_first = attn.new_zeros(attn.shape).scatter_add_(1, first_pos, attn)  # (N, S)
-        copy = copy_first.gather(1, first_pos)  # (N, S) p(y = x_i | u=1), duplicates summed
         gen_at_src = gen.gather(1, src_ex)  # (N, S)
         tiny = torch.finfo(copy.dtype).tiny
         log_copy = log_copy_switch + torch.log(copy.clamp_min(tiny))  # (N, S)

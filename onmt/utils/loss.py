@@ -6,21 +6,17 @@ in stats.n_words and the trainer divides by it (or by whatever it chooses).
     L = sum_{b,t} -log p(y*_bt)  +  lambda_coverage * sum_{b,t} sum_i min(a_bti, cov_bti)
 
 over real target steps (gold not PAD) and real source positions (padding has a = cov = 0).
-The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk>: copy models (X = V_tgt + n_oov)
-learn the extended ids of copyable OOVs, plain models (X = V_tgt) learn <unk> for them.
+The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk> (`gold_targets`): copy models
+(X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models (X = V_tgt) learn <unk>.
+The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/models/interface.py),
+so a model may skip the (B, T-1, X) distribution.
 """
 import torch
 
-from onmt.inputters.vocab import PAD, UNK
+from onmt.models.interface import extended_size, gold_targets
 from onmt.utils.statistics import Statistics
 
-
-def gold_targets(batch, extended_size):
-    """(B, T-1) gold ids for teacher forcing, and the (B, T-1) mask of real tokens."""
-    tgt = batch.tgt_ex if batch.tgt_ex is not None else batch.tgt
-    gold = tgt[:, 1:]
-    gold = gold.masked_fill(gold >= extended_size, UNK)  # (B, T-1)
-    return gold, batch.tgt[:, 1:] != PAD
+__all__ = ["MLLoss", "gold_targets", "gold_log_likelihood", "token_log_likelihood", "coverage_penalty"]
 
 
 def token_log_likelihood(logp, gold, mask):
@@ -40,9 +36,7 @@ def coverage_penalty(attns, mask):
 
 def gold_log_likelihood(model, batch):
     """(B,) sum over target tokens of log p(gold) under teacher forcing (the translator's gold score)."""
-    logp, _ = model(batch)
-    gold, mask = gold_targets(batch, logp.size(-1))
-    return token_log_likelihood(logp, gold, mask).sum(-1)
+    return model.gold_log_likelihood(batch)[0].sum(-1)
 
 
 class MLLoss:
@@ -57,9 +51,9 @@ class MLLoss:
 
     def __call__(self, model, batch):
         """-> (scalar loss to backpropagate, Statistics of this batch)."""
-        logp, attns = model(batch)  # (B, T-1, X)
-        gold, mask = gold_targets(batch, logp.size(-1))
-        nll = -token_log_likelihood(logp, gold, mask).sum()
+        ll, pred, attns = model.gold_log_likelihood(batch)  # (B, T-1) x2
+        gold, mask = gold_targets(batch, extended_size(model, batch))
+        nll = -ll.sum()
         loss = nll
         cov_sum = 0.0
         cov = coverage_penalty(attns, mask)
@@ -69,7 +63,7 @@ class MLLoss:
             if self.lambda_coverage:
                 loss = loss + self.lambda_coverage * cov_total
         with torch.no_grad():
-            correct = ((logp.argmax(-1) == gold) & mask).sum()
+            correct = ((pred == gold) & mask).sum()
         stats = Statistics(loss=nll.detach().item(), n_words=int(mask.sum()), n_correct=int(correct),
                            coverage_loss=cov_sum, n_examples=batch.batch_size)
         if "sampled" in attns:  # scheduled sampling: inputs that were the model's own predictions
