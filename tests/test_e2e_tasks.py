@@ -31,7 +31,9 @@ def _run(root, task, data_opts, prep_opts, model_opts, steps):
     ckpt = train(prefix, root / "models" / "m", *model_opts, "-train_steps", steps, "-valid_steps", steps)
     pred = root / "pred.txt"
     translate(ckpt, os.path.join(data, "test.src.txt"), pred, "-beam_size", "5", "-batch_size", "64")
-    return exact_match(pred, os.path.join(data, "test.tgt.txt")), read_lines(pred)
+    em = exact_match(pred, os.path.join(data, "test.tgt.txt"))
+    print(f"{task} (copy_attn {'-copy_attn' in model_opts}): exact match {em:.3f}")
+    return em, read_lines(pred)
 
 
 def test_attention_model_learns_reverse(tmp_path):

@@ -32,6 +32,7 @@ class RNNDecoderState(DecoderStateBase):
     n_oov: int = 0                            # X = V_tgt + n_oov
 
     _batch_dims = {"hidden": 1}
+    _source_fields = frozenset({"memory", "mask", "keys", "context", "src_ex"})
 
 
 @dataclass

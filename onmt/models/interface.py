@@ -20,7 +20,10 @@
              attns:  as model(batch) returns them.
              Values and gradients equal those of model(batch) followed by a gather of the gold; a
              model may compute them without the (B, T-1, X) distribution (the reinforced model does).
-    state.reorder(index) -> DecoderState               index: (B',) rows to keep/repeat (beams).
+    state.reorder(index, within_source=False) -> DecoderState
+             index: (B',) rows to keep/repeat (beams); within_source=True promises that every new
+             row decodes the same source as the row it comes from (beam backpointers), so the
+             source-only fields need no copy.
 
 Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
 vocabulary).
@@ -74,11 +77,16 @@ class DecoderStateBase:
 
     Fields listed in `_batch_dims` use that dimension as their batch dimension (e.g. 1 for RNN
     hidden states shaped (L, B, H)); all others use dimension 0. Non-tensor fields are copied.
+    Fields listed in `_source_fields` depend only on the source (encoder memory, keys, masks,
+    extended ids): a reorder `within_source=True` (each new row comes from a row decoding the same
+    source, as beam backpointers do) keeps them as they are instead of copying them every step.
     """
 
     _batch_dims = {}
+    _source_fields = frozenset()
 
-    def reorder(self, index):
+    def reorder(self, index, within_source=False):
+        skip = self._source_fields if within_source else frozenset()
         changes = {f.name: reorder_value(getattr(self, f.name), index, self._batch_dims.get(f.name, 0))
-                   for f in fields(self)}
+                   for f in fields(self) if f.name not in skip}
         return replace(self, **changes)

@@ -51,7 +51,7 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
         origin = torch.div(top_ids, X, rounding_mode="floor")                    # (B, K) beam of origin
         token = top_ids - origin * X                                             # (B, K)
         rows = (base + origin).view(B * K)                                       # (B*K,) backpointers
-        state = state.reorder(rows)
+        state = state.reorder(rows, within_source=True)  # rows stay within their example
         history = torch.cat([history.index_select(0, rows), token.view(B * K, 1)], dim=1)  # (B*K, t+1)
         attn = attention_of(attns) if keep_attn else None
         if attn is not None:
