@@ -32,6 +32,7 @@ class ReinforcedState(DecoderStateBase):
     step: int = 0                              # decoding steps taken
 
     _batch_dims = {"hidden": 1}
+    _source_fields = frozenset({"memory", "enc_keys", "mask", "src_ex", "first_pos"})
 
 
 class ReinforcedDecoder(nn.Module):
