@@ -66,6 +66,7 @@ class Translator:
             raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
         src_tokens = [line.split() for line in src_lines]
         keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
+        keep.sort(key=lambda i: -len(src_tokens[i]))   # batch similar lengths: less padding
         results = [[Translation([], 0.0, None)] * self.n_best for _ in src_lines]
         self.model.eval()
         ignore = self.ignore_ids.to(self.device)
@@ -112,7 +113,8 @@ class Translator:
         counts as <unk>. Lines with an empty source get (0.0, 0) without running the model.
         """
         out = [(0.0, 0) for _ in src_lines]
-        keep = [i for i, line in enumerate(src_lines) if line.split()]
+        lengths = [len(line.split()) for line in src_lines]
+        keep = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: -lengths[i])  # less padding
         self.model.eval()
         for batch in self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep],
                                    self.vocabs, self.batch_size):
