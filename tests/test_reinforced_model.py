@@ -196,3 +196,23 @@ def test_works_with_the_ml_loss():
     loss, stats = MLLoss()(model, batch)
     loss.backward()
     assert torch.isfinite(loss) and stats.n_words == batch.n_tgt_tokens
+
+
+def test_lstm_step_and_step_embedding_match_the_modules():
+    import torch.nn.functional as F
+    from onmt.reinforced.step_embedding import StepEmbedding
+    torch.manual_seed(0)
+    dec = _model("-layers", "2").decoder.double()
+    x, h, c = (torch.randn(3, 6, dtype=torch.float64), torch.randn(2, 3, 12, dtype=torch.float64),
+               torch.randn(2, 3, 12, dtype=torch.float64))
+    out, (h_ref, c_ref) = dec.rnn(x.unsqueeze(1), (h, c))
+    top, (h_new, c_new) = dec._lstm_step(x, (h, c))
+    assert torch.allclose(top, out[:, 0]) and torch.allclose(h_new, h_ref) and torch.allclose(c_new, c_ref)
+    weight = torch.randn(10, 4, dtype=torch.float64, requires_grad=True)
+    ids = [torch.tensor([1, 3, 3]), torch.tensor([PAD, 2, 9])]
+    table = StepEmbedding(weight, padding_idx=PAD)
+    coef = torch.randn(3, 4, dtype=torch.float64)
+    got = torch.autograd.grad(sum((table(i) * coef * (k + 1)).sum() for k, i in enumerate(ids)), weight)[0]
+    want = torch.autograd.grad(sum((F.embedding(i, weight, padding_idx=PAD) * coef * (k + 1)).sum()
+                                   for k, i in enumerate(ids)), weight)[0]
+    assert torch.allclose(got, want)

@@ -121,9 +121,10 @@ class ReinforcedModel(nn.Module):
         loop_weight = None if weight is None else tuple(w.detach() for w in weight)
         step_weight = self.generator.pad_weight(weight, state.n_oov) if naive == "hoisted" else None
         outputs, attns, logps, fed_back = [], [], [], []
+        embed = self.decoder.step_embedding()
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
-            o_t, attn, state = self.decoder.step(inputs, state)
+            o_t, attn, state = self.decoder.step(inputs, state, embed=embed)
             attns.append(attn)
             if naive:
                 logps.append(self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
