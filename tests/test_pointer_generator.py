@@ -5,7 +5,8 @@ import torch.nn as nn
 from onmt.inputters.vocab import PAD
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.reinforced.intra_attention import masked_softmax
-from onmt.reinforced.pointer_generator import PointerGenerator, first_occurrence
+from onmt.modules.copy_mixture import first_occurrence
+from onmt.reinforced.pointer_generator import PointerGenerator
 
 V, V_SRC, D, E = 9, 14, 6, 4
 

@@ -6,16 +6,16 @@ in float32. The vocabulary projection never gives mass to <blank> (PAD).
 Pointer-generator:
     p_gen = sigmoid(w [c_t; h_t; x_t] + b)        context, decoder state, decoder input embedding
     P(w)  = p_gen * softmax(W h~_t)(w)  +  (1 - p_gen) * sum_{i: src_ex_i = w} a_ti
-over the extended vocabulary X = V_tgt + n_oov, the copy part being one scatter_add over (B, S)
-indices. Source padding has attention exactly 0, so it adds nothing where it is scattered.
+over the extended vocabulary X = V_tgt + n_oov, computed in log space by copy_mixture.py (one
+scatter_add over (B, S) indices for duplicated source words, one scatter back into the (B, X)
+log-probabilities). Source padding has attention exactly 0, so it adds nothing.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from onmt.inputters.vocab import PAD
-
-LOG_FLOOR = 1e-20  # probabilities are clamped here before the log (no log(0))
+from onmt.modules.copy_mixture import IMPOSSIBLE, first_occurrence, scatter_mixture
 
 
 def _vocab_logits(linear, out):
@@ -53,18 +53,25 @@ class CopyGenerator(nn.Module):
         self.linear = nn.Linear(hidden_size, vocab_size)
         self.switch = nn.Linear(2 * hidden_size + emb_size, 1)
 
-    def p_gen(self, dec):
-        """(B, [T,] 1) probability of generating from the vocabulary."""
-        features = torch.cat([dec.context, dec.rnn_out, dec.emb], dim=-1)  # (B, [T,] 2H+E)
-        return torch.sigmoid(self.switch(features).float())
-
     def forward(self, dec, src_ex, n_oov):
-        """dec: DecoderOutput with attention, src_ex (B, S) -> (B, [T,] X) log-probabilities."""
-        p_gen = self.p_gen(dec)  # (B, [T,] 1)
-        gen = torch.softmax(_vocab_logits(self.linear, dec.out), dim=-1) * p_gen  # (B, [T,] V)
+        """dec: DecoderOutput with attention, src_ex (B, S) -> (B, [T,] X) log-probabilities.
+
+        Log space (onmt/modules/copy_mixture.py): log p_gen + log_softmax over V, the OOV slots at
+        IMPOSSIBLE, and the mixture with the copy distribution written at the source positions.
+        """
+        features = torch.cat([dec.context, dec.rnn_out, dec.emb], dim=-1)  # (B, [T,] 2H+E)
+        switch = self.switch(features).float()  # (B, [T,] 1) logit of p_gen
+        logits = _vocab_logits(self.linear, dec.out)  # (B, [T,] V)
+        shape = logits.shape[:-1]
+        V, S = logits.size(-1), src_ex.size(-1)
+        logits = logits.reshape(-1, V)  # (N, V)
+        switch = switch.reshape(-1, 1)  # (N, 1)
+        attn = dec.attn.float().reshape(-1, S)  # (N, S)
+        if len(shape) == 2:  # a sequence: every step reads the same source
+            src_ex = src_ex.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
+        norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
+        gen = logits - (norm - F.logsigmoid(switch))  # (N, V) log p_gen + log softmax
         if n_oov > 0:
-            gen = F.pad(gen, (0, n_oov))  # (B, [T,] X)
-        copy = (1.0 - p_gen) * dec.attn.float()  # (B, [T,] S)
-        index = src_ex if copy.dim() == 2 else src_ex.unsqueeze(1).expand_as(copy)  # (B, [T,] S)
-        probs = gen.scatter_add(-1, index, copy)  # (B, [T,] X)
-        return probs.clamp_min(LOG_FLOOR).log()
+            gen = torch.cat([gen, gen.new_full((gen.size(0), n_oov), IMPOSSIBLE)], dim=1)  # (N, X)
+        logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_occurrence(src_ex))
+        return logp.view(*shape, -1)  # (B, [T,] X)

@@ -64,10 +64,13 @@ class GlobalAttention(nn.Module):
     def score(self, query, keys, coverage=None):
         """query (B, H), keys (B, S, H), coverage (B, S) or None -> raw scores (B, S)."""
         if self.attn_type == "mlp":
+            # three passes over (B, S, H), the rest in place: this is the hot spot of beam search
             hidden = keys + self.linear_query(query).unsqueeze(1)  # (B, S, H)
             if self.coverage and coverage is not None:
-                hidden = hidden + self.linear_cover(coverage.unsqueeze(-1).to(hidden.dtype))
-            return self.v(torch.tanh(hidden)).squeeze(-1)  # (B, S)
+                w_c = self.linear_cover.weight.view(1, 1, -1)  # (1, 1, H)
+                hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), w_c)
+            hidden.tanh_()
+            return torch.matmul(hidden, self.v.weight.view(-1))  # (B, S)
         scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
         if self.coverage and coverage is not None:
             scores = scores + self.cover_weight * coverage

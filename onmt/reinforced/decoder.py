@@ -14,7 +14,7 @@ import torch.nn as nn
 from onmt.inputters.vocab import UNK
 from onmt.models.interface import DecoderStateBase
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
-from onmt.reinforced.pointer_generator import first_occurrence
+from onmt.modules.copy_mixture import first_occurrence
 from onmt.reinforced.step_embedding import StepEmbedding
 
 

@@ -12,17 +12,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from onmt.modules.copy_mixture import (IMPOSSIBLE, copy_at_sources, first_occurrence,  # noqa: F401
+                                       mix_at_sources, scatter_mixture)
 from onmt.reinforced.gold_softmax import gold_log_softmax
-
-# log-probability of extended ids that neither generation nor copying can produce (an OOV slot of a
-# shorter OOV list): exp() of it is 0, yet it stays finite (also in float16).
-IMPOSSIBLE = -1e4
-
-
-def first_occurrence(src_ex):
-    """For each (b, i), the first position j with src_ex[b, j] == src_ex[b, i]. src_ex: (B, S)."""
-    same = src_ex.unsqueeze(2) == src_ex.unsqueeze(1)  # (B, S, S)
-    return same.to(torch.uint8).argmax(dim=2)  # (B, S) argmax returns the first maximum
 
 
 class PointerGenerator(nn.Module):
@@ -64,8 +56,7 @@ class PointerGenerator(nn.Module):
         """log p(u=1), log p(u=0) (N, 1) and the copy probability at each source position (N, S),
         duplicates summed (one scatter_add onto each word's first position, read back everywhere)."""
         switch = self.switch(o)  # (N, 1)
-        copy_first = attn.new_zeros(attn.shape).scatter_add_(1, first_pos, attn)  # (N, S)
-        return F.logsigmoid(switch), F.logsigmoid(-switch), copy_first.gather(1, first_pos)
+        return F.logsigmoid(switch), F.logsigmoid(-switch), copy_at_sources(attn, first_pos)
 
     def gold_log_prob(self, o, attn, src_ex, first_pos, gold, weight=None):
         """log p(gold) under the mixture without building the (N, X) distribution.
@@ -102,9 +93,7 @@ class PointerGenerator(nn.Module):
         Ties go to the smaller id, as argmax over the full distribution does."""
         norm = (lse.unsqueeze(1) - log_gen_switch)  # (N, 1)
         best_gen = top - norm.squeeze(1)  # (N,)
-        gen_at_src = at_src - norm  # (N, S)
-        log_copy = log_copy_switch + torch.log(copy.clamp_min(torch.finfo(copy.dtype).tiny))  # (N, S)
-        mixed = torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
+        mixed = mix_at_sources(at_src - norm, log_copy_switch, copy)  # (N, S)
         best_src = mixed.max(1, keepdim=True).values  # (N, 1)
         src_id = src_ex.masked_fill(mixed < best_src, torch.iinfo(src_ex.dtype).max).amin(1)  # (N,)
         best_src = best_src.squeeze(1)
@@ -118,15 +107,7 @@ class PointerGenerator(nn.Module):
         """
         w_ext, b_ext = self.out_weight(n_oov) if weight is None else weight
         logits = F.linear(o, w_ext, b_ext)  # (N, X)
-        log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)  # (N, 1) x2, (N, S)
+        log_copy_switch, log_gen_switch, _ = self._switch_and_copy(o, attn, first_pos)  # (N, 1) x2
         norm = torch.logsumexp(logits[:, : self.vocab_size], dim=1, keepdim=True)  # (N, 1)
         gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0)
-        gen_at_src = gen.gather(1, src_ex)  # (N, S)
-        tiny = torch.finfo(copy.dtype).tiny
-        log_copy = log_copy_switch + torch.log(copy.clamp_min(tiny))  # (N, S)
-        mixed = torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
-        # Duplicated positions write the same value; only the first one carries the gradient.
-        positions = torch.arange(src_ex.size(1), device=src_ex.device)
-        is_first = first_pos == positions  # (N, S)
-        mixed = torch.where(is_first, mixed, mixed.detach())
-        return gen.scatter(1, src_ex, mixed)  # (N, X)
+        return scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X)

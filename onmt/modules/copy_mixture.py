@@ -1,0 +1,44 @@
+"""The copy mixture shared by See et al.'s and Paulus et al.'s pointer-generators, in log space.
+
+    p(y) = p(u=0) p(y | u=0) + p(u=1) sum_{i: src_ex_i = y} a_i        over X = V_tgt + n_oov ids
+
+Only the source positions change the generation distribution, so the mixture is computed on the
+(N, S) source positions (duplicates summed onto each word's first position with one scatter_add)
+and written back into the (N, X) generation log-probabilities with one in-place scatter: a few
+passes over (N, X) instead of a softmax, a product, a padding copy, a scatter_add, a clamp and a log.
+"""
+import torch
+
+# log-probability of extended ids that neither generation nor copying can produce (an OOV slot of a
+# shorter OOV list): exp() of it is 0, yet it stays finite (also in float16).
+IMPOSSIBLE = -1e4
+
+
+def first_occurrence(src_ex):
+    """For each (n, i), the first position j with src_ex[n, j] == src_ex[n, i]. src_ex: (N, S)."""
+    same = src_ex.unsqueeze(2) == src_ex.unsqueeze(1)  # (N, S, S)
+    return same.to(torch.uint8).argmax(dim=2)  # (N, S) argmax returns the first maximum
+
+
+def copy_at_sources(attn, first_pos):
+    """(N, S) copy probability of the word at each source position, duplicates summed."""
+    summed = attn.new_zeros(attn.shape).scatter_add_(1, first_pos, attn)  # (N, S) on first positions
+    return summed.gather(1, first_pos)  # (N, S)
+
+
+def mix_at_sources(gen_at_src, log_copy_switch, copy):
+    """log of p(u=0) p(y|u=0) + p(u=1) copy(y) at the source positions (N, S); no log(0)."""
+    tiny = torch.finfo(copy.dtype).tiny
+    log_copy = log_copy_switch + torch.log(copy.clamp_min(tiny))  # (N, S)
+    return torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
+
+
+def scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos):
+    """gen (N, X): log p(u=0) p(y | u=0), a fresh tensor (written in place); log_copy_switch (N, 1);
+    attn (N, S), 0 on padding; src_ex (N, S) extended ids; first_pos (N, S) from first_occurrence.
+    Returns log p over the extended vocabulary (N, X)."""
+    mixed = mix_at_sources(gen.gather(1, src_ex), log_copy_switch, copy_at_sources(attn, first_pos))
+    # Duplicated positions write the same value; only the first one carries the gradient.
+    positions = torch.arange(src_ex.size(1), device=src_ex.device)
+    mixed = torch.where(first_pos == positions, mixed, mixed.detach())  # (N, S)
+    return gen.scatter(1, src_ex, mixed)  # (N, X)
