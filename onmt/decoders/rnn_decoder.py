@@ -13,6 +13,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from onmt.modules.copy_mixture import first_occurrence
 from onmt.models.interface import DecoderStateBase
 from onmt.modules.global_attention import GlobalAttention
 
@@ -29,10 +30,11 @@ class RNNDecoderState(DecoderStateBase):
     coverage: Optional[torch.Tensor] = None   # (B, S) sum of the previous attention distributions
     context: Optional[torch.Tensor] = None    # (B, H) fixed context (-global_attention none)
     src_ex: Optional[torch.Tensor] = None     # (B, S) extended-vocabulary ids (copy)
+    first_pos: Optional[torch.Tensor] = None  # (B, S) first position holding the same word (copy)
     n_oov: int = 0                            # X = V_tgt + n_oov
 
     _batch_dims = {"hidden": 1}
-    _source_fields = frozenset({"memory", "mask", "keys", "context", "src_ex"})
+    _source_fields = frozenset({"memory", "mask", "keys", "context", "src_ex", "first_pos"})
 
 
 @dataclass
@@ -115,7 +117,8 @@ class RNNDecoder(nn.Module):
             input_feed=zeros(B, H) if self.input_feed else None,  # (B, H)
             coverage=zeros(B, S) if self.coverage else None,  # (B, S)
             context=top[-1] if self.attn is None else None,  # (B, H)
-            src_ex=src_ex, n_oov=int(n_oov))
+            src_ex=src_ex, first_pos=first_occurrence(src_ex) if src_ex is not None else None,
+            n_oov=int(n_oov))
 
     def _rnn_input(self, emb, state):
         """emb (B, [T,] E) -> RNN input (B, [T,] E [+ H])."""

@@ -76,13 +76,13 @@ class NMTModel(nn.Module):
     def decode_step(self, inputs, state):
         """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S))."""
         dec, state = self.decoder.step(self.embed_target(inputs), state)
-        return self.generator(dec, state.src_ex, state.n_oov), state, self._attns(dec)
+        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos), state, self._attns(dec)
 
     def forward(self, batch):
         """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S))."""
         state = self.init_state(batch, self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
-        return self.generator(dec, state.src_ex, state.n_oov), self._attns(dec)
+        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos), self._attns(dec)
 
     def gold_log_likelihood(self, batch):
         """From `forward`: log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns."""

@@ -21,9 +21,8 @@ from onmt.modules.copy_mixture import IMPOSSIBLE, first_occurrence, scatter_mixt
 def _vocab_logits(linear, out):
     """W h~ in float32 with the PAD column pushed to the lowest value: (B, [T,] V)."""
     logits = linear(out).float()
-    pad_col = torch.zeros(logits.size(-1), dtype=torch.bool, device=logits.device)
-    pad_col[PAD] = True
-    return logits.masked_fill(pad_col, torch.finfo(torch.float32).min)
+    logits[..., PAD] = torch.finfo(torch.float32).min  # in place: the projection's output is fresh
+    return logits
 
 
 class Generator(nn.Module):
@@ -33,8 +32,8 @@ class Generator(nn.Module):
         super().__init__()
         self.linear = nn.Linear(hidden_size, vocab_size)
 
-    def forward(self, dec, src_ex=None, n_oov=0):
-        """dec: DecoderOutput -> (B, [T,] V) log-probabilities (src_ex and n_oov are ignored)."""
+    def forward(self, dec, src_ex=None, n_oov=0, first_pos=None):
+        """dec: DecoderOutput -> (B, [T,] V) log-probabilities (the copy arguments are ignored)."""
         return torch.log_softmax(_vocab_logits(self.linear, dec.out), dim=-1)
 
 
@@ -53,8 +52,9 @@ class CopyGenerator(nn.Module):
         self.linear = nn.Linear(hidden_size, vocab_size)
         self.switch = nn.Linear(2 * hidden_size + emb_size, 1)
 
-    def forward(self, dec, src_ex, n_oov):
+    def forward(self, dec, src_ex, n_oov, first_pos=None):
         """dec: DecoderOutput with attention, src_ex (B, S) -> (B, [T,] X) log-probabilities.
+        first_pos (B, S): first_occurrence(src_ex), computed here when not given.
 
         Log space (onmt/modules/copy_mixture.py): log p_gen + log_softmax over V, the OOV slots at
         IMPOSSIBLE, and the mixture with the copy distribution written at the source positions.
@@ -67,11 +67,14 @@ class CopyGenerator(nn.Module):
         logits = logits.reshape(-1, V)  # (N, V)
         switch = switch.reshape(-1, 1)  # (N, 1)
         attn = dec.attn.float().reshape(-1, S)  # (N, S)
+        if first_pos is None:
+            first_pos = first_occurrence(src_ex)  # (B, S)
         if len(shape) == 2:  # a sequence: every step reads the same source
             src_ex = src_ex.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
+            first_pos = first_pos.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
         norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
         gen = logits - (norm - F.logsigmoid(switch))  # (N, V) log p_gen + log softmax
         if n_oov > 0:
             gen = torch.cat([gen, gen.new_full((gen.size(0), n_oov), IMPOSSIBLE)], dim=1)  # (N, X)
-        logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_occurrence(src_ex))
+        logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)
         return logp.view(*shape, -1)  # (B, [T,] X)
