@@ -75,3 +75,14 @@ def test_attention_against_naive(attn_type, coverage):
 def test_unknown_attention_type():
     with pytest.raises(ValueError):
         GlobalAttention(4, "luong")
+
+
+def test_mlp_scores_in_row_blocks_equal_one_block(monkeypatch):
+    import onmt.modules.global_attention as ga
+    torch.manual_seed(0)
+    attn = ga.GlobalAttention(8, attn_type="mlp", coverage=True)
+    query, keys, cov = torch.randn(7, 8), torch.randn(7, 5, 8), torch.rand(7, 5)
+    whole = attn.score(query, keys, cov)
+    monkeypatch.setattr(ga, "MLP_BLOCK", 2 * 5 * 8)  # blocks of 2 rows
+    blocked = attn.score(query, keys, cov)
+    assert torch.allclose(whole, blocked, atol=1e-6)

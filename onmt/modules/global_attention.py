@@ -26,6 +26,10 @@ def masked_softmax(scores, mask, dim=-1):
     return probs * mask.to(dtype)
 
 
+# elements of one (rows, S, H) block of mlp attention scores (~4 MB of float32: fits in cache)
+MLP_BLOCK = 1 << 20
+
+
 class GlobalAttention(nn.Module):
     """Attention of one decoder query over the encoder memory.
 
@@ -64,17 +68,29 @@ class GlobalAttention(nn.Module):
     def score(self, query, keys, coverage=None):
         """query (B, H), keys (B, S, H), coverage (B, S) or None -> raw scores (B, S)."""
         if self.attn_type == "mlp":
-            # three passes over (B, S, H), the rest in place: this is the hot spot of beam search
-            hidden = keys + self.linear_query(query).unsqueeze(1)  # (B, S, H)
-            if self.coverage and coverage is not None:
-                w_c = self.linear_cover.weight.view(1, 1, -1)  # (1, 1, H)
-                hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), w_c)
-            hidden.tanh_()
-            return torch.matmul(hidden, self.v.weight.view(-1))  # (B, S)
+            q = self.linear_query(query)  # (B, H)
+            cov = coverage if self.coverage else None
+            B, S, H = keys.shape
+            rows = max(1, MLP_BLOCK // (S * H))
+            if rows >= B:
+                return self._mlp_block(q, keys, cov)
+            # cache blocking: (B, S, H) temporaries of a large beam batch would not fit in cache
+            return torch.cat([self._mlp_block(q[i:i + rows], keys[i:i + rows],
+                                              None if cov is None else cov[i:i + rows])
+                              for i in range(0, B, rows)])  # (B, S)
         scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
         if self.coverage and coverage is not None:
             scores = scores + self.cover_weight * coverage
         return scores
+
+    def _mlp_block(self, q, keys, coverage):
+        """v . tanh(keys + q [+ w_c cov]) for a block of rows: (b, H), (b, S, H), (b, S) -> (b, S).
+        One new (b, S, H) tensor, the rest in place."""
+        hidden = keys + q.unsqueeze(1)  # (b, S, H)
+        if coverage is not None:
+            hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), self.linear_cover.weight.view(1, 1, -1))
+        hidden.tanh_()
+        return torch.matmul(hidden, self.v.weight.view(-1))  # (b, S)
 
     def forward(self, query, memory, mask, keys=None, coverage=None):
         """Attend with one query per example.

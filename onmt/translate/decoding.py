@@ -77,9 +77,8 @@ def blocked_ngrams(history, n, vocab_size, ignore_ids=None):
 
 def apply_rules(logp, history, step, *, min_length, max_length, block_ngram_repeat=0, ignore_ids=None):
     """The step's token rules (module docstring) applied to logp (R, X); `step` tokens produced so far,
-    history (R, step). Returns a new tensor."""
+    history (R, step). Writes into `logp` (the searches own the fresh decode_step output) and returns it."""
     eos = logp[:, EOS].clone()
-    logp = logp.clone()
     logp[:, PAD] = NEG_INF
     logp[:, BOS] = NEG_INF
     if step < min_length:
