@@ -1,6 +1,6 @@
 """Batch invariance of beam search: -batch_size 1 and -batch_size 64 give the same predictions.
 
-A copy+coverage model is trained briefly on copy_oov (sources of 1..20 tokens, most of them outside
+A copy+coverage model and a reinforced model are trained briefly on copy_oov (sources of 1..20 tokens, most of them outside
 the target vocabulary), so batches differ in source padding and in the size of the extended
 vocabulary (V_tgt + the batch's largest OOV list); a trained model keeps clear of the exact score ties
 of an untrained one. Every one of 500 test sentences must get the same words, scores within 1e-4.
@@ -13,10 +13,10 @@ import torch
 
 from e2e_helpers import make_data, preprocess, read_lines, torch_threads, train
 
-MODEL = ["-layers", "1", "-rnn_size", "64", "-word_vec_size", "32", "-brnn", "-copy_attn", "-coverage_attn",
-         "-global_attention", "mlp", "-dropout", "0.0", "-optim", "adam", "-learning_rate", "0.005",
-         "-batch_size", "32", "-seed", "2"]
-
+COMMON = ["-layers", "1", "-rnn_size", "64", "-word_vec_size", "32", "-brnn", "-dropout", "0.0", "-optim", "adam",
+          "-learning_rate", "0.005", "-batch_size", "32", "-seed", "2"]
+MODELS = {"copy_coverage": COMMON + ["-copy_attn", "-coverage_attn", "-global_attention", "mlp"],
+          "reinforced": COMMON + ["-reinforced"]}  # intra-temporal / intra-decoder states follow the beams
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -25,13 +25,13 @@ def _one_thread():
         yield
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def trained(request, tmp_path_factory):
     root = tmp_path_factory.mktemp("batch_inv")
     data = make_data("copy_oov", root / "data", seed=5, train_size=1500, valid_size=20, test_size=500,
                      min_len=1, max_len=20, vocab=20, rare_types=3000)
     prefix = preprocess(data, root / "prep" / "data", "-tgt_vocab_size", "30", "-src_vocab_size", "4000")
-    ckpt = train(prefix, root / "models" / "m", *MODEL, "-train_steps", "200", "-valid_steps", "0",
+    ckpt = train(prefix, root / "models" / "m", *MODELS[request.param], "-train_steps", "200", "-valid_steps", "0",
                  "-save_checkpoint_steps", "0", "-report_every", "60")
     return ckpt, read_lines(os.path.join(data, "test.src.txt"))
 

@@ -55,3 +55,20 @@ def test_without_pointer_oov_words_stay_unknown(tmp_path):
     em, preds = _run(tmp_path, "copy_oov", OOV_DATA, OOV_PREP, ATTN_MODEL, 500)
     assert em <= 0.20, em
     assert sum("<unk>" in p.split() for p in preds) >= 0.5 * len(preds)
+
+
+# The reinforced model (Paulus et al.) through the same entry points; -scheduled_sampling as the paper.
+REINFORCED_MODEL = ["-reinforced", "-layers", "1", "-rnn_size", "128", "-word_vec_size", "64", "-brnn",
+                    "-dropout", "0.0", "-optim", "adam", "-learning_rate", "0.003", "-batch_size", "64",
+                    "-seed", "1", "-report_every", "100", "-save_checkpoint_steps", "0",
+                    "-scheduled_sampling", "0.25", "-max_grad_norm", "2"]
+
+
+def test_reinforced_model_copies_oov_words(tmp_path):
+    em, preds = _run(tmp_path, "copy_oov", OOV_DATA, OOV_PREP, REINFORCED_MODEL, 500)
+    assert em >= 0.95, em
+
+
+def test_reinforced_model_learns_sort(tmp_path):
+    em, _ = _run(tmp_path, "sort", dict(train_size=5000, test_size=500), [], REINFORCED_MODEL, 700)
+    assert em >= 0.90, em
