@@ -4,7 +4,9 @@ tools/make_toy_data.py -> preprocess -> train -> translate (beam 5) through the 
 scored by exact match (prediction line == reference line) on the test set:
 - reverse: the attention model (-brnn, -global_attention general) reaches >= 98%;
 - copy_oov: with target vocabularies of the 20 common words, the rare words can only be copied, so
-  the pointer-generator (-copy_attn) reaches >= 95% and the same model without it stays <= 20%.
+  the pointer-generator (-copy_attn) reaches >= 95% and the same model without it stays <= 20%;
+- the reinforced model (-reinforced, scheduled sampling 0.25) reaches >= 95% on copy_oov and
+  >= 90% on sort.
 """
 import os
 
@@ -32,7 +34,8 @@ def _run(root, task, data_opts, prep_opts, model_opts, steps):
     pred = root / "pred.txt"
     translate(ckpt, os.path.join(data, "test.src.txt"), pred, "-beam_size", "5", "-batch_size", "64")
     em = exact_match(pred, os.path.join(data, "test.tgt.txt"))
-    print(f"{task} (copy_attn {'-copy_attn' in model_opts}): exact match {em:.3f}")
+    family = "reinforced" if "-reinforced" in model_opts else "copy" if "-copy_attn" in model_opts else "rnn"
+    print(f"{task} ({family}): exact match {em:.3f}")
     return em, read_lines(pred)
 
 
@@ -70,5 +73,5 @@ def test_reinforced_model_copies_oov_words(tmp_path):
 
 
 def test_reinforced_model_learns_sort(tmp_path):
-    em, _ = _run(tmp_path, "sort", dict(train_size=5000, test_size=500), [], REINFORCED_MODEL, 700)
+    em, _ = _run(tmp_path, "sort", dict(train_size=5000, test_size=500), [], REINFORCED_MODEL, 2500)
     assert em >= 0.90, em
