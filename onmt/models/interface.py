@@ -84,9 +84,10 @@ class DecoderStateBase:
 
     _batch_dims = {}
     _source_fields = frozenset()
+    _shared_fields = frozenset()  # not per row (e.g. a projection evaluated once per batch): never reordered
 
     def reorder(self, index, within_source=False):
-        skip = self._source_fields if within_source else frozenset()
+        skip = self._shared_fields | (self._source_fields if within_source else frozenset())
         changes = {f.name: reorder_value(getattr(self, f.name), index, self._batch_dims.get(f.name, 0))
                    for f in fields(self) if f.name not in skip}
         return replace(self, **changes)

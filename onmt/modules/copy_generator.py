@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from onmt.inputters.vocab import PAD
-from onmt.modules.copy_mixture import IMPOSSIBLE, first_occurrence, scatter_mixture
+from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, scatter_mixture
 
 
 def _vocab_logits(linear, out):
@@ -72,9 +72,6 @@ class CopyGenerator(nn.Module):
         if len(shape) == 2:  # a sequence: every step reads the same source
             src_ex = src_ex.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
             first_pos = first_pos.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
-        norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
-        gen = logits - (norm - F.logsigmoid(switch))  # (N, V) log p_gen + log softmax
-        if n_oov > 0:
-            gen = torch.cat([gen, gen.new_full((gen.size(0), n_oov), IMPOSSIBLE)], dim=1)  # (N, X)
+        gen = generation_log_probs(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen + log softmax
         logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)
         return logp.view(*shape, -1)  # (B, [T,] X)

@@ -33,6 +33,31 @@ def mix_at_sources(gen_at_src, log_copy_switch, copy):
     return torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
 
 
+# rows of one block of the decoding-time softmax (~4 MB of float32 per block: it stays in cache)
+SOFTMAX_BLOCK = 1 << 20
+
+
+def generation_log_probs(logits, log_gen_switch, n_oov):
+    """log p(u=0) + log_softmax(logits): (N, V) logits, (N, 1) log switch -> (N, X) with the n_oov
+    extra slots at IMPOSSIBLE, a fresh tensor. Without autograd (decoding) it writes one output
+    buffer in cache-sized row blocks instead of making several passes over the whole (N, X)."""
+    N, V = logits.shape
+    if torch.is_grad_enabled():
+        norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
+        gen = logits - (norm - log_gen_switch)  # (N, V)
+        if n_oov > 0:
+            gen = torch.cat([gen, gen.new_full((N, n_oov), IMPOSSIBLE)], dim=1)  # (N, X)
+        return gen
+    out = logits.new_empty(N, V + n_oov)  # (N, X)
+    out[:, V:] = IMPOSSIBLE
+    rows = max(1, SOFTMAX_BLOCK // V)
+    for i in range(0, N, rows):  # blocks of rows, not examples: cache blocking
+        blk = logits[i:i + rows]
+        shift = torch.logsumexp(blk, dim=1, keepdim=True) - log_gen_switch[i:i + rows]  # (r, 1)
+        torch.sub(blk, shift, out=out[i:i + rows, :V])
+    return out
+
+
 def scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos):
     """gen (N, X): log p(u=0) p(y | u=0), a fresh tensor (written in place); log_copy_switch (N, 1);
     attn (N, S), 0 on padding; src_ex (N, S) extended ids; first_pos (N, S) from first_occurrence.
@@ -40,5 +65,7 @@ def scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos):
     mixed = mix_at_sources(gen.gather(1, src_ex), log_copy_switch, copy_at_sources(attn, first_pos))
     # Duplicated positions write the same value; only the first one carries the gradient.
     positions = torch.arange(src_ex.size(1), device=src_ex.device)
+    if not torch.is_grad_enabled():
+        return gen.scatter_(1, src_ex, mixed)  # (N, X), in place while decoding
     mixed = torch.where(first_pos == positions, mixed, mixed.detach())  # (N, S)
     return gen.scatter(1, src_ex, mixed)  # (N, X)

@@ -31,9 +31,11 @@ class ReinforcedState(DecoderStateBase):
     lse: Optional[torch.Tensor] = None         # (B, S) log sum_{j<t} exp(e_ji); None before step 1
     history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
     step: int = 0                              # decoding steps taken
+    out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (X, 3H), (X,) once per batch
 
     _batch_dims = {"hidden": 1}
     _source_fields = frozenset({"memory", "enc_keys", "mask", "src_ex", "first_pos"})
+    _shared_fields = frozenset({"out_weight"})
 
 
 class ReinforcedDecoder(nn.Module):

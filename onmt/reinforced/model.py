@@ -11,6 +11,8 @@ the generator at every step on every row, recomputing W_out each time as a self-
 generator would (the benchmark's baseline; no option selects it); `naive="hoisted"` does the same
 but computes W_out once per forward pass, isolating the cost of the per-step projection.
 """
+from dataclasses import replace
+
 import torch
 import torch.nn as nn
 
@@ -66,12 +68,15 @@ class ReinforcedModel(nn.Module):
         return self.encoder(batch.src, batch.src_lengths)
 
     def init_state(self, batch, enc):
-        return self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
+        state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
+        # W_out = tanh(E_tgt W_proj) once per batch, not at every decoding step (V x E x 3H FLOPs)
+        return replace(state, out_weight=self.generator.out_weight(state.n_oov))
 
     def decode_step(self, inputs, state):
         """inputs (B,) extended ids -> log p (B, X), new state, {"std": (B, S)}."""
         o_t, attn, state = self.decoder.step(inputs, state)
-        logp = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov)  # (B, X)
+        logp = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
+                              weight=state.out_weight)  # (B, X)
         return logp, state, {"std": attn}
 
     def forward(self, batch, naive=False):
@@ -111,7 +116,7 @@ class ReinforcedModel(nn.Module):
     def _teacher_forcing(self, batch, naive=False):
         """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H) (log p (B, T-1, X) when naive),
         attns {"std": (B, T-1, S)[, "sampled": (B, T-1)]}, the final state and (W_out, b_out)."""
-        state = self.init_state(batch, self.encode(batch))
+        state = self.decoder.init_state(self.encode(batch), batch.src_ex, batch.n_oov)  # projects after the loop
         tgt = batch.tgt  # (B, T)
         B, n_steps = tgt.size(0), tgt.size(1) - 1
         sampling = self.training and self.scheduled_sampling > 0

@@ -46,7 +46,7 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
         X = logp.size(1)
         logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
                            block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
-        cand = (scores.view(B * K, 1) + logp).view(B, K * X)                    # (B, K*X)
+        cand = logp.add_(scores.view(B * K, 1)).view(B, K * X)                  # (B, K*X), in place
         top_scores, top_ids = cand.topk(K, dim=1)                                # (B, K)
         origin = torch.div(top_ids, X, rounding_mode="floor")                    # (B, K) beam of origin
         token = top_ids - origin * X                                             # (B, K)
