@@ -26,6 +26,7 @@ from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, Vocab, Vocabs
 from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.loss import MLLoss
+from onmt.utils.memory import reuse_freed_memory
 
 
 def parse_args():
@@ -129,6 +130,7 @@ def time_variant(model, optim, batch, a, naive):
 
 def main():
     a = parse_args()
+    reuse_freed_memory()  # as train.py does
     torch.manual_seed(a.seed)
     words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
     vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)

@@ -12,6 +12,7 @@ import torch
 
 from bench.common import matmul_peak_flops, model_opt, peak_rss_mib, random_batch, synthetic_vocabs
 from onmt.model_builder import build_loss, build_model
+from onmt.utils.memory import reuse_freed_memory
 from onmt.utils.optim import build_optimizer
 
 
@@ -38,6 +39,7 @@ def main():
     p.add_argument("-steps", type=int, default=3)
     p.add_argument("-threads", type=int, default=0, help="torch threads (0: default)")
     a = p.parse_args()
+    reuse_freed_memory()  # as train.py does
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)

@@ -18,6 +18,7 @@ import torch
 from bench.common import model_opt, peak_rss_mib, synthetic_vocabs
 from onmt.model_builder import build_model
 from onmt.translate.translator import Translator
+from onmt.utils.memory import reuse_freed_memory
 
 
 def random_lines(n, src_min, src_max, src_vocab, seed=0):
@@ -56,6 +57,7 @@ def main(argv=None):
     p.add_argument("-threads", type=int, default=0, help="torch threads (0: default)")
     p.add_argument("-gpu", type=int, default=-1)
     a = p.parse_args(argv)
+    reuse_freed_memory()  # as translate.py does
     if a.threads:
         torch.set_num_threads(a.threads)
     device = torch.device(f"cuda:{a.gpu}" if a.gpu >= 0 else "cpu")

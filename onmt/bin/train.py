@@ -9,6 +9,7 @@ from onmt.inputters.vocab import Vocabs
 from onmt.utils.checkpoint import load_checkpoint, set_rng_state
 from onmt.utils.cli import UserError, run_main
 from onmt.utils.logging import init_logger, logger
+from onmt.utils.memory import reuse_freed_memory
 
 
 def model_option_names():
@@ -28,6 +29,7 @@ def main(argv=None):
     parser = opts.train_parser()
     opt = parser.parse_args(argv)
     init_logger(opt.log_file)
+    reuse_freed_memory()
     opts.validate_train_opts(opt)
     device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
 

@@ -13,6 +13,7 @@ from onmt import opts
 from onmt.inputters.vocab import Vocabs
 from onmt.utils.cli import UserError, run_main
 from onmt.utils.logging import init_logger, logger
+from onmt.utils.memory import reuse_freed_memory
 
 
 def read_lines(path):
@@ -44,6 +45,7 @@ def main(argv=None):
     parser = opts.translate_parser()
     opt = parser.parse_args(argv)
     init_logger(opt.log_file)
+    reuse_freed_memory()
     opts.validate_translate_opts(opt)
     if opt.gpu >= 0 and not torch.cuda.is_available():
         raise UserError(f"-gpu {opt.gpu} given but CUDA is not available")
