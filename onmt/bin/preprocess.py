@@ -7,6 +7,7 @@ from onmt import opts
 from onmt.inputters.preprocess import preprocess
 from onmt.utils.cli import run_main
 from onmt.utils.logging import init_logger
+from onmt.utils.memory import reuse_freed_memory
 
 
 def _terminate(signum, frame):
@@ -18,6 +19,7 @@ def main(argv=None):
     opt = opts.preprocess_parser().parse_args(argv)
     opts.validate_preprocess_opts(opt)
     logger = init_logger(opt.log_file)
+    reuse_freed_memory()
     for h in logger.handlers:           # progress and summary on stdout: stderr is for errors only
         if type(h) is logging.StreamHandler:
             h.setStream(sys.stdout)
