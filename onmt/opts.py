@@ -153,10 +153,14 @@ def validate_train_opts(opt):
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
     if opt.train_steps <= 0 and opt.epochs <= 0:
         raise OptionError("one of -train_steps or -epochs must be positive")
-    if opt.gpu >= 0:
+    _check_gpu(opt.gpu)
+
+
+def _check_gpu(gpu):
+    if gpu >= 0:
         import torch
         if not torch.cuda.is_available():
-            raise OptionError(f"-gpu {opt.gpu} given but CUDA is not available")
+            raise OptionError(f"-gpu {gpu} given but CUDA is not available")
 
 
 # --------------------------------------------------------------------------- translate
@@ -194,6 +198,7 @@ def validate_translate_opts(opt):
         raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), got {opt.n_best}")
     if opt.batch_size <= 0:
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
+    _check_gpu(opt.gpu)
 
 
 # --------------------------------------------------------------------------- evaluate

@@ -47,8 +47,6 @@ def main(argv=None):
     init_logger(opt.log_file)
     reuse_freed_memory()
     opts.validate_translate_opts(opt)
-    if opt.gpu >= 0 and not torch.cuda.is_available():
-        raise UserError(f"-gpu {opt.gpu} given but CUDA is not available")
     device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
