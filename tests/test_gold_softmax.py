@@ -5,8 +5,8 @@ import torch
 
 from onmt.inputters.vocab import PAD, UNK
 from onmt.models.interface import gold_targets
-from onmt.reinforced import gold_softmax
-from onmt.reinforced.gold_softmax import gold_log_softmax
+from onmt.modules import gold_softmax
+from onmt.modules.gold_softmax import gold_log_softmax
 from onmt.utils.loss import MLLoss
 from test_reinforced_model import V_TGT, _batch, _copy_batch, _model
 

@@ -96,3 +96,12 @@ class CopyNMTModel(NMTModel):
     """See et al.'s pointer-generator: NMTModel with a CopyGenerator over the extended vocabulary."""
 
     copy = True
+
+    def gold_log_likelihood(self, batch):
+        """The fused training path (CopyGenerator.gold_log_prob): log p(gold) (B, T-1) with 0 at
+        padding, the argmax (B, T-1) and the attns, without the (B, T-1, X) distribution."""
+        state = self.init_state(batch, self.encode(batch))
+        dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
+        gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
+        ll, pred = self.generator.gold_log_prob(dec, state.src_ex, state.first_pos, gold)
+        return ll.masked_fill(~mask, 0.0), pred, self._attns(dec)

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from onmt.inputters.vocab import PAD
-from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, scatter_mixture
+from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, gold_mixture, scatter_mixture
 
 
 def _vocab_logits(linear, out):
@@ -75,3 +75,23 @@ class CopyGenerator(nn.Module):
         gen = generation_log_probs(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen + log softmax
         logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)
         return logp.view(*shape, -1)  # (B, [T,] X)
+
+    def gold_log_prob(self, dec, src_ex, first_pos, gold):
+        """The training path: log p(gold) (B, T) and the argmax (B, T) of the mixture for a teacher-
+        forced sequence, without the (B, T, X) distribution (copy_mixture.gold_mixture); same
+        values and gradients as `forward(...)` gathered at gold. dec: DecoderOutput (B, T, ...);
+        src_ex, first_pos (B, S); gold (B, T) extended ids."""
+        B, T = gold.shape
+        S = src_ex.size(-1)
+        features = torch.cat([dec.context, dec.rnn_out, dec.emb], dim=-1)  # (B, T, 2H+E)
+        gen_logit = self.switch(features).float().reshape(B * T, 1)  # (B*T, 1)
+        pad_col = torch.zeros_like(self.linear.bias, dtype=torch.bool)
+        pad_col[PAD] = True
+        bias = self.linear.bias.masked_fill(pad_col, torch.finfo(torch.float32).min)  # PAD never generated
+
+        def rows(x):
+            return x.unsqueeze(1).expand(B, T, S).reshape(B * T, S)  # (B*T, S)
+        ll, pred = gold_mixture(dec.out.reshape(B * T, -1), self.linear.weight, bias, gen_logit,
+                                dec.attn.float().reshape(B * T, S), rows(src_ex), rows(first_pos),
+                                gold.reshape(B * T))
+        return ll.view(B, T), pred.view(B, T)

@@ -8,6 +8,7 @@ and written back into the (N, X) generation log-probabilities with one in-place 
 passes over (N, X) instead of a softmax, a product, a padding copy, a scatter_add, a clamp and a log.
 """
 import torch
+import torch.nn.functional as F
 
 # log-probability of extended ids that neither generation nor copying can produce (an OOV slot of a
 # shorter OOV list): exp() of it is 0, yet it stays finite (also in float16).
@@ -69,3 +70,39 @@ def scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos):
         return gen.scatter_(1, src_ex, mixed)  # (N, X), in place while decoding
     mixed = torch.where(first_pos == positions, mixed, mixed.detach())  # (N, S)
     return gen.scatter(1, src_ex, mixed)  # (N, X)
+
+
+def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold):
+    """log p(gold) of the mixture and its exact argmax, without the (N, X) distribution.
+
+    o (N, D) generator input; weight (V, D), bias (V,) of the generation softmax (a masked word has
+    a very negative bias); gen_logit (N, 1): p(generate) = sigmoid(gen_logit); attn (N, S); src_ex (N, S);
+    first_pos (N, S); gold (N,) extended ids. Returns log p(gold) (N,) and the argmax (N,) (no
+    gradient); value and gradients equal those of the full distribution gathered at gold.
+    """
+    from onmt.modules.gold_softmax import gold_log_softmax
+    z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE)  # (N,) ...
+    log_gen_switch, log_copy_switch = F.logsigmoid(gen_logit), F.logsigmoid(-gen_logit)  # (N, 1)
+    gen_gold = z + log_gen_switch.squeeze(1)  # (N,) log p(u=0) p(gold | u=0)
+    copy_gold = (attn * (src_ex == gold.unsqueeze(1))).sum(1)  # (N,) p(gold | u=1)
+    tiny = torch.finfo(copy_gold.dtype).tiny
+    log_copy = log_copy_switch.squeeze(1) + torch.log(copy_gold.clamp_min(tiny))  # (N,)
+    ll = torch.where(copy_gold > 0, torch.logaddexp(gen_gold, log_copy), gen_gold)  # (N,)
+    with torch.no_grad():
+        copy = copy_at_sources(attn, first_pos)  # (N, S)
+        pred = mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
+    return ll, pred
+
+
+def mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex):
+    """The best word is the best generated word or a source word (copy only adds mass there).
+    top, top_id (N,): largest generation logit and its id; at_src (N, S): logits at the source ids;
+    lse (N,): their log-sum-exp. Ties go to the smaller id, as argmax over the full distribution does."""
+    norm = (lse.unsqueeze(1) - log_gen_switch)  # (N, 1)
+    best_gen = top - norm.squeeze(1)  # (N,)
+    mixed = mix_at_sources(at_src - norm, log_copy_switch, copy)  # (N, S)
+    best_src = mixed.max(1, keepdim=True).values  # (N, 1)
+    src_id = src_ex.masked_fill(mixed < best_src, torch.iinfo(src_ex.dtype).max).amin(1)  # (N,)
+    best_src = best_src.squeeze(1)
+    return torch.where(best_src > best_gen, src_id,
+                       torch.where(best_src < best_gen, top_id, torch.minimum(src_id, top_id)))

@@ -13,8 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from onmt.modules.copy_mixture import (IMPOSSIBLE, copy_at_sources, first_occurrence,  # noqa: F401
-                                       mix_at_sources, scatter_mixture)
-from onmt.reinforced.gold_softmax import gold_log_softmax
+                                       gold_mixture, mixture_argmax, scatter_mixture)
+from onmt.modules.gold_softmax import gold_log_softmax
 
 
 class PointerGenerator(nn.Module):
@@ -67,16 +67,8 @@ class PointerGenerator(nn.Module):
         Value and gradients equal those of `forward(...).gather(1, gold)`.
         """
         w_out, b_out = self.out_weight() if weight is None else weight
-        z, lse, top, top_id, at_src = gold_log_softmax(o, w_out, b_out, gold, src_ex, IMPOSSIBLE)  # (N,)...
-        log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
-        gen_gold = z + log_gen_switch.squeeze(1)  # (N,) log p(u=0) p(gold | u=0)
-        copy_gold = (attn * (src_ex == gold.unsqueeze(1))).sum(1)  # (N,) p(gold | u=1)
-        tiny = torch.finfo(copy_gold.dtype).tiny
-        log_copy = log_copy_switch.squeeze(1) + torch.log(copy_gold.clamp_min(tiny))  # (N,)
-        ll = torch.where(copy_gold > 0, torch.logaddexp(gen_gold, log_copy), gen_gold)  # (N,)
-        with torch.no_grad():
-            pred = self._mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
-        return ll, pred
+        # the switch gives p(u=1), the copy probability: generation is sigmoid of minus its logit
+        return gold_mixture(o, w_out, b_out, -self.switch(o), attn, src_ex, first_pos, gold)
 
     @torch.no_grad()
     def predict(self, o, attn, src_ex, first_pos, weight=None):
@@ -85,20 +77,7 @@ class PointerGenerator(nn.Module):
         gold = src_ex.new_zeros(o.size(0))  # (N,) unused
         _, lse, top, top_id, at_src = gold_log_softmax(o, w_out, b_out, gold, src_ex, IMPOSSIBLE)
         log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
-        return self._mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
-
-    @staticmethod
-    def _mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex):
-        """The best word is the best generated word or a source word (copy only adds mass there).
-        Ties go to the smaller id, as argmax over the full distribution does."""
-        norm = (lse.unsqueeze(1) - log_gen_switch)  # (N, 1)
-        best_gen = top - norm.squeeze(1)  # (N,)
-        mixed = mix_at_sources(at_src - norm, log_copy_switch, copy)  # (N, S)
-        best_src = mixed.max(1, keepdim=True).values  # (N, 1)
-        src_id = src_ex.masked_fill(mixed < best_src, torch.iinfo(src_ex.dtype).max).amin(1)  # (N,)
-        best_src = best_src.squeeze(1)
-        return torch.where(best_src > best_gen, src_id,
-                           torch.where(best_src < best_gen, top_id, torch.minimum(src_id, top_id)))
+        return mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
 
     def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None):
         """o (N, D); attn (N, S) encoder attention (0 on padding); src_ex (N, S) extended ids;
