@@ -7,7 +7,7 @@ from torch import nn
 
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import BOS, EOS, PAD, SPECIALS, UNK, Vocab, Vocabs
-from onmt.models.interface import DecoderStateBase, EncoderOutput
+from onmt.models.interface import DecoderStateBase, EncoderOutput, gold_from_forward
 
 
 def toy_vocabs(n_src_words=12, n_tgt_words=6):
@@ -120,3 +120,6 @@ class ToyModel(nn.Module):
             logps.append(logp)
             atts.append(attns["std"])
         return torch.stack(logps, 1), {"std": torch.stack(atts, 1)}          # (B, T-1, X), (B, T-1, S)
+
+    def gold_log_likelihood(self, batch):
+        return gold_from_forward(self, batch)

@@ -49,6 +49,15 @@ def gold_targets(batch, extended_size):
     return gold, batch.tgt[:, 1:] != PAD
 
 
+def gold_from_forward(model, batch):
+    """gold_log_likelihood computed from the full distribution of `model(batch)`: log p(gold)
+    (B, T-1) with 0 at padding, argmax ids (B, T-1), attns. For models without a fused path."""
+    logp, attns = model(batch)  # (B, T-1, X)
+    gold, mask = gold_targets(batch, logp.size(-1))
+    ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)  # (B, T-1)
+    return ll, logp.detach().argmax(-1), attns
+
+
 def extended_size(model, batch):
     """X: the size of the model's output distribution for this batch."""
     return model.tgt_vocab_size + (int(batch.n_oov) if model.copy else 0)

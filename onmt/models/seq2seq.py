@@ -5,7 +5,7 @@ import torch.nn as nn
 from onmt.decoders.rnn_decoder import RNNDecoder
 from onmt.encoders.rnn_encoder import RNNEncoder
 from onmt.inputters.vocab import UNK
-from onmt.models.interface import gold_targets
+from onmt.models.interface import gold_from_forward, gold_targets
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
 from onmt.utils.cli import UserError
@@ -86,10 +86,7 @@ class NMTModel(nn.Module):
 
     def gold_log_likelihood(self, batch):
         """From `forward`: log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns."""
-        logp, attns = self(batch)  # (B, T-1, X)
-        gold, mask = gold_targets(batch, logp.size(-1))
-        ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)  # (B, T-1)
-        return ll, logp.detach().argmax(-1), attns
+        return gold_from_forward(self, batch)
 
 
 class CopyNMTModel(NMTModel):

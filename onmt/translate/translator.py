@@ -119,14 +119,9 @@ class Translator:
         for batch in self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep],
                                    self.vocabs, self.batch_size):
             batch = batch.to(self.device)
-            logp, _ = self.model(batch)                                  # (B, T-1, X)
-            X = logp.size(-1)
-            gold = batch.tgt_ex if self.model.copy and batch.tgt_ex is not None else batch.tgt
-            gold = gold[:, 1:]                                           # (B, T-1)
-            gold = gold.masked_fill(gold >= X, UNK)
-            mask = gold != PAD                                           # (B, T-1)
-            lp = logp.float().gather(2, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)
-            for ex, s, n in zip(batch.indices.tolist(), lp.sum(1).tolist(), mask.sum(1).tolist()):
+            lp, _, _ = self.model.gold_log_likelihood(batch)             # (B, T-1), 0 at padding
+            mask = batch.tgt[:, 1:] != PAD                               # (B, T-1)
+            for ex, s, n in zip(batch.indices.tolist(), lp.float().sum(1).tolist(), mask.sum(1).tolist()):
                 out[keep[ex]] = (s, n)
         return out
 
