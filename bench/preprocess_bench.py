@@ -12,7 +12,6 @@ process tree (sampled from /proc), and the full / fifth ratio of the peaks.
 """
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile

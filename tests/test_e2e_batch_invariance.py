@@ -5,7 +5,6 @@ the target vocabulary), so batches differ in source padding and in the size of t
 vocabulary (V_tgt + the batch's largest OOV list); a trained model keeps clear of the exact score ties
 of an untrained one. Every one of 500 test sentences must get the same words, scores within 1e-4.
 """
-import argparse
 import os
 
 import pytest

@@ -155,7 +155,7 @@ def test_gradients_reach_the_shared_embedding_through_inputs_and_output():
 
 
 def test_state_reorder_follows_beams():
-    model, batch = _model().eval(), _batch(5)
+    model = _model().eval()
     _, _, state = _loop(model, _batch(5))  # a state with history, lse and hidden
     index = torch.tensor([2, 0, 0, 1])
     moved = state.reorder(index)

@@ -1,5 +1,4 @@
 """Translator: words out of ids, batch invariance, empty lines, replace_unk, gold scoring, CLI."""
-import argparse
 import os
 import random
 
@@ -117,15 +116,10 @@ def test_real_copy_model_batch_invariance():
 
 def test_cli_writes_one_line_per_input(tmp_path, monkeypatch):
     pytest.importorskip("onmt.model_builder")
-    import onmt.translate.translator as translator_mod
     from onmt.bin.translate import main
     model, opt = real_copy_model()
     ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
     torch.save(ckpt, tmp_path / "m.pt")
-    try:
-        import onmt.inputters.dataset  # noqa: F401
-    except ImportError:              # until the data helper's text_batches lands
-        monkeypatch.setattr(translator_mod, "_default_batches", toy_batches)
     (tmp_path / "src.txt").write_text("w1 w2 w9\n\nw3 w11 w4 w5\n")
     out = tmp_path / "pred.txt"
     main(["-model", str(tmp_path / "m.pt"), "-src", str(tmp_path / "src.txt"), "-output", str(out),

@@ -26,6 +26,15 @@ def offsets_of(lengths):
     return off
 
 
+class WordTable:
+    """Words outside the vocabularies, numbered from 0, with their UTF-8 bytes (for OOV lists)."""
+
+    def __init__(self, words):
+        self.words = words
+        self.bytes = [w.encode("utf-8") + b"\n" for w in words]
+        self.nbytes = np.fromiter(map(len, self.bytes), dtype=np.int64, count=len(words))
+
+
 class Numericalizer:
     """Numericalize examples against fixed `Vocabs` (see the module docstring)."""
 
@@ -82,20 +91,32 @@ class Numericalizer:
         src_off = offsets_of(np.fromiter(map(len, src_tokens), dtype=np.int64, count=n))
         local = {}
         g_src = self._global_ids(list(chain.from_iterable(src_tokens)), local)   # (Ns,)
-        out = {"src": np.where(g_src < self.n_src, g_src, UNK).astype(np.int32),
-               "src_offsets": src_off}
+        g_tgt = t_len = None
         if tgt_tokens is not None:
             if len(tgt_tokens) != n:
                 raise ValueError(f"{n} sources but {len(tgt_tokens)} targets")
             t_len = np.fromiter(map(len, tgt_tokens), dtype=np.int64, count=n)
             g_tgt = self._global_ids(list(chain.from_iterable(tgt_tokens)), local)   # (Nt,)
+        extra = WordTable(list(local)) if dynamic_dict else None
+        return self.from_global_ids(g_src, src_off, g_tgt, t_len, extra)
+
+    def from_global_ids(self, g_src, src_off, g_tgt=None, t_len=None, extra=None):
+        """`numericalize_batch` on global ids: words of the vocabularies have their global id, any
+        other word `len(self.words) + k` where `extra.words[k]` is the word (a `WordTable`).
+
+        g_src: (Ns,) int64 with (n+1,) offsets `src_off`; g_tgt: (Nt,) int64 with (n,) lengths `t_len`
+        (or None). Without `extra` there is no dynamic dictionary (no src_ex, tgt_ex, OOV lists).
+        """
+        n = len(src_off) - 1
+        out = {"src": np.where(g_src < self.n_src, g_src, UNK).astype(np.int32),
+               "src_offsets": src_off}
+        if g_tgt is not None:
             t_ids = self._tgt_ids(g_tgt)
             out["tgt"], out["tgt_offsets"], body = _add_bos_eos(t_ids, t_len)
-        if not dynamic_dict:
+        if extra is None:
             return out
 
-        local_words = list(local)
-        n_glob = len(self.words) + len(local)
+        n_glob = len(self.words) + len(extra.words)
         s_tid = self._tgt_ids(g_src)                               # (Ns,) target ids of source words
         oov_pos = np.flatnonzero((s_tid == UNK) & (g_src != UNK))  # source tokens outside V_tgt
         ex = np.repeat(np.arange(n, dtype=np.int64), np.diff(src_off))   # (Ns,) example of each token
@@ -109,15 +130,12 @@ class Numericalizer:
         src_ex = s_tid.copy()
         src_ex[oov_pos] = self.n_tgt + j[inv.reshape(-1)]
         out["src_ex"] = src_ex.astype(np.int32)
-        gids = (ukey[order] % n_glob).tolist()                     # OOV words, in output order
-        local_bytes = [w.encode("utf-8") + b"\n" for w in local_words]
-        nbytes = np.concatenate([self.word_nbytes, np.fromiter(map(len, local_bytes), dtype=np.int64,
-                                                               count=len(local_bytes))])[gids]
-        blob = b"".join(map((self.word_bytes + local_bytes).__getitem__, gids))
+        gids = ukey[order] % n_glob                                # OOV words, in output order
+        blob, nbytes = self._word_bytes(gids, extra)
         out["oov_offsets"] = oov_off
         out["oov_bytes"] = np.frombuffer(blob, dtype=np.uint8).copy()
         out["oov_byte_offsets"] = offsets_of(np.bincount(u_ex, weights=nbytes, minlength=n).astype(np.int64))
-        if tgt_tokens is not None:
+        if g_tgt is not None:
             t_ex = t_ids.copy()
             miss = np.flatnonzero((t_ids == UNK) & (g_tgt != UNK))
             if miss.size and ukey.size:
@@ -131,6 +149,17 @@ class Numericalizer:
             tgt_ex[body] = t_ex
             out["tgt_ex"] = tgt_ex
         return out
+
+    def _word_bytes(self, gids, extra):
+        """(UTF-8 bytes of the words with global ids `gids`, each ended by "\\n"; (k,) their lengths)."""
+        base = len(self.words)
+        inner = gids < base
+        nbytes = np.empty(len(gids), dtype=np.int64)
+        nbytes[inner] = self.word_nbytes[gids[inner]]
+        nbytes[~inner] = extra.nbytes[gids[~inner] - base]
+        wb, xb = self.word_bytes, extra.bytes
+        blob = b"".join([wb[g] if g < base else xb[g - base] for g in gids.tolist()])
+        return blob, nbytes
 
     def numericalize(self, src_tokens, tgt_tokens=None, dynamic_dict=True):
         """One example; same keys as `numericalize_batch` but plain lists (no offsets)."""

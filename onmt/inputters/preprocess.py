@@ -2,10 +2,13 @@
 
 Two streaming passes over the training pair of files:
   1. read, filter, count words        -> vocabularies (vocab_builder.build_vocabs)
-  2. read, filter, numericalize       -> shards of at most `shard_size` examples, written in order
-Both passes apply the same filter: lowercase (-lower), split on whitespace, drop examples with an
-empty side, truncate (-*_seq_length_trunc), then drop examples longer than -*_seq_length.
-Memory is bounded by one shard plus the word counts, never by the corpus. With -num_threads N > 1,
+  2. numericalize                     -> shards of at most `shard_size` examples, written in order
+Pass 1 also writes each kept example's tokens as ids to a temporary cache (token_cache.py, 4 bytes per
+token next to the outputs, removed at the end), so that pass 2 streams that cache instead of splitting
+and looking up the text a second time. The valid split is numericalized straight from its text.
+The filter: lowercase (-lower), split on whitespace, drop examples with an empty side, truncate
+(-*_seq_length_trunc), then drop examples longer than -*_seq_length.
+Memory is bounded by one shard plus the word lists, never by the corpus. With -num_threads N > 1,
 N worker processes tokenize, count and numericalize chunks; the main process reads and writes in order.
 Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and P.meta.json last.
 """
@@ -16,7 +19,6 @@ import os
 import re
 import threading
 from collections import Counter
-from itertools import chain
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from onmt.inputters.corpus import read_parallel_chunks
 from onmt.inputters.numericalize import Numericalizer
 from onmt.inputters.parallel import ordered_map
 from onmt.inputters.shards import concat_chunks, shard_name, write_shard
-from onmt.inputters.vocab import UNK
+from onmt.inputters.token_cache import TokenCache, chunk_stats, count_and_cache, numericalize_cached
 from onmt.inputters.vocab_builder import build_vocabs, meta_path, save_vocabs, write_json_atomic
 from onmt.utils.cli import UserError
 
@@ -77,7 +79,7 @@ class ExampleFilter:
         return srcs, tgts, kept, drops
 
 
-# ---------------------------------------------------------------------------- workers
+# ---------------------------------------------------------------------------- text chunks
 # Per-process state handed to the workers once (by fork) through `_init_worker`.
 _WORKER = {}
 
@@ -87,36 +89,14 @@ def _init_worker(**state):
     _WORKER.update(state)
 
 
-def _count_task(item):
-    """Count a chunk into this process's Counters; the item None returns (and resets) them.
-
-    The `workers` None items at the end of the stream meet at a barrier, so that each worker
-    process takes exactly one and every count is returned once.
-    """
-    if item is None:
-        _WORKER["barrier"].wait()
-        return _WORKER.pop("src_c", Counter()), _WORKER.pop("tgt_c", Counter()), 0
-    _, src_lines, tgt_lines = item
-    srcs, tgts, kept, drops = _WORKER["filter"](src_lines, tgt_lines)
-    src_c = _WORKER.setdefault("src_c", Counter())
-    tgt_c = _WORKER.setdefault("tgt_c", Counter())
-    src_c.update(chain.from_iterable(srcs))
-    (src_c if _WORKER["shared"] else tgt_c).update(chain.from_iterable(tgts))
-    return None, None, len(src_lines)
-
-
 def _numericalize_task(item):
+    """Numericalize a chunk of text (the splits that pass 1 did not cache, e.g. valid)."""
     start, src_lines, tgt_lines = item
     srcs, tgts, kept, drops = _WORKER["filter"](src_lines, tgt_lines)
     nz, dyn = _WORKER["numericalizer"], _WORKER["dynamic_dict"]
     d = nz.numericalize_batch(srcs, tgts, dynamic_dict=dyn)
     d["indices"] = np.asarray(kept, dtype=np.int64) + start
-    n = len(kept)
-    stats = {"read": len(src_lines), "kept": n, "drops": drops,
-             "src_tokens": int(d["src_offsets"][-1]), "tgt_tokens": int(d["tgt_offsets"][-1]) - 2 * n,
-             "tgt_in_vocab": int(np.count_nonzero(d["tgt"] != UNK)) - 2 * n,
-             "tgt_copyable": int(np.count_nonzero(d["tgt_ex"] >= nz.n_tgt)) if dyn else 0}
-    return d, stats
+    return d, chunk_stats(d, len(src_lines), drops, nz.n_tgt, dyn)
 
 
 def _chunks(src_path, tgt_path):
@@ -126,29 +106,31 @@ def _chunks(src_path, tgt_path):
         start += len(s)
 
 
+def _usable_workers(workers):
+    return workers if "fork" in mp.get_all_start_methods() else 1
+
+
+def numericalize_text(src_path, tgt_path, filt, numericalizer, dynamic_dict, workers=1):
+    """Yield (numericalized chunk, stats) for a pair of text files, in order."""
+    state = dict(filter=filt, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
+    yield from ordered_map(_numericalize_task, _chunks(src_path, tgt_path), workers,
+                           lambda: _init_worker(**state))
+
+
 # ---------------------------------------------------------------------------- passes
-def count_words(src_path, tgt_path, filt, shared, workers=1, report_every=0):
-    """Pass 1 -> (src Counter, tgt Counter or None when shared, lines read)."""
-    workers = workers if "fork" in mp.get_all_start_methods() else 1
-    state = dict(filter=filt, shared=shared, barrier=mp.get_context("fork").Barrier(workers)
-                 if workers > 1 else threading.Barrier(1))
-    items = chain(_chunks(src_path, tgt_path), [None] * workers)
-    src_c = tgt_c = None
-    n_read, next_report = 0, report_every
-    for s, t, n in ordered_map(_count_task, items, workers, lambda: _init_worker(**state)):
-        if s is not None:                    # one worker's totals (one Counter is just taken over)
-            if src_c is None:
-                src_c, tgt_c = s, t
-            else:
-                src_c.update(s)
-                tgt_c.update(t)
-        n_read += n
-        if report_every and n and n_read >= next_report:
+def count_words(src_path, tgt_path, filt, shared, cache, workers=1, report_every=0):
+    """Pass 1 -> (src Counter, tgt Counter or None when shared); fills `cache` (token_cache.py)."""
+    workers = _usable_workers(workers)
+    barrier = mp.get_context("fork").Barrier(workers) if workers > 1 else threading.Barrier(1)
+    next_report = [report_every]
+
+    def report(n_read):
+        if report_every and n_read >= next_report[0]:
             logger.info("counted %d lines of %s", n_read, src_path)
-            next_report += report_every
-    if shared:
-        tgt_c = None
-    return src_c, tgt_c, n_read
+            next_report[0] += report_every
+
+    return count_and_cache(src_path, tgt_path, _chunks(src_path, tgt_path), filt, shared, cache,
+                           workers, barrier, report)
 
 
 def _slice_chunk(d, a, b):
@@ -168,9 +150,8 @@ def _slice_chunk(d, a, b):
     return out
 
 
-def write_split(split, src_path, tgt_path, filt, numericalizer, dynamic_dict, shard_size,
-                save_data, workers=1, report_every=0):
-    """Pass 2 for one split -> (shard file names, examples per shard, stats dict)."""
+def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_data, report_every=0):
+    """Pass 2 for one split: (chunk, stats) `results` -> shards; returns (file names, sizes, stats)."""
     stats = {"read": 0, "kept": 0, "drops": Counter(), "src_tokens": 0, "tgt_tokens": 0,
              "tgt_in_vocab": 0, "tgt_copyable": 0}
     names, sizes, pending, n_pending = [], [], [], 0
@@ -183,9 +164,6 @@ def write_split(split, src_path, tgt_path, filt, numericalizer, dynamic_dict, sh
         sizes.append(len(data["indices"]))
         logger.info("wrote %s (%d examples)", path, sizes[-1])
 
-    init_args = dict(filter=filt, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
-    results = ordered_map(_numericalize_task, _chunks(src_path, tgt_path), workers,
-                          lambda: _init_worker(**init_args))
     next_report = report_every
     for d, st in results:
         for k in ("read", "kept", "src_tokens", "tgt_tokens", "tgt_in_vocab", "tgt_copyable"):
@@ -211,6 +189,11 @@ def write_split(split, src_path, tgt_path, filt, numericalizer, dynamic_dict, sh
     return names, sizes, stats
 
 
+def cache_path(save_data):
+    """The token-id cache between the passes (removed when preprocessing ends, stale ones too)."""
+    return f"{save_data}.tokens.tmp{os.getpid()}"
+
+
 def numericalizer_empty(numericalizer, dynamic_dict):
     d = numericalizer.numericalize_batch([], [], dynamic_dict=dynamic_dict)
     d["indices"] = np.zeros(0, dtype=np.int64)
@@ -233,8 +216,9 @@ def prepare_output(save_data):
         raise UserError(f"cannot write to the folder of -save_data {save_data}: "
                         f"{e.strerror or e} ({e.filename or folder})") from None
     stale = [meta_path(save_data)]
-    pat = re.compile(re.escape(os.path.basename(save_data)) + r"\.(train|valid)\.\d+\.pt(\.tmp\d+)?$")
-    stale += [p for p in glob.glob(glob.escape(save_data) + ".*.pt*") if pat.match(os.path.basename(p))]
+    pat = re.compile(re.escape(os.path.basename(save_data))
+                     + r"\.((train|valid)\.\d+\.pt(\.tmp\d+)?|tokens\.tmp\d+)$")
+    stale += [p for p in glob.glob(glob.escape(save_data) + ".*") if pat.match(os.path.basename(p))]
     for p in stale:
         if os.path.exists(p):
             os.remove(p)
@@ -249,11 +233,20 @@ def preprocess(opt):
     """Run both passes as `opt` (validated preprocess options) says; returns the meta dict."""
     save_data = opt.save_data
     prepare_output(save_data)
+    cache = TokenCache(cache_path(save_data))
+    try:
+        return _preprocess(opt, cache)
+    finally:
+        cache.remove()
+
+
+def _preprocess(opt, cache):
+    save_data = opt.save_data
     filt = ExampleFilter.from_opt(opt)
-    workers = getattr(opt, "num_threads", 1)
+    workers = _usable_workers(getattr(opt, "num_threads", 1))
     logger.info("pass 1: counting words of %s / %s", opt.train_src, opt.train_tgt)
-    src_c, tgt_c, _ = count_words(opt.train_src, opt.train_tgt, filt, opt.share_vocab, workers,
-                                  opt.report_every)
+    src_c, tgt_c = count_words(opt.train_src, opt.train_tgt, filt, opt.share_vocab, cache, workers,
+                               opt.report_every)
     n_types = len(src_c) if opt.share_vocab else (len(src_c), len(tgt_c))
     vocabs, counts = build_vocabs(src_c, tgt_c, opt.src_vocab_size, opt.tgt_vocab_size, opt.share_vocab,
                                   opt.src_words_min_frequency, opt.tgt_words_min_frequency)
@@ -263,17 +256,20 @@ def preprocess(opt):
                 n_types, len(vocabs.src), len(vocabs.tgt), opt.share_vocab)
 
     nz = Numericalizer(vocabs)
-    splits = [("train", opt.train_src, opt.train_tgt)]
+    splits = [("train", numericalize_cached(cache, nz, opt.dynamic_dict, workers))]
     if opt.valid_src:
-        splits.append(("valid", opt.valid_src, opt.valid_tgt))
+        splits.append(("valid", numericalize_text(opt.valid_src, opt.valid_tgt, filt, nz, opt.dynamic_dict,
+                                                  workers)))
     meta = {"share_vocab": bool(opt.share_vocab), "dynamic_dict": bool(opt.dynamic_dict),
             "lower": bool(opt.lower), "src_vocab_size": len(vocabs.src), "tgt_vocab_size": len(vocabs.tgt),
             "src_seq_length_trunc": opt.src_seq_length_trunc, "tgt_seq_length_trunc": opt.tgt_seq_length_trunc,
             "shards": {}, "shard_sizes": {}, "summary": {}}
-    for split, sp, tp in splits:
-        logger.info("pass 2: numericalizing %s (%s / %s)", split, sp, tp)
-        names, sizes, st = write_split(split, sp, tp, filt, nz, opt.dynamic_dict, opt.shard_size,
-                                       save_data, workers, opt.report_every)
+    for split, results in splits:
+        logger.info("pass 2: numericalizing %s", split)
+        names, sizes, st = write_split(split, results, nz, opt.dynamic_dict, opt.shard_size, save_data,
+                                       opt.report_every)
+        if split == "train":
+            cache.remove()
         st["tgt_in_vocab_pct"] = _pct(st.pop("tgt_in_vocab"), st["tgt_tokens"])
         copy = st.pop("tgt_copyable")
         st["tgt_copyable_pct"] = _pct(copy, st["tgt_tokens"]) if opt.dynamic_dict else None

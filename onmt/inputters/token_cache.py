@@ -1,0 +1,199 @@
+"""The two passes over the training corpus, joined by a token-id cache on disk.
+
+Pass 1 (`count_and_cache`) reads the text once: it tokenizes and filters each chunk, maps every token
+to a *corpus id* (numbered by first occurrence, per process: one Python dict lookup per token), counts
+the ids with `np.bincount`, and appends the chunk's id arrays to a temporary cache file
+(`P.tokens.tmpPID`, 4 bytes per token, removed when preprocessing ends or fails).
+Pass 2 (`numericalize_cached`) streams the cache back: corpus ids -> global ids of the Numericalizer
+is one numpy gather per chunk, then `Numericalizer.from_global_ids` builds `src`, `tgt`, `src_ex`,
+`tgt_ex` and the OOV lists exactly as it does from text. No token is split or looked up twice, and
+memory stays bounded by one chunk per process plus the word lists (never by the corpus).
+
+With N worker processes, each has its own corpus ids; a chunk remembers which process numbered it,
+and each process's word list is mapped to global ids once, between the passes.
+"""
+import os
+from collections import Counter
+from itertools import chain, repeat
+
+import numpy as np
+
+from onmt.inputters.numericalize import WordTable, offsets_of
+from onmt.inputters.parallel import ordered_map
+from onmt.inputters.vocab import UNK
+
+_FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")     # int32 arrays of a cached chunk, in order
+_STATE = {}                                                # per-process state, set by fork
+
+
+def _init(**state):
+    _STATE.clear()
+    _STATE.update(state)
+
+
+def corpus_ids(flat, ids):
+    """(N,) int32 ids of the tokens in `flat`; words new to `ids` (word -> id) are added to it."""
+    g = np.fromiter(map(ids.get, flat, repeat(-1)), dtype=np.int32, count=len(flat))
+    missing = np.flatnonzero(g < 0)
+    if missing.size:
+        setdefault = ids.setdefault
+        g[missing] = [setdefault(flat[i], len(ids)) for i in missing.tolist()]
+    return g
+
+
+def _add_counts(counts, g, n):
+    """counts (grown to n entries) + occurrences of each id in g."""
+    c = np.bincount(g, minlength=n)
+    if len(counts) < n:
+        counts = np.concatenate([counts, np.zeros(n - len(counts), dtype=np.int64)])
+    counts += c
+    return counts
+
+
+def chunk_stats(d, n_read, drops, n_tgt, dynamic_dict):
+    """The summary figures of one numericalized chunk (summed over a split by preprocess)."""
+    n = len(d["src_offsets"]) - 1
+    return {"read": n_read, "kept": n, "drops": drops,
+            "src_tokens": int(d["src_offsets"][-1]), "tgt_tokens": int(d["tgt_offsets"][-1]) - 2 * n,
+            "tgt_in_vocab": int(np.count_nonzero(d["tgt"] != UNK)) - 2 * n,
+            "tgt_copyable": int(np.count_nonzero(d["tgt_ex"] >= n_tgt)) if dynamic_dict else 0}
+
+
+# ---------------------------------------------------------------------------- pass 1
+def _cache_task(item):
+    """Filter a chunk and map it to this process's corpus ids; None returns this process's words."""
+    st = _STATE
+    if item is None:              # one per process (the barrier makes each process take exactly one)
+        st["barrier"].wait()
+        return os.getpid(), list(st["ids"]), st["src_counts"], st["tgt_counts"]
+    start, src_lines, tgt_lines = item
+    srcs, tgts, kept, drops = st["filter"](src_lines, tgt_lines)
+    ids = st["ids"]
+    g_src = corpus_ids(list(chain.from_iterable(srcs)), ids)          # (Ns,)
+    g_tgt = corpus_ids(list(chain.from_iterable(tgts)), ids)          # (Nt,)
+    st["src_counts"] = _add_counts(st["src_counts"], g_src, len(ids))
+    st["tgt_counts"] = _add_counts(st["tgt_counts"], g_tgt, len(ids))
+    n = len(kept)
+    arrays = (np.asarray(kept, dtype=np.int32),
+              np.fromiter(map(len, srcs), dtype=np.int32, count=n),
+              np.fromiter(map(len, tgts), dtype=np.int32, count=n), g_src, g_tgt)
+    return os.getpid(), start, len(src_lines), drops, arrays
+
+
+class TokenCache:
+    """The cache file and, in memory, one small record per chunk."""
+
+    def __init__(self, path):
+        self.path = path
+        self.records = []              # (offset, slot, start, lines read, drops, field sizes)
+        self.words = []                # per slot: its words in corpus-id order
+        self.remaps = []               # per slot: (n_words,) int64 corpus id -> global id
+        self.extra = None              # WordTable of the words outside the vocabularies
+        self._f = open(path, "wb")
+        self._size = 0
+
+    def append(self, slot, start, n_read, drops, arrays):
+        self.records.append((self._size, slot, start, n_read, drops, tuple(len(a) for a in arrays)))
+        for a in arrays:
+            a.tofile(self._f)
+            self._size += 4 * len(a)
+
+    def close(self):
+        if not self._f.closed:
+            self._f.close()
+
+    def remove(self):
+        self.close()
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+    def read(self, record):
+        """The arrays of one chunk: dict field -> int32 array."""
+        offset, _, _, _, _, sizes = record
+        out = {}
+        with open(self.path, "rb") as f:
+            f.seek(offset)
+            for name, size in zip(_FIELDS, sizes):
+                out[name] = np.fromfile(f, dtype=np.int32, count=size)
+        return out
+
+    def bind(self, numericalizer):
+        """Map each process's corpus ids to the global ids of `numericalizer` (after pass 1)."""
+        base = len(numericalizer.words)
+        extra = {}
+        self.remaps = []
+        for words in self.words:
+            remap = np.fromiter(map(numericalizer.gdict.get, words, repeat(-1)), dtype=np.int64,
+                                count=len(words))
+            missing = np.flatnonzero(remap < 0)
+            setdefault = extra.setdefault
+            remap[missing] = [base + setdefault(words[i], len(extra)) for i in missing.tolist()]
+            self.remaps.append(remap)
+        self.extra = WordTable(list(extra))
+        self.words = None              # no longer needed: the remaps and `extra` say it all
+
+
+def _merge_counts(words, counts, total):
+    nz = np.flatnonzero(counts)
+    total.update(dict(zip([words[i] for i in nz.tolist()], counts[nz].tolist())))
+
+
+def count_and_cache(src_path, tgt_path, chunks, filt, shared, cache, workers=1, barrier=None,
+                    on_chunk=None):
+    """Pass 1 over `chunks` ((start, src lines, tgt lines) items) into `cache`.
+
+    Returns (src Counter, tgt Counter or None when shared). `barrier` must hold `workers` parties.
+    `on_chunk(lines read so far)` is called after each chunk (progress reports).
+    """
+    slots = {}
+    finals = []
+    items = chain(chunks, [None] * max(1, workers))
+    state = dict(filter=filt, barrier=barrier, ids={}, src_counts=np.zeros(0, dtype=np.int64),
+                 tgt_counts=np.zeros(0, dtype=np.int64))
+    n_read = 0
+    for res in ordered_map(_cache_task, items, workers, lambda: _init(**state)):
+        if len(res) == 4:
+            finals.append(res)
+            continue
+        pid, start, read, drops, arrays = res
+        cache.append(slots.setdefault(pid, len(slots)), start, read, drops, arrays)
+        n_read += read
+        if on_chunk is not None:
+            on_chunk(n_read)
+    cache.close()
+    cache.words = [[] for _ in range(len(slots))]
+    src_c, tgt_c = Counter(), Counter()
+    for pid, words, s_counts, t_counts in finals:
+        if pid not in slots:           # a process that got no chunk
+            continue
+        cache.words[slots[pid]] = words
+        if shared:
+            _merge_counts(words, _pad(s_counts, len(words)) + _pad(t_counts, len(words)), src_c)
+        else:
+            _merge_counts(words, _pad(s_counts, len(words)), src_c)
+            _merge_counts(words, _pad(t_counts, len(words)), tgt_c)
+    return src_c, (None if shared else tgt_c)
+
+
+def _pad(counts, n):
+    return np.concatenate([counts, np.zeros(n - len(counts), dtype=np.int64)]) if len(counts) < n else counts
+
+
+# ---------------------------------------------------------------------------- pass 2
+def _numericalize_cached_task(record):
+    st = _STATE
+    cache, nz, dyn = st["cache"], st["numericalizer"], st["dynamic_dict"]
+    a = cache.read(record)
+    remap = cache.remaps[record[1]]
+    src_off = offsets_of(a["src_len"])
+    d = nz.from_global_ids(remap[a["src"]], src_off, remap[a["tgt"]], a["tgt_len"].astype(np.int64),
+                           cache.extra if dyn else None)
+    d["indices"] = a["kept"].astype(np.int64) + record[2]
+    return d, chunk_stats(d, record[3], record[4], nz.n_tgt, dyn)
+
+
+def numericalize_cached(cache, numericalizer, dynamic_dict, workers=1):
+    """Pass 2 over the cache: yields (numericalized chunk, stats) in corpus order."""
+    cache.bind(numericalizer)
+    state = dict(cache=cache, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
+    yield from ordered_map(_numericalize_cached_task, cache.records, workers, lambda: _init(**state))
