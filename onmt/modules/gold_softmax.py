@@ -13,6 +13,8 @@ of each row and its id, and the logits at given columns (the source words).
 """
 import torch
 
+from onmt.modules.packed_linear import linear
+
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
 _CPU_CHUNK_ELEMENTS = 1 << 19
@@ -21,6 +23,42 @@ _CPU_CHUNK_ELEMENTS = 1 << 19
 def _chunks(n_rows, n_cols, device):
     step = n_rows if device.type != "cpu" else max(1, _CPU_CHUNK_ELEMENTS // max(1, n_cols))
     return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
+
+
+def _row_stats(buf, gold, columns, impossible):
+    """One cache-blocked pass over the (N, V) logits `buf`, which it turns into exp(logits - rowmax).
+
+    Returns the logits at gold (N,) (`impossible` for gold >= V), lse (N,), the row max (N,) and its id
+    (N,), the logits at `columns` (N, S) (`impossible` for ids >= V) and sum exp(logits - rowmax) (N,).
+    """
+    N, V = buf.shape
+    gold_v = gold.clamp(max=V - 1)  # (N,)
+    cols = columns.clamp(max=V - 1)  # (N, S)
+    top = buf.new_empty(N)  # (N,) row max
+    top_id = gold.new_empty(N)  # (N,) its column
+    total = buf.new_empty(N)  # (N,) sum exp(logits - rowmax)
+    gold_logit = buf.new_empty(N)  # (N,)
+    at_cols = buf.new_empty(columns.shape)  # (N, S)
+    for r0, r1 in _chunks(N, V, buf.device):
+        chunk = buf[r0:r1]  # (n, V)
+        torch.max(chunk, dim=1, out=(top[r0:r1], top_id[r0:r1]))
+        gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
+        at_cols[r0:r1] = chunk.gather(1, cols[r0:r1])
+        chunk.sub_(top[r0:r1, None]).exp_()
+        torch.sum(chunk, dim=1, out=total[r0:r1])
+    lse = top + total.log()  # (N,)
+    gold_logit = torch.where(gold < V, gold_logit, gold_logit.new_full((), impossible))
+    at_cols = torch.where(columns < V, at_cols, at_cols.new_full((), impossible))  # (N, S)
+    return gold_logit, lse, top, top_id, at_cols, total
+
+
+@torch.no_grad()
+def logit_stats(logits, columns, impossible):
+    """For an argmax without the distribution: lse (N,), row max (N,) and its id (N,), and the logits at
+    `columns` (N, S) of (N, V) `logits`, which are overwritten (see _row_stats)."""
+    gold = columns.new_zeros(logits.size(0))  # (N,) unused
+    _, lse, top, top_id, at_cols, _ = _row_stats(logits, gold, columns, impossible)
+    return lse, top, top_id, at_cols
 
 
 class GoldLogSoftmax(torch.autograd.Function):
@@ -35,27 +73,10 @@ class GoldLogSoftmax(torch.autograd.Function):
         dtype = torch.promote_types(o.dtype, weight.dtype)
         with torch.autocast(device_type=o.device.type, enabled=False):
             o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
-            N, V = o.size(0), weight.size(0)
-            buf = torch.addmm(b_, o_, w_.t())  # (N, V) logits, then exp(logits - rowmax) in place
-            in_vocab = gold < V  # (N,)
-            gold_v = gold.clamp(max=V - 1)  # (N,)
-            cols = columns.clamp(max=V - 1)  # (N, S)
-            top = buf.new_empty(N)  # (N,) row max
-            top_id = gold.new_empty(N)  # (N,) its column
-            total = buf.new_empty(N)  # (N,) sum exp(logits - rowmax)
-            gold_logit = buf.new_empty(N)  # (N,)
-            at_cols = buf.new_empty(columns.shape)  # (N, S)
-            for r0, r1 in _chunks(N, V, o.device):
-                chunk = buf[r0:r1]  # (n, V)
-                torch.max(chunk, dim=1, out=(top[r0:r1], top_id[r0:r1]))
-                gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
-                at_cols[r0:r1] = chunk.gather(1, cols[r0:r1])
-                chunk.sub_(top[r0:r1, None]).exp_()
-                torch.sum(chunk, dim=1, out=total[r0:r1])
-            lse = top + total.log()  # (N,)
-            gold_logit = torch.where(in_vocab, gold_logit, gold_logit.new_full((), impossible))
-            at_cols = torch.where(columns < V, at_cols, at_cols.new_full((), impossible))  # (N, S)
-        ctx.save_for_backward(o_, w_, buf, total, gold_v, in_vocab)
+            buf = linear(o_, w_, b_)  # (N, V) logits, then exp(logits - rowmax) in place
+            gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible)
+        V = w_.size(0)
+        ctx.save_for_backward(o_, w_, buf, total, gold.clamp(max=V - 1), gold < V)
         ctx.input_dtypes = (o.dtype, weight.dtype, bias.dtype)
         ctx.used = False
         ctx.mark_non_differentiable(lse, top, top_id, at_cols)

@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from onmt.modules.copy_mixture import (IMPOSSIBLE, copy_at_sources, first_occurrence,  # noqa: F401
                                        gold_mixture, mixture_argmax, scatter_mixture)
-from onmt.modules.gold_softmax import gold_log_softmax
+from onmt.modules.gold_softmax import logit_stats
+from onmt.modules.packed_linear import PackedLinear
 
 
 class PointerGenerator(nn.Module):
@@ -70,12 +71,19 @@ class PointerGenerator(nn.Module):
         # the switch gives p(u=1), the copy probability: generation is sigmoid of minus its logit
         return gold_mixture(o, w_out, b_out, -self.switch(o), attn, src_ex, first_pos, gold)
 
+    def packed_out_weight(self, weight=None):
+        """W_out, b_out (an `out_weight()` result, unpadded) packed for many small products
+        without gradient (the scheduled-sampling rows of each step)."""
+        w_out, b_out = self.out_weight() if weight is None else weight
+        return PackedLinear(w_out.detach(), b_out.detach())
+
     @torch.no_grad()
     def predict(self, o, attn, src_ex, first_pos, weight=None):
-        """argmax of the mixture over the extended vocabulary (N,), without the (N, X) distribution."""
-        w_out, b_out = self.out_weight() if weight is None else weight
-        gold = src_ex.new_zeros(o.size(0))  # (N,) unused
-        _, lse, top, top_id, at_src = gold_log_softmax(o, w_out, b_out, gold, src_ex, IMPOSSIBLE)
+        """argmax of the mixture over the extended vocabulary (N,), without the (N, X) distribution.
+        weight: a `packed_out_weight()` result to reuse, or an unpadded `out_weight()` result."""
+        if not isinstance(weight, PackedLinear):
+            weight = PackedLinear(*(self.out_weight() if weight is None else weight), pack=False)
+        lse, top, top_id, at_src = logit_stats(weight(o), src_ex, IMPOSSIBLE)  # (N,) x3, (N, S)
         log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
         return mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
 
