@@ -16,6 +16,7 @@ from onmt.models.interface import DecoderStateBase
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.reinforced.step_embedding import StepEmbedding
+from onmt.reinforced.step_source import StepSource
 
 
 @dataclass
@@ -99,16 +100,21 @@ class ReinforcedDecoder(nn.Module):
         gradient write into the matrix per pass instead of one per step (step_embedding.py)."""
         return StepEmbedding(self.embedding.target_weight(), self.embedding.full.padding_idx)
 
-    def step(self, inputs, state, embed=None):
+    def step_source(self, state):
+        """The encoder-side products for a whole teacher-forced pass from `state` (step_source.py)."""
+        return StepSource(state.enc_keys, state.memory)
+
+    def step(self, inputs, state, embed=None, source=None):
         """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>); embed: a `step_embedding()`
-        to use instead of self.embedding.
+        to use instead of self.embedding; source: a `step_source()` of this pass.
 
         Returns o_t (B, 3H), the encoder attention (B, S) and the new state.
         """
         inputs = inputs.masked_fill(inputs >= self.vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embedding)(inputs)).unsqueeze(1)  # (B, 1, E)
         h_t, hidden = self._lstm_step(emb.squeeze(1), state.hidden)  # (B, H)
-        c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse)
+        c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse,
+                                        source=source)
         if self.dec_attn is not None:
             c_dec = self.dec_attn(h_t, state.history)  # (B, H)
             history = h_t.unsqueeze(1) if state.history is None else torch.cat(

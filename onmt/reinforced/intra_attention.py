@@ -39,19 +39,26 @@ class IntraTemporalAttention(nn.Module):
         """W^e h^e_i for every source position, computed once per sequence. memory: (B, S, H)."""
         return F.linear(memory, self.weight)  # (B, S, H)
 
-    def forward(self, query, keys, memory, mask, lse=None):
+    def forward(self, query, keys, memory, mask, lse=None, source=None):
         """query (B, H) h^d_t; keys (B, S, H) from `keys()`; memory (B, S, H); mask (B, S) True at
-        real positions; lse (B, S) or None at the first step.
+        real positions; lse (B, S) or None at the first step; source: a StepSource over (keys, memory)
+        for a whole teacher-forced pass (same values and gradients, see step_source.py).
 
         Returns context (B, H), attention (B, S), new lse (B, S).
         """
-        scores = torch.bmm(keys, query.unsqueeze(2)).squeeze(2)  # (B, S)  e_ti
+        if source is not None:
+            scores = source.scores(query)  # (B, S)  e_ti
+        else:
+            scores = torch.bmm(keys, query.unsqueeze(2)).squeeze(2)  # (B, S)  e_ti
         if self.temporal and lse is not None:
             logits = scores - lse
         else:
             logits = scores
         attn = masked_softmax(logits, mask)  # (B, S)
-        context = torch.bmm(attn.unsqueeze(1), memory).squeeze(1)  # (B, H)
+        if source is not None:
+            context = source.context(attn)  # (B, H)
+        else:
+            context = torch.bmm(attn.unsqueeze(1), memory).squeeze(1)  # (B, H)
         new_lse = scores if lse is None else torch.logaddexp(lse, scores)  # (B, S)
         return context, attn, new_lse
 

@@ -131,10 +131,10 @@ class ReinforcedModel(nn.Module):
                            else tuple(w.detach() for w in weight))
         step_weight = self.generator.pad_weight(weight, state.n_oov) if naive == "hoisted" else None
         outputs, attns, logps, fed_back = [], [], [], []
-        embed = self.decoder.step_embedding()
+        embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
-            o_t, attn, state = self.decoder.step(inputs, state, embed=embed)
+            o_t, attn, state = self.decoder.step(inputs, state, embed=embed, source=source)
             attns.append(attn)
             if naive:
                 logps.append(self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,

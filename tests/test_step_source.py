@@ -1,0 +1,55 @@
+"""StepSource (onmt/reinforced/step_source.py) against plain bmm products under autograd."""
+import torch
+
+from onmt.reinforced.step_source import StepSource
+
+
+def _run(use_source, keys, memory, queries, weights):
+    """A few decoding-like steps: scores -> softmax -> context -> next query; a scalar loss."""
+    source = StepSource(keys, memory) if use_source else None
+    q, loss = queries, 0.0
+    outs = []
+    for t in range(weights.size(0)):
+        if source is not None:
+            scores = source.scores(q)  # (B, S)
+        else:
+            scores = torch.bmm(keys, q.unsqueeze(2)).squeeze(2)  # (B, S)
+        attn = torch.softmax(scores, 1)
+        if source is not None:
+            ctx = source.context(attn)  # (B, Hm)
+        else:
+            ctx = torch.bmm(attn.unsqueeze(1), memory).squeeze(1)  # (B, Hm)
+        outs.append(ctx)
+        loss = loss + (ctx * weights[t]).sum() + (scores ** 2).mean()
+        q = torch.tanh(ctx[:, : q.size(1)] + q)  # the next query depends on this step
+    return loss, torch.stack(outs, 1)
+
+
+def test_values_and_gradients_equal_plain_products():
+    torch.manual_seed(0)
+    B, S, H, Hm, T = 3, 7, 5, 6, 4
+    leaves = [torch.randn(B, S, H, dtype=torch.float64, requires_grad=True),
+              torch.randn(B, S, Hm, dtype=torch.float64, requires_grad=True),
+              torch.randn(B, H, dtype=torch.float64, requires_grad=True)]
+    weights = torch.randn(T, B, Hm, dtype=torch.float64)
+    results = []
+    for use_source in (False, True):
+        keys, memory = leaves[0] * 1.5, leaves[1] * 0.5  # non-leaf inputs, as in the model
+        loss, outs = _run(use_source, keys, memory, leaves[2], weights)
+        grads = torch.autograd.grad(loss, leaves)
+        results.append((loss, outs, grads))
+    (l0, o0, g0), (l1, o1, g1) = results
+    torch.testing.assert_close(l1, l0)
+    torch.testing.assert_close(o1, o0)
+    for a, b in zip(g1, g0):
+        torch.testing.assert_close(a, b)
+
+
+def test_without_gradients_it_is_the_plain_product():
+    keys, memory, q = torch.randn(2, 4, 3), torch.randn(2, 4, 5), torch.randn(2, 3)
+    with torch.no_grad():
+        src = StepSource(keys, memory)
+        assert src.handle is None
+        torch.testing.assert_close(src.scores(q), torch.bmm(keys, q.unsqueeze(2)).squeeze(2))
+        a = torch.softmax(src.scores(q), 1)
+        torch.testing.assert_close(src.context(a), torch.bmm(a.unsqueeze(1), memory).squeeze(1))
