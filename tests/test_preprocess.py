@@ -161,6 +161,8 @@ def test_cli_bad_inputs_one_line(tmp_path, case):
     assert rc != 0 and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err
     assert all(w in err for w in want), err
+    out = tmp_path / "o"
+    assert not out.exists() or not [n for n in os.listdir(out) if "tmp" in n]   # no cache or partial file left
 
 
 GIGA = "/work/shared/data/gigaword"

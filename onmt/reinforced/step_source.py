@@ -37,38 +37,23 @@ class _Collect(torch.autograd.Function):
         return grads[0], grads[1], None
 
 
-class _Scores(torch.autograd.Function):
-    """e = K q from K^T: (B, 1, H) (B, H, S)."""
+class _StepProduct(torch.autograd.Function):
+    """y = x A as (B, 1, K)(B, K, N), A one of the pass's matrices in the layout that makes this product
+    fast; backward gives grad x = grad A^T through the other layout `mat_t` (B, N, K) and records the
+    step's two factors of the gradient of the (untransposed) matrix under `key`."""
 
     @staticmethod
-    def forward(ctx, handle, keys, keys_t, query, pending):
-        ctx.pending = pending
-        ctx.save_for_backward(keys, query)
-        return torch.bmm(query.to(keys_t.dtype).unsqueeze(1), keys_t).squeeze(1)  # (B, S)
-
-    @staticmethod
-    def backward(ctx, grad):
-        keys, query = ctx.saved_tensors
-        ctx.pending["keys"].append((grad, query))
-        grad_q = torch.bmm(grad.to(keys.dtype).unsqueeze(1), keys).squeeze(1)  # (B, H)
-        return grad.new_zeros(1), None, None, grad_q.to(query.dtype), None
-
-
-class _Context(torch.autograd.Function):
-    """c = a M: (B, 1, S) (B, S, Hm)."""
-
-    @staticmethod
-    def forward(ctx, handle, memory, memory_t, attn, pending):
-        ctx.pending = pending
-        ctx.save_for_backward(memory_t, attn)
-        return torch.bmm(attn.to(memory.dtype).unsqueeze(1), memory).squeeze(1)  # (B, Hm)
+    def forward(ctx, handle, mat, mat_t, x, pending, key, x_is_left):
+        ctx.pending, ctx.key, ctx.x_is_left = pending, key, x_is_left
+        ctx.save_for_backward(mat_t, x)
+        return torch.bmm(x.to(mat.dtype).unsqueeze(1), mat).squeeze(1)  # (B, N)
 
     @staticmethod
     def backward(ctx, grad):
-        memory_t, attn = ctx.saved_tensors
-        ctx.pending["memory"].append((attn, grad))
-        grad_a = torch.bmm(grad.to(memory_t.dtype).unsqueeze(1), memory_t).squeeze(1)  # (B, S)
-        return grad.new_zeros(1), None, None, grad_a.to(attn.dtype), None
+        mat_t, x = ctx.saved_tensors
+        ctx.pending[ctx.key].append((x, grad) if ctx.x_is_left else (grad, x))
+        grad_x = torch.bmm(grad.to(mat_t.dtype).unsqueeze(1), mat_t).squeeze(1)  # (B, K)
+        return grad.new_zeros(1), None, None, grad_x.to(x.dtype), None, None, None
 
 
 class StepSource:
@@ -86,10 +71,12 @@ class StepSource:
         """query (B, H) -> K query (B, S)."""
         if self.handle is None:
             return torch.bmm(query.unsqueeze(1), self.keys_t).squeeze(1)  # (B, S)
-        return _Scores.apply(self.handle, self.keys, self.keys_t, query, self.pending)
+        # d keys = sum_t grad_t query_t^T: the step's gradient is the left factor
+        return _StepProduct.apply(self.handle, self.keys_t, self.keys, query, self.pending, "keys", False)
 
     def context(self, attn):
         """attn (B, S) -> attn M (B, Hm)."""
         if self.handle is None:
             return torch.bmm(attn.unsqueeze(1), self.memory).squeeze(1)  # (B, Hm)
-        return _Context.apply(self.handle, self.memory, self.memory_t, attn, self.pending)
+        # d memory = sum_t attn_t grad_t^T: the step's input is the left factor
+        return _StepProduct.apply(self.handle, self.memory, self.memory_t, attn, self.pending, "memory", True)
