@@ -33,6 +33,14 @@ class WordTable:
         self.words = words
         self.bytes = [w.encode("utf-8") + b"\n" for w in words]
         self.nbytes = np.fromiter(map(len, self.bytes), dtype=np.int64, count=len(words))
+        self._joined = None
+
+    def joined(self, numericalizer):
+        """(bytes, (n,) lengths) indexed by global id: the vocabularies' words, then these (built once)."""
+        if self._joined is None or self._joined[0] is not numericalizer:
+            self._joined = (numericalizer, numericalizer.word_bytes + self.bytes,
+                            np.concatenate([numericalizer.word_nbytes, self.nbytes]))
+        return self._joined[1:]
 
 
 class Numericalizer:
@@ -152,14 +160,8 @@ class Numericalizer:
 
     def _word_bytes(self, gids, extra):
         """(UTF-8 bytes of the words with global ids `gids`, each ended by "\\n"; (k,) their lengths)."""
-        base = len(self.words)
-        inner = gids < base
-        nbytes = np.empty(len(gids), dtype=np.int64)
-        nbytes[inner] = self.word_nbytes[gids[inner]]
-        nbytes[~inner] = extra.nbytes[gids[~inner] - base]
-        wb, xb = self.word_bytes, extra.bytes
-        blob = b"".join([wb[g] if g < base else xb[g - base] for g in gids.tolist()])
-        return blob, nbytes
+        table, nbytes = extra.joined(self)
+        return b"".join(map(table.__getitem__, gids.tolist())), nbytes[gids]
 
     def numericalize(self, src_tokens, tgt_tokens=None, dynamic_dict=True):
         """One example; same keys as `numericalize_batch` but plain lists (no offsets)."""

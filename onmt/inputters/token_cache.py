@@ -130,6 +130,7 @@ class TokenCache:
             remap[missing] = [base + setdefault(words[i], len(extra)) for i in missing.tolist()]
             self.remaps.append(remap)
         self.extra = WordTable(list(extra))
+        self.extra.joined(numericalizer)      # built once here, shared with the forked workers
         self.words = None              # no longer needed: the remaps and `extra` say it all
 
 
