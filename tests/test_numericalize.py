@@ -3,8 +3,9 @@ import random
 import numpy as np
 import pytest
 
-from onmt.inputters.numericalize import Numericalizer, oov_lists
+from onmt.inputters.numericalize import Numericalizer
 from onmt.inputters.vocab import BOS, EOS, SPECIALS, UNK, Vocab, Vocabs
+from shard_testing import example_fields
 
 
 def reference(src, tgt, vocabs):
@@ -53,13 +54,7 @@ def test_matches_naive_reference(shared):
     d = nz.numericalize_batch([s for s, _ in exs], [t for _, t in exs])
     for i, (s, t) in enumerate(exs):
         ref = reference(s, t, vocabs)
-        so, to, oo = d["src_offsets"], d["tgt_offsets"], d["oov_offsets"]
-        assert d["src"][so[i]:so[i + 1]].tolist() == ref["src"]
-        assert d["src_ex"][so[i]:so[i + 1]].tolist() == ref["src_ex"]
-        assert d["tgt"][to[i]:to[i + 1]].tolist() == ref["tgt"]
-        assert d["tgt_ex"][to[i]:to[i + 1]].tolist() == ref["tgt_ex"]
-        assert oov_lists(d["oov_bytes"], d["oov_byte_offsets"], [i])[0] == ref["oov"]
-        assert oo[i + 1] - oo[i] == len(ref["oov"])
+        assert example_fields(d, i) == ref
         assert nz.numericalize(s, t) == ref
 
 

@@ -8,10 +8,11 @@ import torch
 
 import onmt.inputters.preprocess as prep
 from onmt.bin.preprocess import main
-from onmt.inputters.numericalize import Numericalizer, oov_lists
+from onmt.inputters.numericalize import Numericalizer
 from onmt.inputters.token_cache import corpus_ids
 from onmt.inputters.vocab import SPECIALS
 from onmt.inputters.vocab_builder import load_vocabs, shard_paths
+from shard_testing import example_fields
 
 
 def test_corpus_ids_number_words_by_first_occurrence():
@@ -85,16 +86,10 @@ def test_cached_passes_equal_text_reference(tmp_path, monkeypatch, shared, threa
     lines = []
     for path in shard_paths(save, meta, "train"):
         d = torch.load(path, weights_only=True)
-        so, to = d["src_offsets"], d["tgt_offsets"]
         for i in range(len(d["indices"])):
             line = int(d["indices"][i])
             ref = nz.numericalize(src[line].split(), tgt[line].split(), dynamic_dict=shared)
-            assert d["src"][so[i]:so[i + 1]].tolist() == ref["src"]
-            assert d["tgt"][to[i]:to[i + 1]].tolist() == ref["tgt"]
-            if shared:
-                assert d["src_ex"][so[i]:so[i + 1]].tolist() == ref["src_ex"]
-                assert d["tgt_ex"][to[i]:to[i + 1]].tolist() == ref["tgt_ex"]
-                assert oov_lists(d["oov_bytes"], d["oov_byte_offsets"], [i])[0] == ref["oov"]
+            assert example_fields(d, i, dynamic_dict=shared) == ref
             lines.append(line)
     kept = [i for i, (s, t) in enumerate(zip(src, tgt))
             if s.split() and t.split() and len(s.split()) <= 8 and len(t.split()) <= 4]
