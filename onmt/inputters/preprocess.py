@@ -129,8 +129,7 @@ def count_words(src_path, tgt_path, filt, shared, cache, workers=1, report_every
             logger.info("counted %d lines of %s", n_read, src_path)
             next_report[0] += report_every
 
-    return count_and_cache(src_path, tgt_path, _chunks(src_path, tgt_path), filt, shared, cache,
-                           workers, barrier, report)
+    return count_and_cache(_chunks(src_path, tgt_path), filt, shared, cache, workers, barrier, report)
 
 
 def _slice_chunk(d, a, b):

@@ -139,8 +139,7 @@ def _merge_counts(words, counts, total):
     total.update(dict(zip([words[i] for i in nz.tolist()], counts[nz].tolist())))
 
 
-def count_and_cache(src_path, tgt_path, chunks, filt, shared, cache, workers=1, barrier=None,
-                    on_chunk=None):
+def count_and_cache(chunks, filt, shared, cache, workers=1, barrier=None, on_chunk=None):
     """Pass 1 over `chunks` ((start, src lines, tgt lines) items) into `cache`.
 
     Returns (src Counter, tgt Counter or None when shared). `barrier` must hold `workers` parties.
