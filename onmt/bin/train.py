@@ -7,9 +7,8 @@ import torch
 from onmt import opts
 from onmt.inputters.vocab import Vocabs
 from onmt.utils.checkpoint import load_checkpoint, set_rng_state
-from onmt.utils.cli import UserError, run_main
-from onmt.utils.logging import init_logger, logger
-from onmt.utils.memory import reuse_freed_memory
+from onmt.utils.cli import UserError, run_main, start
+from onmt.utils.logging import logger
 
 
 def model_option_names():
@@ -26,12 +25,7 @@ def restore_model_options(opt, ckpt_opt):
 
 
 def main(argv=None):
-    parser = opts.train_parser()
-    opt = parser.parse_args(argv)
-    init_logger(opt.log_file)
-    reuse_freed_memory()
-    opts.validate_train_opts(opt)
-    device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
+    opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
 
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import load_vocabs, shard_paths

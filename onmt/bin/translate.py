@@ -11,9 +11,8 @@ import torch
 
 from onmt import opts
 from onmt.inputters.vocab import Vocabs
-from onmt.utils.cli import UserError, run_main
-from onmt.utils.logging import init_logger, logger
-from onmt.utils.memory import reuse_freed_memory
+from onmt.utils.cli import UserError, run_main, start
+from onmt.utils.logging import logger
 
 
 def read_lines(path):
@@ -42,12 +41,7 @@ def load_model(path, device):
 
 
 def main(argv=None):
-    parser = opts.translate_parser()
-    opt = parser.parse_args(argv)
-    init_logger(opt.log_file)
-    reuse_freed_memory()
-    opts.validate_translate_opts(opt)
-    device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
+    opt, device = start(opts.translate_parser(), opts.validate_translate_opts, argv)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
 

@@ -25,3 +25,17 @@ def run_main(main_fn, argv=None):
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+def start(parser, validate, argv=None):
+    """The common start of train and translate: parse and validate the options, start the log and the
+    allocator setting (memory.py). Returns (opt, torch.device of -gpu)."""
+    import torch
+
+    from onmt.utils.logging import init_logger
+    from onmt.utils.memory import reuse_freed_memory
+    opt = parser.parse_args(argv)
+    init_logger(opt.log_file)
+    reuse_freed_memory()
+    validate(opt)
+    return opt, torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
