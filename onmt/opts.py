@@ -18,6 +18,34 @@ def _parser(description):
     )
 
 
+def parse_with_given(parser, argv=None):
+    """Parse `argv` (sys.argv when None) -> opt, with `opt._given`: the dests of the options given on
+    the command line or in a -config file, as opposed to defaults (see `given`)."""
+    import argparse
+    opt = parser.parse_args(argv)
+    saved = [(a, a.default) for a in parser._actions]
+    try:
+        for a, _ in saved:
+            a.default = argparse.SUPPRESS
+        explicit, _ = parser.parse_known_args(argv)
+    finally:
+        for a, d in saved:
+            a.default = d
+    opt._given = frozenset(vars(explicit)) - {"config"}
+    return opt
+
+
+def given(opt, name):
+    """True when option `name` was given by the user (command line or -config), not a default.
+    (False for every option of a namespace not made by `parse_with_given`.)"""
+    return name in getattr(opt, "_given", frozenset())
+
+
+def saved_options(opt):
+    """vars(opt) without the parsing bookkeeping (what a checkpoint stores)."""
+    return {k: v for k, v in vars(opt).items() if not k.startswith("_")}
+
+
 def config_opts(parser):
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
 

@@ -28,7 +28,7 @@ def main(argv=None):
     opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
 
     from onmt.inputters.dataset import ShardedDataset
-    from onmt.inputters.vocab_builder import load_vocabs, shard_paths
+    from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths
     from onmt.model_builder import build_model, model_entry
     vocabs, meta = load_vocabs(opt.data)
 
@@ -66,7 +66,8 @@ def main(argv=None):
                                            seed=opt.seed)
                   if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = entry.loss_cls.from_opt(opt)
-    meta_ckpt = {"opt": {k: v for k, v in vars(opt).items()}, "vocab": vocabs.to_dict()}
+    meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(),
+                 "preprocess": input_options(meta)}
     trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt)
     trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
 

@@ -262,6 +262,7 @@ def _preprocess(opt, cache):
     meta = {"share_vocab": bool(opt.share_vocab), "dynamic_dict": bool(opt.dynamic_dict),
             "lower": bool(opt.lower), "src_vocab_size": len(vocabs.src), "tgt_vocab_size": len(vocabs.tgt),
             "src_seq_length_trunc": opt.src_seq_length_trunc, "tgt_seq_length_trunc": opt.tgt_seq_length_trunc,
+            "src_seq_length": opt.src_seq_length, "tgt_seq_length": opt.tgt_seq_length,
             "shards": {}, "shard_sizes": {}, "summary": {}}
     for split, results in splits:
         logger.info("pass 2: numericalizing %s", split)

@@ -140,3 +140,21 @@ def shard_paths(save_data, meta, split):
     """Full paths of the shards of `split` ("train" / "valid") listed in meta.json."""
     folder = os.path.dirname(save_data)
     return [os.path.join(folder, name) for name in meta["shards"].get(split, [])]
+
+
+# The preprocessing options that shape what a model sees as input; the checkpoint keeps them
+# ("preprocess") so that translation can prepare its input the same way.
+INPUT_OPTIONS = ("lower", "src_seq_length_trunc", "tgt_seq_length_trunc", "src_seq_length", "tgt_seq_length")
+
+
+def input_options(meta):
+    """{name: value} of INPUT_OPTIONS recorded in `meta` (older meta.json files lack some)."""
+    return {k: meta[k] for k in INPUT_OPTIONS if k in meta}
+
+
+def target_length_limit(meta, default=100):
+    """The longest target the data allows: its truncation, else its length limit, else `default`."""
+    for key in ("tgt_seq_length_trunc", "tgt_seq_length"):
+        if meta.get(key, 0) and meta[key] > 0:
+            return int(meta[key])
+    return default

@@ -34,7 +34,8 @@ def start(parser, validate, argv=None):
 
     from onmt.utils.logging import init_logger
     from onmt.utils.memory import reuse_freed_memory
-    opt = parser.parse_args(argv)
+    from onmt.opts import parse_with_given
+    opt = parse_with_given(parser, argv)
     init_logger(opt.log_file)
     reuse_freed_memory()
     validate(opt)
