@@ -31,7 +31,7 @@ def random_batch(batch_size, src_len, tgt_len, src_vocab, tgt_vocab, n_oov=20, s
 
 def model_opt(args):
     """Parse model + training options exactly as train.py does."""
-    opt = opts.train_parser().parse_args(["-data", "unused"] + args)
+    opt = opts.parse_with_given(opts.train_parser(), ["-data", "unused"] + args)
     opts.validate_model_opts(opt)
     return opt
 

@@ -15,6 +15,7 @@ import torch.nn as nn
 
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
+from onmt.reinforced.losses import MixedLoss
 from onmt.reinforced.model import ReinforcedModel
 from onmt.reinforced.trainer import RTrainer
 from onmt.trainer import Trainer
@@ -90,14 +91,27 @@ def _load_pretrained(model, opt, vocabs):
         logger.info("%s embeddings: %d of %d words found in %s", side, found, len(vocab), path)
 
 
-def build_model(opt, vocabs, checkpoint_state=None):
-    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on CPU."""
+def build_model(opt, vocabs, checkpoint_state=None, allow_new=False):
+    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on CPU.
+
+    allow_new: parameters that `checkpoint_state` lacks (e.g. coverage added on -train_from) keep the
+    initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters.
+    """
     name = model_type(opt)
     model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs)
+    _init_parameters(model, opt.param_init)
     if checkpoint_state is not None:
-        model.load_state_dict(checkpoint_state)
+        own = model.state_dict()
+        unexpected = [k for k in checkpoint_state if k not in own]
+        missing = [k for k in own if k not in checkpoint_state]
+        if unexpected or (missing and not allow_new):
+            raise UserError(f"the checkpoint does not fit the {name} model of these options: "
+                            + "; ".join(x for x in (f"unexpected {', '.join(unexpected[:4])}" if unexpected else "",
+                                                     f"missing {', '.join(missing[:4])}" if missing else "") if x))
+        model.load_state_dict(checkpoint_state, strict=False)
+        if missing:
+            logger.info("new parameters, initialized as for a fresh model: %s", ", ".join(missing))
     else:
-        _init_parameters(model, opt.param_init)
         _load_pretrained(model, opt, vocabs)
     n_params = sum(p.numel() for p in model.parameters())
     logger.info("built %s model with %d parameters", name, n_params)
@@ -105,5 +119,9 @@ def build_model(opt, vocabs, checkpoint_state=None):
 
 
 def build_loss(opt):
-    """The training loss of the model family chosen by `opt`."""
-    return model_entry(opt).loss_cls.from_opt(opt)
+    """The training loss of the model family chosen by `opt`; with -rl_gamma (or -valid_rouge) it is
+    mixed with the self-critical RL loss (every family: the loss only uses the model interface)."""
+    ml = model_entry(opt).loss_cls.from_opt(opt)
+    if getattr(opt, "rl_gamma", None) is None and not getattr(opt, "valid_rouge", None):
+        return ml
+    return MixedLoss.from_opt(opt, ml)

@@ -129,12 +129,41 @@ def model_opts(parser):
           help="how the model's own prediction is chosen for scheduled sampling")
 
 
+# What the reinforced model's family cannot honour (checked when given explicitly), and the options
+# that only it reads.
+_REINFORCED_REFUSES = (("rnn_type", lambda v: v != "LSTM", "the paper's model is an LSTM"),
+                       ("global_attention", lambda v: True, "it uses intra-temporal attention"),
+                       ("input_feed", lambda v: not v, "its decoder always reads its previous output"),
+                       ("coverage_attn", lambda v: bool(v), "it has intra-temporal attention instead"),
+                       ("lambda_coverage", lambda v: True, "it has no coverage"))
+_REINFORCED_ONLY = ("scheduled_sampling", "scheduled_sampling_mode", "no_temporal_attn",
+                    "no_intra_decoder_attn", "no_tied_output")
+
+
 def validate_model_opts(opt):
+    """Cross-option checks of the model group; also fills what an option implies (-reinforced:
+    -brnn -share_embeddings -copy_attn, one layer unless layers are given)."""
+    if opt.reinforced:
+        refused = [f"-{name} {getattr(opt, name)}" for name, bad, _ in _REINFORCED_REFUSES
+                   if given(opt, name) and bad(getattr(opt, name))]
+        if refused:
+            why = "; ".join(f"-{name}: {reason}" for name, bad, reason in _REINFORCED_REFUSES
+                            if given(opt, name) and bad(getattr(opt, name)))
+            raise OptionError(f"-reinforced (Paulus et al.'s model) cannot honour {', '.join(refused)} ({why})")
+        opt.share_embeddings = opt.copy_attn = opt.brnn = True
+        if not any(given(opt, n) for n in ("layers", "enc_layers", "dec_layers")):
+            opt.layers = 1
+    else:
+        only = [f"-{name}" for name in _REINFORCED_ONLY if given(opt, name)]
+        if only:
+            raise OptionError(f"{', '.join(only)} only appl{'ies' if len(only) == 1 else 'y'} to -reinforced")
     if getattr(opt, "layers", -1) > 0:
         opt.enc_layers = opt.dec_layers = opt.layers
-    if opt.reinforced:
-        opt.share_embeddings = True
-        opt.copy_attn = True
+    if opt.reinforced and opt.enc_layers != opt.dec_layers:
+        raise OptionError(f"-reinforced needs as many encoder as decoder layers (the encoder's final states "
+                          f"start the decoder), got -enc_layers {opt.enc_layers} -dec_layers {opt.dec_layers}")
+    if given(opt, "lambda_coverage") and not opt.coverage_attn:
+        raise OptionError("-lambda_coverage needs -coverage_attn")
     if opt.brnn and opt.rnn_size % 2:
         raise OptionError(f"-brnn needs an even -rnn_size, got {opt.rnn_size}")
     if opt.coverage_attn and not opt.copy_attn and opt.global_attention == "none":
@@ -143,6 +172,28 @@ def validate_model_opts(opt):
         raise OptionError("-copy_attn needs attention (-global_attention is none)")
     if not 0.0 <= opt.scheduled_sampling <= 1.0:
         raise OptionError(f"-scheduled_sampling must be in [0, 1], got {opt.scheduled_sampling}")
+
+
+# Paulus et al.'s settings for CNN/DM (the ML phase; rl_gamma is the mixed phase's), as options.
+PAPER_SETTINGS = {"word_vec_size": 100, "rnn_size": 400, "enc_layers": 1, "optim": "adam",
+                  "learning_rate": 0.001, "scheduled_sampling": 0.25, "rl_gamma": 0.9984}
+
+
+def paper_differences(opt):
+    """'-name value (paper: p)' for each PAPER_SETTINGS entry this -reinforced run sets otherwise
+    (the RL phase's own learning rate, 1e-4 in the paper, is not a difference)."""
+    if not opt.reinforced:
+        return []
+    out = []
+    for name, paper in PAPER_SETTINGS.items():
+        value = getattr(opt, name, None)
+        if name == "learning_rate" and getattr(opt, "rl_gamma", None):
+            continue
+        if name == "rl_gamma" and value is None:
+            continue
+        if value != paper:
+            out.append(f"-{name} {value} (paper: {paper})")
+    return out
 
 
 # --------------------------------------------------------------------------- train
@@ -174,6 +225,21 @@ def train_opts(parser):
     g.add("-adam_beta1", "--adam_beta1", type=float, default=0.9)
     g.add("-adam_beta2", "--adam_beta2", type=float, default=0.999)
     g.add("-max_grad_norm", "--max_grad_norm", type=float, default=5.0, help="clip gradients to this norm (0: off)")
+    g.add("-reset_optim", "--reset_optim", default="none", choices=["none", "all", "states", "keep_states"],
+          help="with -train_from: none = the checkpoint's optimizer options (those given here win) and state; "
+               "all = options from here, fresh state; states = the checkpoint's options (those given here "
+               "win), fresh state; keep_states = options from here, the checkpoint's state")
+    g = parser.add_argument_group("Reinforcement learning (self-critical policy gradient)")
+    g.add("-rl_gamma", "--rl_gamma", type=float, default=None,
+          help="train gamma * L_rl + (1 - gamma) * L_ml (absent: ML only; the paper: 0.9984; 1: RL only)")
+    g.add("-rl_reward", "--rl_reward", default="rougeL", choices=["rougeL", "rouge1", "rouge2", "mix"],
+          help="reward of a sequence against the reference (F1; mix: mean of the three)")
+    g.add("-max_gen_length", "--max_gen_length", type=int, default=0,
+          help="longest sampled / greedy sequence, </s> excluded (0: the data's target truncation or limit)")
+    g.add("-valid_rouge", "--valid_rouge", dest="valid_rouge", action="store_const", const=True, default=None,
+          help="validation also reports greedy ROUGE (default: on with -rl_gamma)")
+    g.add("-no_valid_rouge", "--no_valid_rouge", dest="valid_rouge", action="store_const", const=False,
+          help="no greedy ROUGE at validation")
 
 
 def validate_train_opts(opt):
@@ -181,6 +247,14 @@ def validate_train_opts(opt):
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
     if opt.train_steps <= 0 and opt.epochs <= 0:
         raise OptionError("one of -train_steps or -epochs must be positive")
+    if opt.rl_gamma is not None and not 0.0 <= opt.rl_gamma <= 1.0:
+        raise OptionError(f"-rl_gamma must be in [0, 1], got {opt.rl_gamma}")
+    if opt.max_gen_length < 0:
+        raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
+    if opt.reset_optim != "none" and not opt.train_from:
+        raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
+    if opt.valid_rouge is None:
+        opt.valid_rouge = opt.rl_gamma is not None
     _check_gpu(opt.gpu)
 
 

@@ -19,7 +19,7 @@ def _vocabs():
 def _opt(*extra):
     parser = configargparse.ArgumentParser()
     opts.model_opts(parser)
-    opt = parser.parse_args(["-reinforced", "-brnn", "-rnn_size", "12", "-word_vec_size", "6", "-layers", "1",
+    opt = opts.parse_with_given(parser, ["-reinforced", "-brnn", "-rnn_size", "12", "-word_vec_size", "6", "-layers", "1",
                              "-dropout", "0", *extra])
     opts.validate_model_opts(opt)
     return opt

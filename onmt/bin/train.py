@@ -10,6 +10,15 @@ from onmt.utils.checkpoint import load_checkpoint, set_rng_state
 from onmt.utils.cli import UserError, run_main, start
 from onmt.utils.logging import logger
 
+# On -train_from, the model's options come from the checkpoint, except these training choices, which
+# the command line (or -config) may change: what the new phase of training does.
+MODEL_OPTIONS_A_RESUME_MAY_CHANGE = ("scheduled_sampling", "scheduled_sampling_mode", "lambda_coverage",
+                                     "coverage_attn")
+# Training options a resume takes from the checkpoint unless given again (exact resume by default).
+OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
+                     "max_grad_norm")
+OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "valid_rouge")
+
 
 def model_option_names():
     """The dests of the model-group options: on -train_from they come from the checkpoint."""
@@ -18,40 +27,70 @@ def model_option_names():
     return [a.dest for a in p._actions if a.dest != "help"]
 
 
-def restore_model_options(opt, ckpt_opt):
-    for name in model_option_names():
-        if name in ckpt_opt:
-            setattr(opt, name, ckpt_opt[name])
+def restore_options(opt, ckpt_opt):
+    """Options of a resumed run: the checkpoint's model (its shape, always), and its training choices
+    unless given here; optimizer options come from here alone with -reset_optim all / keep_states."""
+    from_here = set(MODEL_OPTIONS_A_RESUME_MAY_CHANGE) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
+    for name in model_option_names() + list(OBJECTIVE_OPTIONS) + list(OPTIMIZER_OPTIONS):
+        if name not in ckpt_opt or (name in from_here and opts.given(opt, name)):
+            continue
+        if name in OPTIMIZER_OPTIONS and opt.reset_optim in ("all", "keep_states"):
+            continue
+        setattr(opt, name, ckpt_opt[name])
+
+
+def build_optimizer(opt, model, ckpt):
+    """The optimizer of `opt`, with the checkpoint's state unless -reset_optim all / states."""
+    from onmt.utils.optim import load_optimizer_state, optimizer_from_opt
+    optimizer = optimizer_from_opt(opt, model.parameters())
+    if ckpt is None or "optim" not in ckpt or opt.reset_optim in ("all", "states"):
+        if ckpt is not None:
+            logger.info(f"Optimizer: fresh {opt.optim} state (-reset_optim {opt.reset_optim}), "
+                        f"learning rate {opt.learning_rate}")
+        return optimizer
+    saved = ckpt["opt"].get("optim")
+    if saved != opt.optim:
+        raise UserError(f"-optim {opt.optim} differs from the optimizer of {opt.train_from} ({saved}), whose "
+                        "state cannot be loaded: add -reset_optim all (or states) for a fresh optimizer state")
+    names = [n for n, _ in model.named_parameters()]
+    # checkpoints before "param_names": the same order, without the parameters this resume adds
+    ckpt_names = ckpt.get("param_names") or [n for n in names if n in ckpt["model"]]
+    load_optimizer_state(optimizer, ckpt["optim"], opt, ckpt_names=ckpt_names, names=names)
+    return optimizer
 
 
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
 
     from onmt.inputters.dataset import ShardedDataset
-    from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths
-    from onmt.model_builder import build_model, model_entry
+    from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
+    from onmt.model_builder import build_loss, build_model, model_entry
     vocabs, meta = load_vocabs(opt.data)
 
     ckpt = None
     if opt.train_from:
         ckpt = load_checkpoint(opt.train_from, device="cpu")
-        restore_model_options(opt, ckpt["opt"])
+        restore_options(opt, ckpt["opt"])
         if Vocabs.from_dict(ckpt["vocab"]) != vocabs:
             raise UserError(f"the vocabulary of {opt.train_from} differs from that of -data {opt.data}; "
                             "train from a checkpoint made on the same preprocessed data")
     opts.validate_model_opts(opt)
     entry = model_entry(opt)
     entry.check_data(opt, meta)
+    if not opt.max_gen_length:
+        opt.max_gen_length = target_length_limit(meta)
+    differences = opts.paper_differences(opt)
+    if differences:
+        logger.info("Settings that differ from Paulus et al.'s (config/cnndm_reinforced.yaml has theirs): "
+                    + ", ".join(differences))
 
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
-    model = build_model(opt, vocabs, ckpt["model"] if ckpt else None).to(device)
-    from onmt.utils.optim import optimizer_from_opt
-    optimizer = optimizer_from_opt(opt, model.parameters())
+    model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
+                        allow_new=ckpt is not None and opts.given(opt, "coverage_attn")).to(device)
+    optimizer = build_optimizer(opt, model, ckpt)
     start_step, data_pos = 0, (0, 0)
     if ckpt is not None:
-        if "optim" in ckpt:
-            optimizer.load_state_dict(ckpt["optim"])
         start_step = int(ckpt["step"])
         data_pos = tuple(ckpt.get("data_pos", (0, 0)))
         if "rng" in ckpt:
@@ -65,9 +104,12 @@ def main(argv=None):
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
                                            seed=opt.seed)
                   if shard_paths(opt.data, meta, "valid") else None)
-    loss_fn = entry.loss_cls.from_opt(opt)
-    meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(),
-                 "preprocess": input_options(meta)}
+    loss_fn = build_loss(opt)
+    if opt.rl_gamma is not None:
+        logger.info(f"Objective: {opt.rl_gamma} * self-critical RL ({opt.rl_reward} reward, sequences of at "
+                    f"most {opt.max_gen_length} tokens) + {1 - opt.rl_gamma:g} * ML")
+    meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(), "preprocess": input_options(meta),
+                 "param_names": [n for n, _ in model.named_parameters()]}
     trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt)
     trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
 

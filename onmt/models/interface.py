@@ -20,6 +20,13 @@
              attns:  as model(batch) returns them.
              Values and gradients equal those of model(batch) followed by a gather of the gold; a
              model may compute them without the (B, T-1, X) distribution (the reinforced model does).
+    rollout = model.rollout(batch, enc, max_length, sample)   free-running decoding from `enc` for
+                                                          the self-critical loss (no <s>, at most
+                                                          max_length tokens, </s> ends a sequence)
+             sample=True:  y_t drawn from the model's distribution, rollout.log_probs (B, L) holds
+                           log p(y_t | y_<t, x) with gradient (0 after the first </s>);
+             sample=False: the argmax at every step, no gradient, log_probs None.
+             See `Rollout`; `rollout_from_steps` is the implementation through decode_step.
     state.reorder(index, within_source=False) -> DecoderState
              index: (B',) rows to keep/repeat (beams); within_source=True promises that every new
              row decodes the same source as the row it comes from (beam backpointers), so the
@@ -33,7 +40,7 @@ from typing import Optional
 
 import torch
 
-from onmt.inputters.vocab import PAD, UNK
+from onmt.inputters.vocab import BOS, EOS, PAD, UNK
 
 
 def gold_targets(batch, extended_size):
@@ -56,6 +63,56 @@ def gold_from_forward(model, batch):
     gold, mask = gold_targets(batch, logp.size(-1))
     ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)  # (B, T-1)
     return ll, logp.detach().argmax(-1), attns
+
+
+@dataclass
+class Rollout:
+    """Sequences decoded free-running (the model's own outputs fed back), batch-first."""
+    tokens: torch.Tensor                 # (B, L) extended ids; PAD after the first </s>
+    lengths: torch.Tensor                # (B,) tokens before the first </s> (it is not counted)
+    mask: torch.Tensor                   # (B, L) True up to and including the first </s>
+    log_probs: Optional[torch.Tensor]    # (B, L) log p(token | prefix, x), 0 where ~mask; None (greedy)
+    copied: Optional[torch.Tensor] = None  # (B, L) True where the token was drawn by the pointer
+
+
+def finish_rollout(tokens, log_probs=None, copied=None):
+    """A Rollout from the (B, L) tokens of every step: masks after each row's first </s>."""
+    is_eos = tokens == EOS  # (B, L)
+    before = (is_eos.long().cumsum(1) - is_eos.long()) == 0  # (B, L) no </s> earlier in the row
+    lengths = (before & ~is_eos).sum(1)  # (B,)
+    if log_probs is not None:
+        log_probs = log_probs.masked_fill(~before, 0.0)
+    if copied is not None:
+        copied = copied & before & ~is_eos
+    return Rollout(tokens.masked_fill(~before, PAD), lengths, before, log_probs, copied)
+
+
+def rollout_from_steps(model, batch, enc, max_length, sample=True):
+    """`model.rollout` through the interface's decode_step: one (B, X) distribution per step (with
+    gradient when sampling under autograd). `copied` marks tokens >= V_tgt (OOV copies: the step
+    distribution does not say which tokens in the vocabulary the pointer produced)."""
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    state = model.init_state(batch, enc)
+    B = batch.batch_size
+    inputs = torch.full((B,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
+    done = torch.zeros(B, dtype=torch.bool, device=inputs.device)  # (B,)
+    tokens, log_probs = [], []
+    for _ in range(max_length):
+        logp, state, _ = model.decode_step(inputs, state)  # (B, X)
+        with torch.no_grad():
+            chosen = (torch.multinomial(logp.detach().float().exp(), 1).squeeze(1) if sample
+                      else logp.argmax(1))  # (B,)
+        tokens.append(chosen)
+        if sample:
+            log_probs.append(logp.gather(1, chosen.unsqueeze(1)).squeeze(1))  # (B,)
+        done = done | (chosen == EOS)
+        if bool(done.all()):
+            break
+        inputs = chosen
+    tokens = torch.stack(tokens, dim=1)  # (B, L)
+    copied = tokens >= model.tgt_vocab_size if model.copy else torch.zeros_like(tokens, dtype=torch.bool)
+    return finish_rollout(tokens, torch.stack(log_probs, dim=1) if sample else None, copied)
 
 
 def extended_size(model, batch):

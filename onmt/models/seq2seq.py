@@ -5,7 +5,7 @@ import torch.nn as nn
 from onmt.decoders.rnn_decoder import RNNDecoder
 from onmt.encoders.rnn_encoder import RNNEncoder
 from onmt.inputters.vocab import UNK
-from onmt.models.interface import gold_from_forward, gold_targets
+from onmt.models.interface import gold_from_forward, gold_targets, rollout_from_steps
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
 from onmt.utils.cli import UserError
@@ -87,6 +87,10 @@ class NMTModel(nn.Module):
     def gold_log_likelihood(self, batch):
         """From `forward`: log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns."""
         return gold_from_forward(self, batch)
+
+    def rollout(self, batch, enc, max_length, sample=True):
+        """Free-running decoding for the self-critical loss, through decode_step (interface.py)."""
+        return rollout_from_steps(self, batch, enc, max_length, sample)
 
 
 class CopyNMTModel(NMTModel):

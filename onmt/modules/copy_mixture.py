@@ -72,16 +72,17 @@ def scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos):
     return gen.scatter(1, src_ex, mixed)  # (N, X)
 
 
-def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold):
+def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold, logits=None):
     """log p(gold) of the mixture and its exact argmax, without the (N, X) distribution.
 
     o (N, D) generator input; weight (V, D), bias (V,) of the generation softmax (a masked word has
     a very negative bias); gen_logit (N, 1): p(generate) = sigmoid(gen_logit); attn (N, S); src_ex (N, S);
-    first_pos (N, S); gold (N,) extended ids. Returns log p(gold) (N,) and the argmax (N,) (no
-    gradient); value and gradients equal those of the full distribution gathered at gold.
+    first_pos (N, S); gold (N,) extended ids; logits: o W^T + b (N, V) if already computed (it is
+    overwritten). Returns log p(gold) (N,) and the argmax (N,) (no gradient); value and gradients
+    equal those of the full distribution gathered at gold.
     """
     from onmt.modules.gold_softmax import gold_log_softmax
-    z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE)  # (N,) ...
+    z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE, logits)  # (N,) ...
     log_gen_switch, log_copy_switch = F.logsigmoid(gen_logit), F.logsigmoid(-gen_logit)  # (N, 1)
     gen_gold = z + log_gen_switch.squeeze(1)  # (N,) log p(u=0) p(gold | u=0)
     copy_gold = (attn * (src_ex == gold.unsqueeze(1))).sum(1)  # (N,) p(gold | u=1)

@@ -69,11 +69,12 @@ class GoldLogSoftmax(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, o, weight, bias, gold, columns, impossible):
+    def forward(ctx, o, weight, bias, gold, columns, impossible, logits=None):
         dtype = torch.promote_types(o.dtype, weight.dtype)
         with torch.autocast(device_type=o.device.type, enabled=False):
             o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
-            buf = linear(o_, w_, b_)  # (N, V) logits, then exp(logits - rowmax) in place
+            # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax)
+            buf = linear(o_, w_, b_) if logits is None else logits.to(dtype)
             gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible)
         V = w_.size(0)
         ctx.save_for_backward(o_, w_, buf, total, gold.clamp(max=V - 1), gold < V)
@@ -104,14 +105,15 @@ class GoldLogSoftmax(torch.autograd.Function):
             grad_w = buf.t() @ o if ctx.needs_input_grad[1] else None  # (V, D)
         dt_o, dt_w, dt_b = ctx.input_dtypes
         return (None if grad_o is None else grad_o.to(dt_o), None if grad_w is None else grad_w.to(dt_w),
-                grad_bias.to(dt_b) if ctx.needs_input_grad[2] else None, None, None, None)
+                grad_bias.to(dt_b) if ctx.needs_input_grad[2] else None, None, None, None, None)
 
 
-def gold_log_softmax(o, weight, bias, gold, columns, impossible):
-    """o (N, D), weight (V, D), bias (V,), gold (N,) ids (>= V: OOV slot), columns (N, S) ids to read.
+def gold_log_softmax(o, weight, bias, gold, columns, impossible, logits=None):
+    """o (N, D), weight (V, D), bias (V,), gold (N,) ids (>= V: OOV slot), columns (N, S) ids to read;
+    logits: the (N, V) o W^T + b if already computed (without gradient; it is overwritten), else None.
 
     Returns z (N,) = log softmax(o W^T + b)[gold] (differentiable; `impossible - lse` for gold >= V)
     and, without gradient: lse (N,), the row max (N,) and its id (N,), and the logits at `columns`
     (N, S) (`impossible` for ids >= V).
     """
-    return GoldLogSoftmax.apply(o, weight, bias, gold, columns, impossible)
+    return GoldLogSoftmax.apply(o, weight, bias, gold, columns, impossible, logits)

@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 
 from onmt.encoders.rnn_encoder import RNNEncoder
-from onmt.models.interface import gold_targets
+from onmt.inputters.vocab import BOS, EOS
+from onmt.models.interface import finish_rollout, gold_targets
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.reinforced.decoder import ReinforcedDecoder
@@ -39,11 +40,8 @@ class ReinforcedModel(nn.Module):
 
     @classmethod
     def from_opt(cls, opt, vocabs):
-        if not vocabs.shared:
-            raise ValueError("the reinforced model shares its embeddings: preprocess with -share_vocab")
-        if opt.enc_layers != opt.dec_layers:
-            raise ValueError(f"the reinforced model needs as many encoder as decoder layers, "
-                             f"got {opt.enc_layers} and {opt.dec_layers}")
+        # shared vocabulary and equal layer counts: checked by opts.validate_model_opts and the
+        # registry's check_data before any model is built
         embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
         encoder = RNNEncoder("LSTM", opt.enc_layers, opt.rnn_size, embeddings,
                              bidirectional=opt.brnn, dropout=opt.dropout)
@@ -108,6 +106,53 @@ class ReinforcedModel(nn.Module):
         ll, pred = self.generator.gold_log_prob(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos,
                                                 gold.reshape(-1), weight=weight)  # (B*(T-1),) x2
         return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
+
+    def rollout(self, batch, enc, max_length, sample=True):
+        """Free-running decoding from `enc` for the self-critical loss (interface.py `rollout`).
+
+        Inside the loop every row needs a distribution but no gradient: the generation logits come
+        from a W_out packed once per pass (PointerGenerator.draw / predict). When sampling, they are
+        kept (L*B, V), and after the loop ONE fused gold-only pass (gold_log_prob with the sampled
+        ids as gold, as the ML loss does) gives log p(y_t) with gradient from those same logits,
+        without recomputing the product or building the (N, X) mixture.
+        """
+        if max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
+        weight = self.generator.out_weight()  # (V, 3H), (V,)
+        packed = self.generator.packed_out_weight(weight)
+        embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
+        B, V = batch.batch_size, self.tgt_vocab_size
+        inputs = torch.full((B,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
+        done = torch.zeros(B, dtype=torch.bool, device=inputs.device)  # (B,)
+        tokens, copied, outputs, attns = [], [], [], []
+        logits = None
+        for t in range(max_length):
+            o_t, attn, state = self.decoder.step(inputs, state, embed=embed, source=source)
+            if sample:
+                chosen, u, step_logits = self.generator.draw(o_t.detach(), attn.detach(), state.src_ex, packed)
+                if logits is None:
+                    logits = step_logits.new_empty(max_length * B, V)  # (L*B, V) rows step-major
+                logits[t * B:(t + 1) * B] = step_logits
+                outputs.append(o_t)
+                attns.append(attn)
+                copied.append(u)
+            else:
+                chosen = self.generator.predict(o_t, attn, state.src_ex, state.first_pos, weight=packed)
+            tokens.append(chosen)
+            done = done | (chosen == EOS)
+            if bool(done.all()):
+                break
+            inputs = chosen
+        tokens = torch.stack(tokens, dim=1)  # (B, L)
+        if not sample:
+            return finish_rollout(tokens)
+        L = tokens.size(1)
+        src_ex, first_pos = state.src_ex.repeat(L, 1), state.first_pos.repeat(L, 1)  # (L*B, S) step-major
+        ll, _ = self.generator.gold_log_prob(torch.cat(outputs), torch.cat(attns), src_ex, first_pos,
+                                             tokens.t().reshape(-1), weight=weight,
+                                             logits=logits[:L * B])  # (L*B,)
+        return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(copied, dim=1))  # (B, L)
 
     @staticmethod
     def _rows(per_example, n_steps):

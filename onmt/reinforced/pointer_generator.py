@@ -59,23 +59,38 @@ class PointerGenerator(nn.Module):
         switch = self.switch(o)  # (N, 1)
         return F.logsigmoid(switch), F.logsigmoid(-switch), copy_at_sources(attn, first_pos)
 
-    def gold_log_prob(self, o, attn, src_ex, first_pos, gold, weight=None):
+    def gold_log_prob(self, o, attn, src_ex, first_pos, gold, weight=None, logits=None):
         """log p(gold) under the mixture without building the (N, X) distribution.
 
         o (N, D); attn (N, S); src_ex (N, S); first_pos (N, S); gold (N,) extended ids;
-        weight: an `out_weight()` result (unpadded) to reuse.
+        weight: an `out_weight()` result (unpadded) to reuse; logits: the (N, V) generation logits
+        o W_out^T + b_out already computed from the same o and weight (overwritten), or None.
         Returns log p(gold) (N,) and the argmax of the full mixture (N,) (no gradient).
         Value and gradients equal those of `forward(...).gather(1, gold)`.
         """
         w_out, b_out = self.out_weight() if weight is None else weight
         # the switch gives p(u=1), the copy probability: generation is sigmoid of minus its logit
-        return gold_mixture(o, w_out, b_out, -self.switch(o), attn, src_ex, first_pos, gold)
+        return gold_mixture(o, w_out, b_out, -self.switch(o), attn, src_ex, first_pos, gold, logits)
 
     def packed_out_weight(self, weight=None):
         """W_out, b_out (an `out_weight()` result, unpadded) packed for many small products
         without gradient (the scheduled-sampling rows of each step)."""
         w_out, b_out = self.out_weight() if weight is None else weight
         return PackedLinear(w_out.detach(), b_out.detach())
+
+    @torch.no_grad()
+    def draw(self, o, attn, src_ex, weight):
+        """One sample of the mixture per row, drawn the way the model is defined: the switch
+        u ~ Bernoulli(p(u=1)), then a source position ~ attn (u = 1) or a word ~ softmax(W_out o +
+        b_out) (u = 0); the word's marginal is exactly p(y). o (N, D); attn (N, S); src_ex (N, S);
+        weight: a `packed_out_weight()` result. Returns the ids (N,), the copy draws u (N,) and the
+        generation logits (N, V), which `gold_log_prob(..., logits=)` can reuse."""
+        logits = weight(o)  # (N, V)
+        word = torch.multinomial(torch.softmax(logits, dim=1), 1).squeeze(1)  # (N,)
+        position = torch.multinomial(attn.float(), 1)  # (N, 1)
+        copied_word = src_ex.gather(1, position).squeeze(1)  # (N,)
+        u = torch.rand(word.shape, device=o.device) < torch.sigmoid(self.switch(o)).squeeze(1)  # (N,)
+        return torch.where(u, copied_word, word), u, logits
 
     @torch.no_grad()
     def predict(self, o, attn, src_ex, first_pos, weight=None):

@@ -37,3 +37,22 @@ class Statistics:
 
     def mean_coverage_loss(self):
         return self.coverage_loss / max(self.n_words, 1)
+
+    def rl_report(self):
+        """'; '-joined figures of the self-critical loss (reinforced/losses.py) in this window, or ''."""
+        e = self.extra
+        n = e.get("rl_examples", 0)
+        if not n:
+            return ""
+        ml = f"{self.xent():.4f}" if self.n_correct or self.loss else "n/a"
+        copies = 100.0 * e.get("copied_tokens", 0) / max(e.get("sampled_tokens", 0), 1)
+        return (f"reward sample: {e['reward_sample'] / n:.4f}; reward greedy: {e['reward_greedy'] / n:.4f}; "
+                f"ml loss: {ml}; rl loss: {e['rl_loss'] / n:.4f}; copies: {copies:.1f}%")
+
+    def valid_rouge_report(self):
+        """The greedy validation ROUGE-L line (reinforced/losses.py), or ''."""
+        n = self.extra.get("valid_rouge_examples", 0)
+        if not n:
+            return ""
+        length = self.extra.get("valid_greedy_tokens", 0) / n
+        return f"Validation ROUGE-L F1 (greedy): {100.0 * self.extra['valid_rougeL'] / n:.2f}; mean length {length:.1f}"
