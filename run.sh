@@ -6,6 +6,9 @@
 #   gpu         GPU id, -1 for CPU                               (default: -1)
 #   cnndm_path  raw CNN/DM folder read by `prepare`               (default: ../shared/data/cnndm)
 #   train_config  YAML options for `train`                        (default: config/cnndm_reinforced.yaml)
+#   rl_config   YAML options for `rl`                             (default: config/cnndm_rl.yaml)
+#   rl_steps    steps of the mixed objective after the ML checkpoint (default: 20000)
+#   model       checkpoint for `translate` (default: newest $root/models/rl_step_N.pt, else model_step_N.pt)
 #   preprocess_config  YAML options for `preprocess`              (default: config/cnndm_preprocess.yaml)
 #   TORCH_SPEC / TORCH_INDEX_URL  how `setup` installs PyTorch     (default: torch==2.13.0, CPU wheel)
 set -uo pipefail
@@ -16,6 +19,8 @@ root=${root:-$here/runs/cnndm}
 gpu=${gpu:--1}
 cnndm_path=${cnndm_path:-$here/../shared/data/cnndm}
 train_config=${train_config:-$here/config/cnndm_reinforced.yaml}
+rl_config=${rl_config:-$here/config/cnndm_rl.yaml}
+rl_steps=${rl_steps:-20000}
 preprocess_config=${preprocess_config:-$here/config/cnndm_preprocess.yaml}
 venv=${venv:-$here/.venv}
 PY="$venv/bin/python"
@@ -28,11 +33,14 @@ actions:
   prepare     raw CNN/DM (\$cnndm_path) -> cleaned text in \$data
   preprocess  text in \$data -> vocabulary + shards in \$root/prep
   train       shards -> checkpoints in \$root/models   (options: \$train_config)
+  rl          newest ML checkpoint -> mixed ML + self-critical RL, \$root/models/rl_step_N.pt
+              (options: \$rl_config, \$rl_steps more steps)
   translate   latest checkpoint + \$data/test.src.txt -> \$root/pred.txt
   evaluate    \$root/pred.txt vs \$data/test.tgt.txt -> ROUGE
   demo        everything above on generated data, CPU, a few minutes
   test        the test suite
-variables: data root gpu cnndm_path train_config preprocess_config (see the top of run.sh)
+variables: data root gpu cnndm_path train_config rl_config rl_steps model preprocess_config
+           (see the top of run.sh)
 USAGE
 }
 
@@ -85,12 +93,22 @@ train() {
     -save_model "$root/models/model" -gpu "$gpu" || die "train failed"
 }
 
-latest_checkpoint() {
-  ls "$root"/models/model_step_*.pt 2>/dev/null | sed 's/.*_step_\([0-9]*\)\.pt$/\1 &/' | sort -n | tail -1 | cut -d' ' -f2
+latest_checkpoint() {  # latest_checkpoint PREFIX: the newest $root/models/PREFIX_step_N.pt
+  ls "$root"/models/"$1"_step_*.pt 2>/dev/null | sed 's/.*_step_\([0-9]*\)\.pt$/\1 &/' | sort -n | tail -1 | cut -d' ' -f2
+}
+
+rl() {
+  local ckpt step; ckpt=$(latest_checkpoint model)
+  [ -n "$ckpt" ] || die "rl: no ML checkpoint in $root/models (run train first)"
+  step=$(basename "$ckpt" .pt); step=${step##*_step_}
+  "$PY" "$here/train.py" -config "$rl_config" -data "$root/prep/data" -train_from "$ckpt" \
+    -save_model "$root/models/rl" -train_steps "$((step + rl_steps))" -gpu "$gpu" || die "rl failed"
 }
 
 translate() {
-  local ckpt; ckpt=$(latest_checkpoint)
+  local ckpt=${model:-}
+  [ -n "$ckpt" ] || ckpt=$(latest_checkpoint rl)
+  [ -n "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
   local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
   "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "$root/pred.txt" -gpu "$gpu" \
@@ -108,6 +126,7 @@ demo() {
   "$PY" "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
   preprocess_config="$here/config/demo_preprocess.yaml" preprocess
   train_config="$here/config/demo_train.yaml" train
+  rl_config="$here/config/demo_rl.yaml" rl_steps=150 rl
   beam_size=5 max_length=30 translate
   evaluate
 }
@@ -121,7 +140,7 @@ run_tests() {
 for action in "$@"; do
   case "$action" in
     setup) setup ;;
-    prepare|preprocess|train|translate|evaluate) setup; "$action" ;;
+    prepare|preprocess|train|rl|translate|evaluate) setup; "$action" ;;
     demo) setup; demo ;;
     test) setup; run_tests ;;
     -h|--help|help) usage ;;

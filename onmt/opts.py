@@ -253,8 +253,6 @@ def validate_train_opts(opt):
         raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
     if opt.reset_optim != "none" and not opt.train_from:
         raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
-    if opt.valid_rouge is None:
-        opt.valid_rouge = opt.rl_gamma is not None
     _check_gpu(opt.gpu)
 
 

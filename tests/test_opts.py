@@ -50,3 +50,52 @@ def test_validation_errors_name_the_option():
     opt = opts.train_parser().parse_args(["-data", "d", "-scheduled_sampling", "1.5"])
     with pytest.raises(OptionError, match="-scheduled_sampling"):
         opts.validate_model_opts(opt)
+
+
+def _train_opt(*args):
+    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *args])
+    opts.validate_train_opts(opt)
+    opts.validate_model_opts(opt)
+    return opt
+
+
+@pytest.mark.parametrize("args, named", [
+    (["-reinforced", "-rnn_type", "GRU"], "-rnn_type GRU"),
+    (["-reinforced", "-global_attention", "dot"], "-global_attention dot"),
+    (["-reinforced", "-global_attention", "general"], "-global_attention general"),
+    (["-reinforced", "-input_feed", "0"], "-input_feed 0"),
+    (["-reinforced", "-coverage_attn"], "-coverage_attn"),
+    (["-reinforced", "-enc_layers", "1", "-dec_layers", "2"], "-enc_layers 1 -dec_layers 2"),
+    (["-scheduled_sampling", "0.25"], "-scheduled_sampling"),
+    (["-scheduled_sampling_mode", "sample"], "-scheduled_sampling_mode"),
+    (["-no_temporal_attn"], "-no_temporal_attn"),
+    (["-no_intra_decoder_attn"], "-no_intra_decoder_attn"),
+    (["-no_tied_output", "-copy_attn"], "-no_tied_output"),
+    (["-copy_attn", "-lambda_coverage", "2"], "-lambda_coverage"),
+    (["-rl_gamma", "1.5"], "-rl_gamma"),
+    (["-reset_optim", "all"], "-reset_optim all needs -train_from"),
+])
+def test_options_a_model_cannot_honour_are_refused(args, named):
+    with pytest.raises(OptionError) as e:
+        _train_opt(*args)
+    assert named in str(e.value) and "\n" not in str(e.value)
+
+
+def test_reinforced_alone_is_the_papers_structure():
+    opt = _train_opt("-reinforced")
+    assert opt.brnn and opt.rnn_type == "LSTM" and opt.enc_layers == opt.dec_layers == 1
+    assert opt.copy_attn and opt.share_embeddings
+    assert _train_opt("-reinforced", "-layers", "2").enc_layers == 2
+    # defaults are not "given": the same options pass when they come from the defaults
+    assert _train_opt("-reinforced", "-input_feed", "1").reinforced
+    diffs = opts.paper_differences(opt)
+    assert any(d.startswith("-optim sgd") for d in diffs) and any("-rnn_size 500" in d for d in diffs)
+    assert opts.paper_differences(_train_opt("-config", "config/cnndm_reinforced.yaml")) == []
+
+
+def test_given_tracks_command_line_and_config(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("optim: adam\n")
+    opt = opts.parse_with_given(opts.train_parser(), ["-config", str(cfg), "-data", "d", "-learning_rate", "0.1"])
+    assert opts.given(opt, "optim") and opts.given(opt, "learning_rate") and not opts.given(opt, "batch_size")
+    assert "_given" not in opts.saved_options(opt)

@@ -17,7 +17,7 @@ MODEL_OPTIONS_A_RESUME_MAY_CHANGE = ("scheduled_sampling", "scheduled_sampling_m
 # Training options a resume takes from the checkpoint unless given again (exact resume by default).
 OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
                      "max_grad_norm")
-OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "valid_rouge")
+OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length")
 
 
 def model_option_names():
