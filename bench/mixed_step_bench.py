@@ -1,0 +1,98 @@
+"""One mixed-objective training step (gamma L_rl + (1 - gamma) L_ml) against one ML step of the
+reinforced model, at the paper's CNN/DM sizes by default (see reinforced_step_bench.py for the batch).
+
+The mixed step runs the ML loss (teacher forcing with scheduled sampling), a sampled rollout with
+gradient and a greedy rollout without, both of at most -tgt_len tokens from one encoding, the ROUGE-L
+rewards and one backward pass. The steps alternate (ML, mixed, ML, mixed, ...) so that a change of the
+machine's load hits both; the ratio of their mean times is printed, with the rollouts' mean lengths
+(an untrained model rarely ends a sequence early, so the rollouts usually run the full length).
+
+    .venv/bin/python bench/mixed_step_bench.py                      # paper sizes, ~2 min per round on CPU
+    .venv/bin/python bench/mixed_step_bench.py -batch_size 8 -src_len 100 -tgt_len 25 -steps 2
+"""
+import argparse
+import os
+import resource
+import time
+from types import SimpleNamespace
+
+import torch
+
+from bench.reinforced_step_bench import make_batch, sync
+from onmt.inputters.vocab import N_SPECIALS, SPECIALS, Vocab, Vocabs
+from onmt.reinforced.losses import MixedLoss
+from onmt.reinforced.model import ReinforcedModel
+from onmt.utils.loss import MLLoss
+from onmt.utils.memory import reuse_freed_memory
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-batch_size", type=int, default=32)
+    p.add_argument("-src_len", type=int, default=400)
+    p.add_argument("-tgt_len", type=int, default=100, help="target tokens per example = rollout length")
+    p.add_argument("-steps", type=int, default=3, help="timed steps per variant (after one warm-up each)")
+    p.add_argument("-src_vocab", type=int, default=150000)
+    p.add_argument("-tgt_vocab", type=int, default=50000)
+    p.add_argument("-word_vec_size", type=int, default=100)
+    p.add_argument("-rnn_size", type=int, default=400)
+    p.add_argument("-scheduled_sampling", type=float, default=0.25)
+    p.add_argument("-gamma", type=float, default=0.9984)
+    p.add_argument("-device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("-seed", type=int, default=1)
+    return p.parse_args()
+
+
+def step(model, optim, batch, loss_fn):
+    optim.zero_grad(set_to_none=True)
+    loss, stats = loss_fn(model, batch)
+    (loss / stats.n_words).backward()
+    optim.step()
+    return stats
+
+
+def main():
+    a = parse_args()
+    reuse_freed_memory()  # as train.py does
+    torch.manual_seed(a.seed)
+    words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
+    vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)
+    opt = SimpleNamespace(enc_layers=1, dec_layers=1, word_vec_size=a.word_vec_size, rnn_size=a.rnn_size,
+                          brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
+                          no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
+                          scheduled_sampling_mode="argmax", param_init=0.1)
+    model = ReinforcedModel.from_opt(opt, vocabs).to(a.device).train()
+    optim = torch.optim.Adam(model.parameters(), lr=1e-4)
+    batch = make_batch(a, a.device)
+    losses = {"ML": MLLoss(), "mixed": MixedLoss(MLLoss(), gamma=a.gamma, max_length=a.tgt_len)}
+    print(f"device {a.device}, threads {torch.get_num_threads()}, batch {a.batch_size}, src {a.src_len}, "
+          f"tgt {a.tgt_len}, vocab {a.src_vocab}/{a.tgt_vocab}, emb {a.word_vec_size}, rnn {a.rnn_size}, "
+          f"scheduled sampling {a.scheduled_sampling}, gamma {a.gamma}")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+          + f" on {os.cpu_count()} CPUs")
+    for name, fn in losses.items():  # warm-up
+        step(model, optim, batch, fn)
+    times = {name: [] for name in losses}
+    sampled = 0
+    for _ in range(a.steps):
+        for name, fn in losses.items():
+            sync(a.device)
+            start = time.perf_counter()
+            stats = step(model, optim, batch, fn)
+            sync(a.device)
+            times[name].append(time.perf_counter() - start)
+            if name == "mixed":
+                sampled += stats.extra["sampled_tokens"]
+    for name, ts in times.items():
+        mean = sum(ts) / len(ts)
+        print(f"{name:6s}: {mean:.3f} s/step (steps: {', '.join(f'{t:.2f}' for t in ts)}), "
+              f"{batch.n_tgt_tokens / mean:,.0f} reference tokens/s")
+    print(f"sampled rollouts: mean {sampled / (a.steps * a.batch_size):.1f} tokens per sequence "
+          f"(limit {a.tgt_len})")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    print(f"mixed step / ML step: {sum(times['mixed']) / sum(times['ML']):.2f}x")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()
