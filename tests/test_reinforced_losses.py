@@ -53,7 +53,7 @@ def test_reinforced_rollout_equals_the_step_by_step_reference(seed):
         batch = make_batch(VOCABS, B=4, S=9, T=7, seed=seed)
         enc = model.encode(batch)
         torch.manual_seed(seed)
-        r = model.rollout(batch, enc, 8, sample=True)
+        r, greedy = model.rollout(batch, enc, 8, ("sample", "greedy"))
         ref = _steps_log_prob(model, batch, enc, r.tokens, r.mask)
         assert torch.allclose(r.log_probs, ref, atol=1e-12)
         params = [p for p in model.parameters()]
@@ -63,11 +63,12 @@ def test_reinforced_rollout_equals_the_step_by_step_reference(seed):
             assert (g is None) == (w is None) or torch.count_nonzero(g if g is not None else w) == 0
             if g is not None and w is not None:
                 assert torch.allclose(g, w, atol=1e-12)
-        # greedy: the argmax of each step's distribution, fed back
-        greedy = model.rollout(batch, enc, 8, sample=False)
+        # greedy (in lockstep with the sample): the argmax of each step's distribution, fed back
         assert greedy.log_probs is None
-        generic = rollout_from_steps(model, batch, enc, 8, sample=False)
+        generic, = rollout_from_steps(model, batch, enc, 8, ("greedy",))
         assert torch.equal(greedy.tokens, generic.tokens) and torch.equal(greedy.lengths, generic.lengths)
+        alone, = model.rollout(batch, enc, 8, ("greedy",))
+        assert torch.equal(alone.tokens, greedy.tokens)
     finally:
         torch.set_default_dtype(torch.float32)
 
@@ -86,7 +87,7 @@ def test_sampled_tokens_follow_the_model_distribution():
         enc = model.encode(batch)
         logp, _, _ = model.decode_step(torch.tensor([BOS]), model.init_state(batch, enc))
         torch.manual_seed(0)
-        first = model.rollout(big, model.encode(big), 1, sample=True).tokens[:, 0]
+        first = model.rollout(big, model.encode(big), 1)[0].tokens[:, 0]
     freq = torch.bincount(first, minlength=logp.size(1)).double() / rep
     assert (freq - logp[0].exp()).abs().max() < 0.03
 
@@ -109,7 +110,7 @@ def test_sign_of_the_rl_term(sample_wins):
     loss_fn = MixedLoss(MLLoss(), gamma=1.0, max_length=6)
     loss_fn.reward = _fixed_rewards(1.0, 0.0) if sample_wins else _fixed_rewards(0.0, 1.0)
     torch.manual_seed(11)
-    r = model.rollout(batch, model.encode(batch), 6, sample=True)
+    r, _ = model.rollout(batch, model.encode(batch), 6, ("sample", "greedy"))
     before = r.log_probs.sum(1).detach()  # (B,)
     torch.manual_seed(11)  # the loss draws the same sample
     loss, stats = loss_fn(model, batch)
@@ -193,7 +194,7 @@ def test_validation_reports_greedy_rouge_without_sampling():
         state = torch.get_rng_state()
         _, stats = loss_fn(model, batch)
         assert torch.equal(state, torch.get_rng_state())  # greedy only: nothing drawn
-        greedy = model.rollout(batch, model.encode(batch), 6, sample=False)
+        greedy, = model.rollout(batch, model.encode(batch), 6, ("greedy",))
     ref, ref_len = reference_tokens(batch)
     assert stats.extra["valid_rouge_examples"] == 3
     assert stats.extra["valid_rougeL"] == pytest.approx(float(rouge_l(greedy.tokens, greedy.lengths, ref,

@@ -20,13 +20,16 @@
              attns:  as model(batch) returns them.
              Values and gradients equal those of model(batch) followed by a gather of the gold; a
              model may compute them without the (B, T-1, X) distribution (the reinforced model does).
-    rollout = model.rollout(batch, enc, max_length, sample)   free-running decoding from `enc` for
-                                                          the self-critical loss (no <s>, at most
-                                                          max_length tokens, </s> ends a sequence)
-             sample=True:  y_t drawn from the model's distribution, rollout.log_probs (B, L) holds
-                           log p(y_t | y_<t, x) with gradient (0 after the first </s>);
-             sample=False: the argmax at every step, no gradient, log_probs None.
-             See `Rollout`; `rollout_from_steps` is the implementation through decode_step.
+    rollouts = model.rollout(batch, enc, max_length, modes)  free-running decoding from `enc` for the
+                                                          self-critical loss (no <s>, at most
+                                                          max_length tokens, </s> ends a sequence):
+             one `Rollout` per mode, in the order of `modes`, each mode "sample" or "greedy":
+             "sample": y_t drawn from the model's distribution, rollout.log_probs (B, L) holds
+                       log p(y_t | y_<t, x) (with gradient under autograd; 0 after the first </s>);
+             "greedy": the argmax at every step, no gradient, log_probs None.
+             A model may run the modes in lockstep (the reinforced model shares each step's
+             generator product); `rollout_from_steps` runs them one after the other through
+             decode_step.
     state.reorder(index, within_source=False) -> DecoderState
              index: (B',) rows to keep/repeat (beams); within_source=True promises that every new
              row decodes the same source as the row it comes from (beam backpointers), so the
@@ -87,10 +90,30 @@ def finish_rollout(tokens, log_probs=None, copied=None):
     return Rollout(tokens.masked_fill(~before, PAD), lengths, before, log_probs, copied)
 
 
-def rollout_from_steps(model, batch, enc, max_length, sample=True):
-    """`model.rollout` through the interface's decode_step: one (B, X) distribution per step (with
-    gradient when sampling under autograd). `copied` marks tokens >= V_tgt (OOV copies: the step
-    distribution does not say which tokens in the vocabulary the pointer produced)."""
+ROLLOUT_MODES = ("sample", "greedy")
+
+
+def check_rollout_modes(modes, max_length):
+    unknown = [m for m in modes if m not in ROLLOUT_MODES]
+    if unknown or not modes:
+        raise ValueError(f"rollout modes must be among {ROLLOUT_MODES}, got {modes}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+
+
+def rollout_from_steps(model, batch, enc, max_length, modes=("sample",)):
+    """`model.rollout` through the interface's decode_step, one mode after the other: one (B, X)
+    distribution per step (with gradient when sampling under autograd). `copied` marks tokens
+    >= V_tgt (OOV copies: the step distribution does not say which the pointer produced)."""
+    check_rollout_modes(modes, max_length)
+    out = []
+    for mode in modes:
+        with torch.set_grad_enabled(torch.is_grad_enabled() and mode == "sample"):
+            out.append(_rollout_one(model, batch, enc, max_length, mode == "sample"))
+    return tuple(out)
+
+
+def _rollout_one(model, batch, enc, max_length, sample):
     if max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
     state = model.init_state(batch, enc)

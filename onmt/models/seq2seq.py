@@ -88,9 +88,9 @@ class NMTModel(nn.Module):
         """From `forward`: log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns."""
         return gold_from_forward(self, batch)
 
-    def rollout(self, batch, enc, max_length, sample=True):
+    def rollout(self, batch, enc, max_length, modes=("sample",)):
         """Free-running decoding for the self-critical loss, through decode_step (interface.py)."""
-        return rollout_from_steps(self, batch, enc, max_length, sample)
+        return rollout_from_steps(self, batch, enc, max_length, modes)
 
 
 class CopyNMTModel(NMTModel):

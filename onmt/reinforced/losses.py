@@ -69,10 +69,8 @@ class MixedLoss:
 
     def rl_term(self, model, batch):
         """-> (sum over the batch of L_rl per example (scalar, with gradient), dict of summed stats)."""
-        enc = model.encode(batch)
-        sampled = model.rollout(batch, enc, self.max_length, sample=True)
+        sampled, greedy = model.rollout(batch, model.encode(batch), self.max_length, ("sample", "greedy"))
         with torch.no_grad():
-            greedy = model.rollout(batch, enc, self.max_length, sample=False)
             ref, ref_len = reference_tokens(batch)
             r_sample = self.reward(sampled.tokens, sampled.lengths, ref, ref_len)  # (B,)
             r_greedy = self.reward(greedy.tokens, greedy.lengths, ref, ref_len)  # (B,)
@@ -90,7 +88,7 @@ class MixedLoss:
     def _validate(self, model, batch):
         loss, stats = self.ml_loss(model, batch)
         if self.valid_rouge:
-            greedy = model.rollout(batch, model.encode(batch), self.max_length, sample=False)
+            greedy, = model.rollout(batch, model.encode(batch), self.max_length, ("greedy",))
             ref, ref_len = reference_tokens(batch)
             stats.extra["valid_rouge_examples"] = batch.batch_size
             stats.extra["valid_rougeL"] = float(rouge_l(greedy.tokens, greedy.lengths, ref, ref_len).sum())

@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from onmt.encoders.rnn_encoder import RNNEncoder
 from onmt.inputters.vocab import BOS, EOS
-from onmt.models.interface import finish_rollout, gold_targets
+from onmt.models.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.reinforced.decoder import ReinforcedDecoder
@@ -107,52 +107,73 @@ class ReinforcedModel(nn.Module):
                                                 gold.reshape(-1), weight=weight)  # (B*(T-1),) x2
         return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
 
-    def rollout(self, batch, enc, max_length, sample=True):
+    def rollout(self, batch, enc, max_length, modes=("sample",)):
         """Free-running decoding from `enc` for the self-critical loss (interface.py `rollout`).
 
-        Inside the loop every row needs a distribution but no gradient: the generation logits come
-        from a W_out packed once per pass (PointerGenerator.draw / predict). When sampling, they are
-        kept (L*B, V), and after the loop ONE fused gold-only pass (gold_log_prob with the sampled
-        ids as gold, as the ML loss does) gives log p(y_t) with gradient from those same logits,
-        without recomputing the product or building the (N, X) mixture.
+        The modes run in lockstep, one decoder state each (the greedy one without autograd), and
+        share ONE generator product per step: the generation logits of all their rows come from a
+        W_out packed once per call (a product of 2B rows costs little more than one of B). A
+        sampled rollout keeps its logits (L*B, V); after the loop ONE fused gold-only pass
+        (gold_log_prob with the drawn ids as gold, as the ML loss does) gives log p(y_t) with
+        gradient from those same logits, without the (N, X) mixture or a second product.
         """
-        if max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
-        state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
+        check_rollout_modes(modes, max_length)
+        track = torch.is_grad_enabled()
         weight = self.generator.out_weight()  # (V, 3H), (V,)
         packed = self.generator.packed_out_weight(weight)
-        embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
         B, V = batch.batch_size, self.tgt_vocab_size
-        inputs = torch.full((B,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
-        done = torch.zeros(B, dtype=torch.bool, device=inputs.device)  # (B,)
-        tokens, copied, outputs, attns = [], [], [], []
-        logits = None
+        runs = [self._rollout_run(batch, enc, mode, track and mode == "sample") for mode in modes]
         for t in range(max_length):
-            o_t, attn, state = self.decoder.step(inputs, state, embed=embed, source=source)
-            if sample:
-                chosen, u, step_logits = self.generator.draw(o_t.detach(), attn.detach(), state.src_ex, packed)
-                if logits is None:
-                    logits = step_logits.new_empty(max_length * B, V)  # (L*B, V) rows step-major
-                logits[t * B:(t + 1) * B] = step_logits
-                outputs.append(o_t)
-                attns.append(attn)
-                copied.append(u)
-            else:
-                chosen = self.generator.predict(o_t, attn, state.src_ex, state.first_pos, weight=packed)
-            tokens.append(chosen)
-            done = done | (chosen == EOS)
-            if bool(done.all()):
+            o_rows = []
+            for run in runs:
+                with torch.set_grad_enabled(run["grad"]):
+                    o_t, run["attn"], run["state"] = self.decoder.step(run["inputs"], run["state"], **run["step"])
+                run["o"] = o_t
+                o_rows.append(o_t.detach())
+            logits = packed(torch.cat(o_rows))  # (len(modes)*B, V)
+            for k, run in enumerate(runs):
+                step_logits, state = logits[k * B:(k + 1) * B], run["state"]  # (B, V)
+                if run["mode"] == "sample":
+                    chosen, u = self.generator.draw(step_logits, run["o"].detach(), run["attn"].detach(),
+                                                    state.src_ex)
+                    if run["logits"] is None:
+                        run["logits"] = step_logits.new_empty(max_length * B, V)  # (L*B, V) step-major
+                    run["logits"][t * B:(t + 1) * B] = step_logits
+                    run["outputs"].append(run["o"])
+                    run["attns"].append(run["attn"])
+                    run["copied"].append(u)
+                else:
+                    chosen = self.generator.predict(run["o"], run["attn"], state.src_ex, state.first_pos,
+                                                    logits=step_logits)
+                run["tokens"].append(chosen)
+                run["done"] = run["done"] | (chosen == EOS)
+                run["inputs"] = chosen
+            if all(bool(run["done"].all()) for run in runs):
                 break
-            inputs = chosen
-        tokens = torch.stack(tokens, dim=1)  # (B, L)
-        if not sample:
+        return tuple(self._finish_run(run, weight) for run in runs)
+
+    def _rollout_run(self, batch, enc, mode, grad):
+        """The bookkeeping of one rollout mode (a dict: state, inputs, outputs, ...)."""
+        with torch.set_grad_enabled(grad):
+            state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
+            step = dict(embed=self.decoder.step_embedding(), source=self.decoder.step_source(state)) if grad else {}
+        inputs = torch.full((batch.batch_size,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
+        return dict(mode=mode, grad=grad, state=state, step=step, inputs=inputs,
+                    done=torch.zeros_like(inputs, dtype=torch.bool), tokens=[], outputs=[], attns=[],
+                    copied=[], logits=None)
+
+    def _finish_run(self, run, weight):
+        tokens = torch.stack(run["tokens"], dim=1)  # (B, L)
+        if run["mode"] == "greedy":
             return finish_rollout(tokens)
-        L = tokens.size(1)
+        B, L = tokens.shape
+        state = run["state"]
         src_ex, first_pos = state.src_ex.repeat(L, 1), state.first_pos.repeat(L, 1)  # (L*B, S) step-major
-        ll, _ = self.generator.gold_log_prob(torch.cat(outputs), torch.cat(attns), src_ex, first_pos,
-                                             tokens.t().reshape(-1), weight=weight,
-                                             logits=logits[:L * B])  # (L*B,)
-        return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(copied, dim=1))  # (B, L)
+        with torch.set_grad_enabled(run["grad"]):
+            ll, _ = self.generator.gold_log_prob(torch.cat(run["outputs"]), torch.cat(run["attns"]), src_ex,
+                                                 first_pos, tokens.t().reshape(-1), weight=weight,
+                                                 logits=run["logits"][:L * B])  # (L*B,)
+        return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(run["copied"], dim=1))  # (B, L)
 
     @staticmethod
     def _rows(per_example, n_steps):
