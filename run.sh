@@ -10,6 +10,7 @@
 #   rl_steps    steps of the mixed objective after the ML checkpoint (default: 20000)
 #   model       checkpoint for `translate` (default: newest $root/models/rl_step_N.pt, else model_step_N.pt)
 #   preprocess_config  YAML options for `preprocess`              (default: config/cnndm_preprocess.yaml)
+#   beam_size / max_length / block_ngram_repeat  `translate` search (default: 5 / the checkpoint's own rules)
 #   TORCH_SPEC / TORCH_INDEX_URL  how `setup` installs PyTorch     (default: torch==2.13.0, CPU wheel)
 set -uo pipefail
 
@@ -56,8 +57,23 @@ setup() {
   local idx=()
   [ -n "${TORCH_INDEX_URL:-}" ] && idx=(--index-url "$TORCH_INDEX_URL")
   "$PY" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}" "${idx[@]}" || die "setup: installing PyTorch failed"
-  "$PY" -m pip install -q -e "$here[test]" || die "setup: installing the project failed"
+  "$PY" -m pip install -q -e "$here[test,bench]" || die "setup: installing the project failed"
+  rouge_perl
   echo "$want" > "$stamp"
+}
+
+# ROUGE-1.5.5 (onmt_evaluate -official) needs perl with XML::Parser: installed where root can apt-get,
+# never fatal (without it the built-in scorer is used and the agreement tests skip).
+rouge_perl() {
+  perl -MXML::Parser -MDB_File -e 1 2>/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq perl libxml-parser-perl \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq perl libxml-parser-perl; }; } \
+      >/dev/null 2>&1 || true
+  fi
+  perl -MXML::Parser -MDB_File -e 1 2>/dev/null \
+    || echo "run.sh: note: no perl with XML::Parser here; onmt_evaluate -official needs it (Debian: libxml-parser-perl)" >&2
+  return 0
 }
 
 prepare() {
@@ -112,13 +128,17 @@ translate() {
   [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
   local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
   "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "$root/pred.txt" -gpu "$gpu" \
-    -beam_size "${beam_size:-5}" -block_ngram_repeat 3 -max_length "${max_length:-100}" \
-    || die "translate failed"
+    -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
+    ${max_length:+-max_length "$max_length"} || die "translate failed"
 }
 
 evaluate() {
   local ref="$data/test.tgt.txt"; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
-  "$PY" -m onmt.bin.evaluate -pred "$root/pred.txt" -ref "$ref" || die "evaluate failed"
+  local official=()
+  "$PY" -c "import sys; from onmt.evaluation.official import available; sys.exit(not available())" 2>/dev/null \
+    && official=(-official)
+  "$PY" -m onmt.bin.evaluate -pred "$root/pred.txt" -ref "$ref" -json "$root/rouge.json" "${official[@]}" \
+    || die "evaluate failed"
 }
 
 demo() {

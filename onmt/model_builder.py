@@ -32,6 +32,7 @@ class ModelEntry(NamedTuple):
     trainer_cls: type
     needs_dynamic_dict: bool = False   # the model reads src_ex / tgt_ex (copy)
     needs_shared_vocab: bool = False   # the model shares one embedding (PartialEmbedding)
+    block_ngram_repeat: int = 0        # translate.py's n-gram blocking unless -block_ngram_repeat is given
 
     def check_data(self, opt, meta):
         """Refuse preprocessed data (its meta dict) that this model cannot train on."""
@@ -49,7 +50,7 @@ MODEL_REGISTRY = {
     "rnn": ModelEntry("rnn", NMTModel, MLLoss, Trainer),
     "copy": ModelEntry("copy", CopyNMTModel, MLLoss, Trainer, needs_dynamic_dict=True),
     "reinforced": ModelEntry("reinforced", ReinforcedModel, MLLoss, RTrainer, needs_dynamic_dict=True,
-                             needs_shared_vocab=True),
+                             needs_shared_vocab=True, block_ngram_repeat=3),   # the paper's no-repeated-trigram rule
 }
 
 

@@ -287,6 +287,13 @@ def translate_opts(parser):
     g.add("-ignore_when_blocking", "--ignore_when_blocking", nargs="+", default=[], help="tokens ignored by n-gram blocking")
     g.add("-replace_unk", "--replace_unk", action="store_true",
           help="replace <unk> with the source word of highest attention")
+    g = parser.add_argument_group("Input as in training (defaults: the checkpoint's preprocessing)")
+    g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
+          help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
+    g.add("-tgt_seq_length_trunc", "--tgt_seq_length_trunc", type=int, default=0,
+          help="cut -tgt lines to N tokens for gold scoring (default: as the training data was cut; 0: not cut)")
+    g.add("-report_rouge", "--report_rouge", action="store_true",
+          help="score the predictions against -tgt with ROUGE (built-in scorer) at the end")
 
 
 def validate_translate_opts(opt):
@@ -298,16 +305,51 @@ def validate_translate_opts(opt):
         raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), got {opt.n_best}")
     if opt.batch_size <= 0:
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
+    for name in ("src_seq_length_trunc", "tgt_seq_length_trunc"):
+        if getattr(opt, name) < 0:
+            raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
+    if opt.report_rouge and not opt.tgt:
+        raise OptionError("-report_rouge needs -tgt (the reference summaries)")
     _check_gpu(opt.gpu)
 
 
 # --------------------------------------------------------------------------- evaluate
 def evaluate_opts(parser):
     g = parser.add_argument_group("Evaluate")
-    g.add("-pred", "--pred", required=True, help="predictions, one summary per line")
-    g.add("-ref", "--ref", required=True, help="references, one summary per line")
-    g.add("-sentence_split", "--sentence_split", default=" . ",
-          help="split summaries into sentences on this token for summary-level ROUGE-L ('' = off)")
+    g.add("-pred", "--pred", required=True, nargs="+", action="extend",
+          help="predictions, one summary per line (plain or .gz); a second file is compared with the "
+               "first by a paired bootstrap test")
+    g.add("-ref", "--ref", required=True, nargs="+", action="extend",
+          help="references, one summary per line; several files (or -ref given again): several references")
+    g.add("-json", "--json", default="", help="also write the scores (and intervals) to this JSON file")
+    g.add("-official", "--official", action="store_true",
+          help="score with the original ROUGE-1.5.5 Perl script (needs perl and XML::Parser)")
+    g.add("-bootstrap", "--bootstrap", type=int, default=0,
+          help="N bootstrap samples: 95%% confidence intervals (and the paired test's samples; 1000 if 0)")
+    g.add("-seed", "--seed", type=int, default=1, help="seed of the bootstrap samples")
+    g.add("-limit_bytes", "--limit_bytes", type=int, default=0,
+          help="score only the first N bytes of every summary (ROUGE-1.5.5 -b; DUC-2004: 75)")
+    g.add("-limit_words", "--limit_words", type=int, default=0,
+          help="score only the first N words of every summary (ROUGE-1.5.5 -l)")
+    g.add("-recall_only", "--recall_only", action="store_true", help="report recall only (as DUC does)")
+    g.add("-no_stemming", "--no_stemming", action="store_true",
+          help="no Porter stemming (ROUGE-1.5.5 without -m; the standard setting stems)")
+    g.add("-sent_per_line", "--sent_per_line", action="store_true",
+          help="files hold one sentence per line, an empty line after each summary")
+    g.add("-sentence_split", "--sentence_split", default=".",
+          help="a summary's sentences (ROUGE-Lsum) end with this token, unless it has <t> ... </t> "
+               "tags ('' = one sentence)")
+
+
+def validate_evaluate_opts(opt):
+    if len(opt.pred) > 2:
+        raise OptionError(f"-pred takes one file, or two to compare, got {len(opt.pred)}")
+    for name in ("bootstrap", "limit_bytes", "limit_words"):
+        if getattr(opt, name) < 0:
+            raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
+    if opt.limit_bytes and opt.limit_words:
+        raise OptionError("give -limit_bytes or -limit_words, not both")
+    opt.sentence_split = opt.sentence_split.strip()
 
 
 # --------------------------------------------------------------------------- parsers

@@ -79,7 +79,8 @@ def test_evaluate_on_predictions(pipeline, tmp_path):
     from onmt.bin.evaluate import main as evaluate
     ref = os.path.join(pipeline["data"], "test.tgt.txt")
     scores = evaluate(["-pred", str(pipeline["pred"]), "-ref", ref])
-    assert scores and all(math.isfinite(x) for prf in scores.values() for x in prf)
+    assert scores["n"] == 30
+    assert all(math.isfinite(scores[m][k]) for m in ("rouge1", "rouge2", "rougeL", "rougeLsum") for k in "prf")
     assert 0.0 <= exact_match(pipeline["pred"], ref) <= 1.0
 
 

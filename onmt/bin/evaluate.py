@@ -1,28 +1,156 @@
-"""Predictions + references -> ROUGE table (`onmt_evaluate -pred pred.txt -ref test.tgt.txt`)."""
+"""Predictions + references -> ROUGE table, as papers report it.
+
+    onmt_evaluate -pred pred.txt -ref test.tgt.txt [-ref ref2.txt ...] [-json scores.json]
+                  [-official] [-bootstrap 1000] [-pred other.txt] [-limit_bytes 75] [-recall_only]
+
+ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum precision / recall / F1 (x 100), averaged over examples,
+with ROUGE-1.5.5's standard settings (-m -n 2 -a: Porter stemming, no stopword removal, no length
+limit, several references averaged). The built-in scorer (onmt/evaluation) by default, the Perl
+script with -official. A second -pred is compared with the first: a paired bootstrap p-value per
+metric for "the first file scores higher".
+"""
+import gzip
+import json
+import os
+
+import numpy as np
+
 from onmt import opts
+from onmt.evaluation import METRICS, score, score_sentences, summarize
+from onmt.evaluation.text import read_sent_per_line
 from onmt.utils.cli import UserError, run_main
-from onmt.utils.rouge import corpus_rouge
+
+NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
 
 def read_lines(path):
+    """Lines of a UTF-8 text file (plain or .gz), without their newline."""
+    opener = gzip.open if path.endswith(".gz") else open
     try:
-        with open(path, encoding="utf-8") as f:
-            return [line.rstrip("\n") for line in f]
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        if isinstance(e, (FileNotFoundError, PermissionError)):
+            raise
+        raise UserError(f"{path}: cannot read: {e}") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UserError(f"{path}: invalid UTF-8 at byte {e.start}") from None
+        line = raw[:e.start].count(b"\n") + 1
+        raise UserError(f"{path}: line {line} is not valid UTF-8") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def read_summaries(path, opt):
+    """A file's summaries: lines, or lists of sentences with -sent_per_line."""
+    lines = read_lines(path)
+    return read_sent_per_line(lines) if opt.sent_per_line else lines
+
+
+def load(opt):
+    """(list of prediction summaries per -pred file, reference summaries per example)."""
+    preds = [read_summaries(p, opt) for p in opt.pred]
+    refs = [read_summaries(r, opt) for r in opt.ref]
+    n = len(preds[0])
+    unit = "summaries" if opt.sent_per_line else "lines"
+    for path, s in list(zip(opt.pred, preds)) + list(zip(opt.ref, refs)):
+        if len(s) != n:
+            raise UserError(f"{path} has {len(s)} {unit} but {opt.pred[0]} has {n}")
+    return preds, [list(r) for r in zip(*refs)]
+
+
+def _score(preds, refs, opt):
+    from onmt.evaluation.official import OfficialUnavailable
+    kw = dict(official=opt.official, stem=not opt.no_stemming, limit_words=opt.limit_words,
+              limit_bytes=opt.limit_bytes)
+    try:
+        if opt.sent_per_line:
+            return score_sentences(preds, refs, **kw)
+        return score(preds, refs, sentence_marker=opt.sentence_split, **kw)
+    except OfficialUnavailable as e:
+        raise UserError(str(e)) from None
+
+
+def report(scores, opt, samples):
+    """{metric: {p, r, f[, p_ci, r_ci, f_ci]}, n} in points."""
+    out = summarize(scores)
+    if samples:
+        from onmt.evaluation.bootstrap import confidence_intervals
+        lo, hi = confidence_intervals(scores, samples, opt.seed)
+        for i, m in enumerate(METRICS):
+            for j, k in enumerate("prf"):
+                out[m][f"{k}_ci"] = [float(lo[i, j] * 100), float(hi[i, j] * 100)]
+    out["n"] = int(scores.shape[0])
+    return out
+
+
+def print_table(title, res, opt):
+    cols = ["r"] if opt.recall_only else ["p", "r", "f"]
+    heads = {"p": "P", "r": "R", "f": "F1"}
+    ci = "r_ci" in res[METRICS[0]]
+    width = 24 if ci else 8
+    print(title)
+    print(f"{'metric':<12}" + "".join(f"{heads[c]:>{width}}" for c in cols))
+    for m in METRICS:
+        cells = []
+        for c in cols:
+            cell = f"{res[m][c]:.2f}"
+            if ci:
+                lo, hi = res[m][f"{c}_ci"]
+                cell += f" [{lo:.2f}, {hi:.2f}]"
+            cells.append(f"{cell:>{width}}")
+        print(f"{NAMES[m]:<12}" + "".join(cells))
 
 
 def main(argv=None):
-    opt = opts.evaluate_parser().parse_args(argv)
-    preds, refs = read_lines(opt.pred), read_lines(opt.ref)
-    if len(preds) != len(refs):
-        raise UserError(f"{opt.pred} has {len(preds)} lines but {opt.ref} has {len(refs)}")
-    marker = opt.sentence_split.strip()
-    scores = corpus_rouge(preds, refs, marker)
-    print(f"{'metric':<10}{'P':>8}{'R':>8}{'F1':>8}")
-    for name, (p, r, f) in scores.items():
-        print(f"{name:<10}{p:8.2f}{r:8.2f}{f:8.2f}")
-    return scores
+    opt = opts.parse_with_given(opts.evaluate_parser(), argv)
+    opts.validate_evaluate_opts(opt)
+    preds, refs = load(opt)
+    scorer = "ROUGE-1.5.5" if opt.official else "built-in"
+    settings = ("-m " if not opt.no_stemming else "") + "-n 2 -a" + \
+        (f" -b {opt.limit_bytes}" if opt.limit_bytes else "") + (f" -l {opt.limit_words}" if opt.limit_words else "")
+    scores = [_score(p, refs, opt) for p in preds]
+    result = report(scores[0], opt, opt.bootstrap)
+    result.update(scorer=scorer, settings=settings, pred=opt.pred[0], ref=list(opt.ref))
+    print_table(f"{opt.pred[0]}: {result['n']} examples, {len(opt.ref)} reference(s) each, "
+                f"{scorer} ROUGE ({settings})", result, opt)
+    if len(preds) == 2:
+        from onmt.evaluation.bootstrap import paired_test
+        samples = opt.bootstrap or 1000
+        other = report(scores[1], opt, opt.bootstrap)
+        print_table(f"{opt.pred[1]}:", other, opt)
+        pv = paired_test(scores[0], scores[1], samples, opt.seed)
+        paired = {m: {"delta_r": result[m]["r"] - other[m]["r"], "delta_f": result[m]["f"] - other[m]["f"],
+                      "p_value_r": float(pv[i, 1]), "p_value_f": float(pv[i, 2])} for i, m in enumerate(METRICS)}
+        print(f"paired bootstrap ({samples} samples): p-value of '{opt.pred[0]} scores higher than {opt.pred[1]}'")
+        print(f"{'metric':<12}{'dR':>8}{'p(R)':>8}" + ("" if opt.recall_only else f"{'dF1':>8}{'p(F1)':>8}"))
+        for m in METRICS:
+            d = paired[m]
+            print(f"{NAMES[m]:<12}{d['delta_r']:8.2f}{d['p_value_r']:8.4f}"
+                  + ("" if opt.recall_only else f"{d['delta_f']:8.2f}{d['p_value_f']:8.4f}"))
+        result.update(pred2=dict(other, pred=opt.pred[1]), paired=paired, paired_samples=samples)
+    if opt.json:
+        write_json(opt.json, result)
+    return result
+
+
+def write_json(path, obj):
+    """Write `obj` as JSON to a temporary file renamed to `path` when complete."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UserError(f"-json {path}: folder {folder} does not exist")
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1, default=lambda x: float(x) if isinstance(x, np.floating) else str(x))
+            f.write("\n")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def cli():

@@ -30,17 +30,34 @@ def write_lines_atomic(path, lines):
 
 def load_model(path, device):
     """(model in eval mode on `device`, Vocabs) from a checkpoint."""
-    from onmt.model_builder import build_model
     from onmt.utils.checkpoint import load_checkpoint
-    ckpt = load_checkpoint(path, device="cpu")
+    model, vocabs, _ = model_from_checkpoint(load_checkpoint(path, device="cpu"), device)
+    return model, vocabs
+
+
+def model_from_checkpoint(ckpt, device):
+    """(model in eval mode on `device`, Vocabs, the model's options) from a loaded checkpoint."""
+    from onmt.model_builder import build_model
     vocabs = Vocabs.from_dict(ckpt["vocab"])
     model_opt = argparse.Namespace(**ckpt["opt"])
     model = build_model(model_opt, vocabs, ckpt["model"]).to(device)
     model.eval()
-    return model, vocabs
+    return model, vocabs, model_opt
+
+
+def report_rouge(pred_lines, ref_lines):
+    """Log ROUGE (built-in scorer, ROUGE-1.5.5's standard settings) of the predictions against -tgt."""
+    from onmt.evaluation import METRICS, score, summarize
+    res = summarize(score(pred_lines, ref_lines))
+    names = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
+    logger.info("ROUGE (P/R/F1) against -tgt: " + "; ".join(
+        f"{names[m]} {res[m]['p']:.2f}/{res[m]['r']:.2f}/{res[m]['f']:.2f}" for m in METRICS))
+    return res
 
 
 def main(argv=None):
+    from onmt.translate.input_rules import prepare_lines, resolve
+    from onmt.utils.checkpoint import load_checkpoint
     opt, device = start(opts.translate_parser(), opts.validate_translate_opts, argv)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
@@ -49,13 +66,22 @@ def main(argv=None):
     tgt_lines = read_lines(opt.tgt) if opt.tgt else None
     if tgt_lines is not None and len(tgt_lines) != len(src_lines):
         raise UserError(f"-src has {len(src_lines)} lines but -tgt has {len(tgt_lines)}")
-    model, vocabs = load_model(opt.model, device)
+    ckpt = load_checkpoint(opt.model, device="cpu")
+    model, vocabs, model_opt = model_from_checkpoint(ckpt, device)
+    rules, notes = resolve(opt, model_opt, ckpt.get("preprocess"))
+    for note in notes:
+        logger.info(note)
+    opt.max_length, opt.block_ngram_repeat = rules.max_length, rules.block_ngram_repeat
 
     from onmt.translate.translator import Translator
     translator = Translator.from_opt(opt, model, vocabs)
-    results = translator.translate(src_lines, tgt_lines)
+    results = translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc),
+                                   prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc))
     write_lines_atomic(opt.output, [" ".join(t.tokens) for nbest in results for t in nbest])
     logger.info(f"Translated {len(src_lines)} lines into {opt.output}")
+    if opt.report_rouge:
+        report_rouge([" ".join(nbest[0].tokens) for nbest in results], tgt_lines)
+    return results
 
 
 def cli():

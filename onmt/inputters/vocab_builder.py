@@ -152,9 +152,16 @@ def input_options(meta):
     return {k: meta[k] for k in INPUT_OPTIONS if k in meta}
 
 
+# A length limit above this many tokens means the data had none (configs use 100000 to switch the
+# drop filter off).
+NO_LIMIT_ABOVE = 1000
+
+
 def target_length_limit(meta, default=100):
-    """The longest target the data allows: its truncation, else its length limit, else `default`."""
+    """The longest target the data allows: its truncation, else its length limit (either one if at
+    most NO_LIMIT_ABOVE), else `default`. `meta`: meta.json or a checkpoint's "preprocess" record."""
     for key in ("tgt_seq_length_trunc", "tgt_seq_length"):
-        if meta.get(key, 0) and meta[key] > 0:
-            return int(meta[key])
+        n = int(meta.get(key, 0) or 0)
+        if 0 < n <= NO_LIMIT_ABOVE:
+            return n
     return default

@@ -3,6 +3,9 @@
 Plain Python, written from Lin (2004): ROUGE-N counts clipped n-gram matches; ROUGE-L uses the
 longest common subsequence; summary-level ROUGE-L takes, for each reference sentence, the union of
 its LCS matches with every candidate sentence.
+
+No stemming and no ROUGE-1.5.5 tokenization: for figures comparable with papers use onmt.evaluation
+(onmt_evaluate), which reproduces ROUGE-1.5.5.
 """
 from collections import Counter
 
