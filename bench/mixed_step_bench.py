@@ -14,32 +14,19 @@ import argparse
 import os
 import resource
 import time
-from types import SimpleNamespace
 
 import torch
 
-from bench.reinforced_step_bench import make_batch, sync
-from onmt.inputters.vocab import N_SPECIALS, SPECIALS, Vocab, Vocabs
+from bench.reinforced_step_bench import add_size_args, build_model, make_batch, sync
 from onmt.reinforced.losses import MixedLoss
-from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.loss import MLLoss
 from onmt.utils.memory import reuse_freed_memory
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("-batch_size", type=int, default=32)
-    p.add_argument("-src_len", type=int, default=400)
-    p.add_argument("-tgt_len", type=int, default=100, help="target tokens per example = rollout length")
-    p.add_argument("-steps", type=int, default=3, help="timed steps per variant (after one warm-up each)")
-    p.add_argument("-src_vocab", type=int, default=150000)
-    p.add_argument("-tgt_vocab", type=int, default=50000)
-    p.add_argument("-word_vec_size", type=int, default=100)
-    p.add_argument("-rnn_size", type=int, default=400)
-    p.add_argument("-scheduled_sampling", type=float, default=0.25)
+    add_size_args(p)
     p.add_argument("-gamma", type=float, default=0.9984)
-    p.add_argument("-device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("-seed", type=int, default=1)
     return p.parse_args()
 
 
@@ -54,14 +41,7 @@ def step(model, optim, batch, loss_fn):
 def main():
     a = parse_args()
     reuse_freed_memory()  # as train.py does
-    torch.manual_seed(a.seed)
-    words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
-    vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)
-    opt = SimpleNamespace(enc_layers=1, dec_layers=1, word_vec_size=a.word_vec_size, rnn_size=a.rnn_size,
-                          brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
-                          no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
-                          scheduled_sampling_mode="argmax", param_init=0.1)
-    model = ReinforcedModel.from_opt(opt, vocabs).to(a.device).train()
+    model = build_model(a)
     optim = torch.optim.Adam(model.parameters(), lr=1e-4)
     batch = make_batch(a, a.device)
     losses = {"ML": MLLoss(), "mixed": MixedLoss(MLLoss(), gamma=a.gamma, max_length=a.tgt_len)}

@@ -29,8 +29,8 @@ from onmt.utils.loss import MLLoss
 from onmt.utils.memory import reuse_freed_memory
 
 
-def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_size_args(p):
+    """The step benchmarks' sizes (the paper's CNN/DM sizes by default) and device."""
     p.add_argument("-batch_size", type=int, default=32)
     p.add_argument("-src_len", type=int, default=400)
     p.add_argument("-tgt_len", type=int, default=100, help="target tokens predicted per example")
@@ -41,11 +41,28 @@ def parse_args():
     p.add_argument("-rnn_size", type=int, default=400)
     p.add_argument("-scheduled_sampling", type=float, default=0.25)
     p.add_argument("-device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("-seed", type=int, default=1)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_size_args(p)
     p.add_argument("-variants", nargs="+", default=["optimized", "full", "hoisted"],
                    choices=["optimized", "full", "hoisted", "naive"],
                    help="naive keeps one W_out (V x 3H) per decoder step for backward: ~48 GB at full size")
-    p.add_argument("-seed", type=int, default=1)
     return p.parse_args()
+
+
+def build_model(a):
+    """The reinforced model at the sizes of `a` (shared vocabulary of made-up words), in train mode."""
+    torch.manual_seed(a.seed)
+    words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
+    vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)
+    opt = SimpleNamespace(enc_layers=1, dec_layers=1, word_vec_size=a.word_vec_size, rnn_size=a.rnn_size,
+                          brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
+                          no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
+                          scheduled_sampling_mode="argmax", param_init=0.1)
+    return ReinforcedModel.from_opt(opt, vocabs).to(a.device).train()
 
 
 def make_batch(a, device):
@@ -131,14 +148,7 @@ def time_variant(model, optim, batch, a, naive):
 def main():
     a = parse_args()
     reuse_freed_memory()  # as train.py does
-    torch.manual_seed(a.seed)
-    words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
-    vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)
-    opt = SimpleNamespace(enc_layers=1, dec_layers=1, word_vec_size=a.word_vec_size, rnn_size=a.rnn_size,
-                          brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
-                          no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
-                          scheduled_sampling_mode="argmax", param_init=0.1)
-    model = ReinforcedModel.from_opt(opt, vocabs).to(a.device).train()
+    model = build_model(a)
     optim = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = make_batch(a, a.device)
     peak = matmul_peak(a.device)

@@ -87,3 +87,27 @@ def run_cli(script, *args, timeout=120):
     """Run ROOT/script with this interpreter; returns CompletedProcess (text)."""
     return subprocess.run([PYTHON, os.path.join(ROOT, script), *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def random_pair_data(folder, *, seed, n_examples, max_len, target):
+    """Preprocessed data (shared 30/20 vocabulary, dynamic dictionary; valid = train) of `n_examples`
+    random sources of 3..max_len-1 words over w0..w29, each with the target `target(words)`.
+    Returns the -save_data prefix."""
+    import torch
+
+    from onmt.bin import preprocess as preprocess_bin
+    g = torch.Generator().manual_seed(seed)
+    src, tgt = [], []
+    for _ in range(n_examples):
+        n = int(torch.randint(3, max_len, (1,), generator=g))
+        words = [f"w{int(i)}" for i in torch.randint(0, 30, (n,), generator=g)]
+        src.append(" ".join(words))
+        tgt.append(" ".join(target(words)))
+    for name, lines in (("src.txt", src), ("tgt.txt", tgt)):
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    prefix = os.path.join(folder, "prep", "data")
+    s, t = os.path.join(folder, "src.txt"), os.path.join(folder, "tgt.txt")
+    preprocess_bin.main(["-train_src", s, "-train_tgt", t, "-valid_src", s, "-valid_tgt", t, "-save_data", prefix,
+                         "-share_vocab", "-dynamic_dict", "-src_vocab_size", "30", "-tgt_vocab_size", "20"])
+    return prefix

@@ -3,29 +3,15 @@
 import pytest
 import torch
 
-from onmt.bin import preprocess as preprocess_bin
+from e2e_helpers import random_pair_data
 from onmt.bin import train as train_bin
 from onmt.utils.cli import UserError
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("resume")
-    g = torch.Generator().manual_seed(1)
-    src, tgt = [], []
-    for _ in range(96):
-        n = int(torch.randint(3, 8, (1,), generator=g))
-        words = [f"w{int(i)}" for i in torch.randint(0, 30, (n,), generator=g)]
-        src.append(" ".join(words))
-        tgt.append(" ".join(words[: max(2, n - 2)]))
-    (d / "src.txt").write_text("\n".join(src) + "\n")
-    (d / "tgt.txt").write_text("\n".join(tgt) + "\n")
-    prefix = str(d / "prep" / "data")
-    preprocess_bin.main(["-train_src", str(d / "src.txt"), "-train_tgt", str(d / "tgt.txt"),
-                         "-valid_src", str(d / "src.txt"), "-valid_tgt", str(d / "tgt.txt"),
-                         "-save_data", prefix, "-share_vocab", "-dynamic_dict", "-src_vocab_size", "30",
-                         "-tgt_vocab_size", "20"])
-    return prefix
+    return random_pair_data(str(tmp_path_factory.mktemp("resume")), seed=1, n_examples=96, max_len=8,
+                            target=lambda words: words[: max(2, len(words) - 2)])
 
 
 REINFORCED = ["-reinforced", "-rnn_size", "16", "-word_vec_size", "8", "-dropout", "0",

@@ -5,6 +5,7 @@ import os
 import pytest
 import torch
 
+from e2e_helpers import random_pair_data
 from onmt.bin import preprocess as preprocess_bin
 from onmt.bin import train as train_bin
 from onmt.trainer import TrainingError
@@ -18,22 +19,8 @@ def _write(path, lines):
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    d = tmp_path_factory.mktemp("trainer")
-    g = torch.Generator().manual_seed(0)
-    src, tgt = [], []
-    for _ in range(120):
-        n = int(torch.randint(3, 9, (1,), generator=g))
-        words = [f"w{int(i)}" for i in torch.randint(0, 30, (n,), generator=g)]
-        src.append(" ".join(words))
-        tgt.append(" ".join(reversed(words)))
-    _write(d / "src.txt", src)
-    _write(d / "tgt.txt", tgt)
-    prefix = str(d / "prep" / "data")
-    preprocess_bin.main(["-train_src", str(d / "src.txt"), "-train_tgt", str(d / "tgt.txt"),
-                         "-valid_src", str(d / "src.txt"), "-valid_tgt", str(d / "tgt.txt"),
-                         "-save_data", prefix, "-share_vocab", "-dynamic_dict", "-src_vocab_size", "30",
-                         "-tgt_vocab_size", "20"])
-    return prefix
+    return random_pair_data(str(tmp_path_factory.mktemp("trainer")), seed=0, n_examples=120, max_len=9,
+                            target=lambda words: reversed(words))
 
 
 def _train(data, save_model, *extra):
