@@ -16,6 +16,8 @@ ROUGE-L and ROUGE-Lsum, computed as ROUGE-1.5.5 computes them from files of one 
 Tokens, stems and limits are those of text.py and stemmer.py. official.py runs the Perl script on
 the same sentences; tests/test_rouge_official.py holds the two within 0.05 points.
 """
+import contextlib
+import gc
 from collections import Counter
 
 import numpy as np
@@ -94,7 +96,9 @@ class RougeScorer:
         self.stemmer = Stemmer() if stem else None
         self.limit_words, self.limit_bytes = limit_words, limit_bytes
         self.sentence_marker = sentence_marker
-        self._ids = {"\n": -1}      # token -> id of its (stemmed) form; -1: between sentences
+        # token -> id of its (stemmed) form; -1: between sentences ("\n" from sentence_tokens_flat,
+        # "." from dot_sentence_tokens_flat)
+        self._ids = {"\n": -1, ".": -1}
         self._forms = {}            # (stemmed) form -> id
 
     def _token_ids(self, toks):
@@ -148,12 +152,25 @@ class RougeScorer:
         its sentences."""
         if len(preds) != len(refs):
             raise ValueError(f"{len(preds)} predictions but {len(refs)} reference sets")
-        c = np.array([self.counts(p, rs) for p, rs in zip(preds, refs)], dtype=float).reshape(-1, 3, 4)
+        with _no_gc():  # millions of short-lived containers and no cycles: collections only cost time
+            c = np.array([self.counts(p, rs) for p, rs in zip(preds, refs)], dtype=float).reshape(-1, 3, 4)
         hits, ref_len, pred_len = c[:, 0], c[:, 1], c[:, 2]                     # (n, 4) each
         p = np.divide(hits, pred_len, out=np.zeros_like(hits), where=pred_len > 0)
         r = np.divide(hits, ref_len, out=np.zeros_like(hits), where=ref_len > 0)
         f = np.divide(2 * p * r, p + r, out=np.zeros_like(hits), where=(p + r) > 0)
         return np.stack([p, r, f], axis=2)                                     # (n, 4, 3)
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """The cyclic garbage collector off (as it was before, after)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def summarize(scores):

@@ -23,7 +23,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9]+")
 _TOKEN_OR_NL = re.compile(r"[A-Za-z0-9]+|\n")
 _WS = re.compile(r"[ \t\n\r\f\v]+")       # Perl's \s on bytes: ASCII whitespace only
 _NOT_PERL_WS = re.compile("[\x1c-\x1f]")      # ASCII characters that str.split() also splits on
-_DOT_TOKEN = re.compile(r"(?<![^ \t\n\r\f\v])\.(?![^ \t\n\r\f\v])")      # a "." whitespace token
+# a token, or a "." that is a whitespace token of its own (a sentence end)
+_TOKEN_OR_DOT = re.compile(r"[A-Za-z0-9]+|(?<![^ \t\n\r\f\v])\.(?![^ \t\n\r\f\v])")
 
 
 def words(text):
@@ -113,9 +114,9 @@ def sentence_tokens_flat(sents):
 
 
 def dot_sentence_tokens_flat(line):
-    """`sentence_tokens_flat(split_sentences(line, "."))` in one pass, for a line without <t> tags:
-    a newline after every `.` token (it makes no token itself)."""
-    return _TOKEN_OR_NL.findall(_lower(_DOT_TOKEN.sub(".\n", line)))
+    """`sentence_tokens_flat(split_sentences(line, "."))` in one pass, for a line without <t> tags,
+    with "." (never a token: tokens are letters and digits) in place of its "\n" sentence breaks."""
+    return _TOKEN_OR_DOT.findall(_lower(line))
 
 
 def split_at_newlines(items, n, newline="\n"):
