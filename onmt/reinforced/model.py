@@ -13,7 +13,8 @@ the generator at every step on every row, recomputing W_out each time as a self-
 generator would (the benchmark's baseline; no option selects it); `naive="hoisted"` does the same
 but computes W_out once per forward pass, isolating the cost of the per-step projection.
 """
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -23,8 +24,26 @@ from onmt.inputters.vocab import BOS, EOS
 from onmt.models.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
-from onmt.reinforced.decoder import ReinforcedDecoder
+from onmt.reinforced.decoder import ReinforcedDecoder, ReinforcedState
 from onmt.reinforced.pointer_generator import PointerGenerator
+
+
+@dataclass
+class _Run:
+    """One rollout mode of `ReinforcedModel.rollout` while it decodes."""
+    mode: str                    # "sample" or "greedy"
+    grad: bool                   # decoded under autograd (a sample whose log p is trained)
+    state: ReinforcedState
+    step_args: dict              # the pass's step_embedding / step_source when under autograd
+    inputs: torch.Tensor         # (B,) the next step's input ids
+    done: torch.Tensor           # (B,) </s> produced
+    o: Optional[torch.Tensor] = None      # (B, 3H) this step's o_t
+    attn: Optional[torch.Tensor] = None   # (B, S) this step's encoder attention
+    tokens: list = field(default_factory=list)    # (B,) ids per step
+    outputs: list = field(default_factory=list)   # sample: o_t per step (with gradient)
+    attns: list = field(default_factory=list)     # sample: attention per step
+    copied: list = field(default_factory=list)    # sample: (B,) pointer draws per step
+    logits: Optional[torch.Tensor] = None  # sample: (L*B, V) generation logits, step-major
 
 
 class ReinforcedModel(nn.Module):
@@ -118,62 +137,54 @@ class ReinforcedModel(nn.Module):
         gradient from those same logits, without the (N, X) mixture or a second product.
         """
         check_rollout_modes(modes, max_length)
-        track = torch.is_grad_enabled()
         weight = self.generator.out_weight()  # (V, 3H), (V,)
         packed = self.generator.packed_out_weight(weight)
         B, V = batch.batch_size, self.tgt_vocab_size
-        runs = [self._rollout_run(batch, enc, mode, track and mode == "sample") for mode in modes]
+        runs = [self._start_run(batch, enc, mode, torch.is_grad_enabled() and mode == "sample") for mode in modes]
         for t in range(max_length):
-            o_rows = []
             for run in runs:
-                with torch.set_grad_enabled(run["grad"]):
-                    o_t, run["attn"], run["state"] = self.decoder.step(run["inputs"], run["state"], **run["step"])
-                run["o"] = o_t
-                o_rows.append(o_t.detach())
-            logits = packed(torch.cat(o_rows))  # (len(modes)*B, V)
+                with torch.set_grad_enabled(run.grad):
+                    run.o, run.attn, run.state = self.decoder.step(run.inputs, run.state, **run.step_args)
+            logits = packed(torch.cat([run.o.detach() for run in runs]))  # (len(modes)*B, V)
             for k, run in enumerate(runs):
-                step_logits, state = logits[k * B:(k + 1) * B], run["state"]  # (B, V)
-                if run["mode"] == "sample":
-                    chosen, u = self.generator.draw(step_logits, run["o"].detach(), run["attn"].detach(),
-                                                    state.src_ex)
-                    if run["logits"] is None:
-                        run["logits"] = step_logits.new_empty(max_length * B, V)  # (L*B, V) step-major
-                    run["logits"][t * B:(t + 1) * B] = step_logits
-                    run["outputs"].append(run["o"])
-                    run["attns"].append(run["attn"])
-                    run["copied"].append(u)
+                step_logits = logits[k * B:(k + 1) * B]  # (B, V)
+                if run.mode == "sample":
+                    chosen, u = self.generator.draw(step_logits, run.o, run.attn, run.state.src_ex)
+                    if run.logits is None:
+                        run.logits = step_logits.new_empty(max_length * B, V)  # (L*B, V) step-major
+                    run.logits[t * B:(t + 1) * B] = step_logits
+                    run.outputs.append(run.o)
+                    run.attns.append(run.attn)
+                    run.copied.append(u)
                 else:
-                    chosen = self.generator.predict(run["o"], run["attn"], state.src_ex, state.first_pos,
+                    chosen = self.generator.predict(run.o, run.attn, run.state.src_ex, run.state.first_pos,
                                                     logits=step_logits)
-                run["tokens"].append(chosen)
-                run["done"] = run["done"] | (chosen == EOS)
-                run["inputs"] = chosen
-            if all(bool(run["done"].all()) for run in runs):
+                run.tokens.append(chosen)
+                run.done = run.done | (chosen == EOS)
+                run.inputs = chosen
+            if all(bool(run.done.all()) for run in runs):
                 break
         return tuple(self._finish_run(run, weight) for run in runs)
 
-    def _rollout_run(self, batch, enc, mode, grad):
-        """The bookkeeping of one rollout mode (a dict: state, inputs, outputs, ...)."""
+    def _start_run(self, batch, enc, mode, grad):
+        """The decoder state and bookkeeping of one rollout mode."""
         with torch.set_grad_enabled(grad):
             state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
-            step = dict(embed=self.decoder.step_embedding(), source=self.decoder.step_source(state)) if grad else {}
+            step_args = dict(embed=self.decoder.step_embedding(), source=self.decoder.step_source(state)) if grad else {}
         inputs = torch.full((batch.batch_size,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
-        return dict(mode=mode, grad=grad, state=state, step=step, inputs=inputs,
-                    done=torch.zeros_like(inputs, dtype=torch.bool), tokens=[], outputs=[], attns=[],
-                    copied=[], logits=None)
+        return _Run(mode, grad, state, step_args, inputs, torch.zeros_like(inputs, dtype=torch.bool))
 
     def _finish_run(self, run, weight):
-        tokens = torch.stack(run["tokens"], dim=1)  # (B, L)
-        if run["mode"] == "greedy":
+        tokens = torch.stack(run.tokens, dim=1)  # (B, L)
+        if run.mode == "greedy":
             return finish_rollout(tokens)
         B, L = tokens.shape
-        state = run["state"]
-        src_ex, first_pos = state.src_ex.repeat(L, 1), state.first_pos.repeat(L, 1)  # (L*B, S) step-major
-        with torch.set_grad_enabled(run["grad"]):
-            ll, _ = self.generator.gold_log_prob(torch.cat(run["outputs"]), torch.cat(run["attns"]), src_ex,
-                                                 first_pos, tokens.t().reshape(-1), weight=weight,
-                                                 logits=run["logits"][:L * B])  # (L*B,)
-        return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(run["copied"], dim=1))  # (B, L)
+        src_ex, first_pos = run.state.src_ex.repeat(L, 1), run.state.first_pos.repeat(L, 1)  # (L*B, S) step-major
+        with torch.set_grad_enabled(run.grad):
+            ll, _ = self.generator.gold_log_prob(torch.cat(run.outputs), torch.cat(run.attns), src_ex, first_pos,
+                                                 tokens.t().reshape(-1), weight=weight,
+                                                 logits=run.logits[:L * B])  # (L*B,)
+        return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(run.copied, dim=1))  # (B, L)
 
     @staticmethod
     def _rows(per_example, n_steps):
