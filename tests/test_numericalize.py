@@ -9,7 +9,7 @@ from shard_testing import example_fields
 
 
 def reference(src, tgt, vocabs):
-    """Naive per-example DESIGN.md §2, written token by token."""
+    """Naive per-example docs/DESIGN.md §2, written token by token."""
     def sid(w):
         return UNK if w in SPECIALS else vocabs.src.stoi.get(w, UNK)
 

@@ -1,4 +1,4 @@
-"""Token lists -> ids: `src`, `src_ex`, `tgt`, `tgt_ex` and the per-example OOV lists (DESIGN.md §2).
+"""Token lists -> ids: `src`, `src_ex`, `tgt`, `tgt_ex` and the per-example OOV lists (docs/DESIGN.md §2).
 
 Shared by preprocess (the hot path) and the translator, so both see exactly the same ids.
 

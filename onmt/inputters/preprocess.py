@@ -1,4 +1,4 @@
-"""Preprocessing: text -> vocabularies + numericalized shards + meta.json (DESIGN.md §2).
+"""Preprocessing: text -> vocabularies + numericalized shards + meta.json (docs/DESIGN.md §2).
 
 Two streaming passes over the training pair of files:
   1. read, filter, count words        -> vocabularies (vocab_builder.build_vocabs)

@@ -1,4 +1,4 @@
-"""log softmax(o W^T + b)[gold] for many rows without keeping a (N, V) graph (DESIGN.md section 4).
+"""log softmax(o W^T + b)[gold] for many rows without keeping a (N, V) graph (docs/DESIGN.md section 4).
 
 The ML loss needs, per target token, only the log-probability of the gold word under the generation
 distribution. `gold_log_softmax` computes it with ONE matrix product and keeps ONE (N, V) buffer for

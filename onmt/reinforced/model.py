@@ -4,7 +4,7 @@ Encoder: shared embedding -> (bi)LSTM (onmt.encoders.rnn_encoder). Decoder: LSTM
 and intra-decoder attention (decoder.py). Output: pointer-generator with the tied projection
 W_out = tanh(E_tgt W_proj) (pointer_generator.py).
 
-Performance (DESIGN.md section 4): in `forward` the generator over V_tgt runs once, after the decoding
+Performance (docs/DESIGN.md section 4): in `forward` the generator over V_tgt runs once, after the decoding
 loop, on all B*(T-1) rows; inside the loop only the rows whose next input is scheduled-sampled get a
 distribution (without gradient: the choice is discrete), through a W_out packed once per forward pass
 for oneDNN's skinny products (onmt/modules/packed_linear.py: 4-5x faster than addmm for the few rows
