@@ -119,8 +119,9 @@ class Trainer:
         if self.rank == 0:
             at = f" (step {step})" if step is not None else ""
             logger.info(f"Validation perplexity: {stats.ppl():.2f}; accuracy: {stats.accuracy():.2f}{at}")
-            if stats.valid_rouge_report():
-                logger.info(stats.valid_rouge_report() + at)
+            rouge = stats.valid_rouge_report()
+            if rouge:
+                logger.info(rouge + at)
         return stats
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
@@ -128,10 +129,11 @@ class Trainer:
             return
         lr = self.optimizer.param_groups[0]["lr"]
         tok_s = stats.n_words / max(window_s, 1e-9)
+        rl = stats.rl_report()
         logger.info(f"Step {step}/{total}; epoch {epoch}; acc: {stats.accuracy():6.2f}; "
                     f"ppl: {stats.ppl():8.2f}; xent: {stats.xent():5.2f}; lr: {lr:.2e}; "
                     f"{tok_s:.0f} tgt tok/s; {elapsed_s:.0f} sec"
-                    + (f"; {stats.rl_report()}" if stats.rl_report() else ""))
+                    + (f"; {rl}" if rl else ""))
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, step, data_pos):

@@ -44,6 +44,7 @@ from typing import Optional
 import torch
 
 from onmt.inputters.vocab import BOS, EOS, PAD, UNK
+from onmt.modules.sampling import sample_rows
 
 
 def gold_targets(batch, extended_size):
@@ -114,8 +115,6 @@ def rollout_from_steps(model, batch, enc, max_length, modes=("sample",)):
 
 
 def _rollout_one(model, batch, enc, max_length, sample):
-    if max_length < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
     state = model.init_state(batch, enc)
     B = batch.batch_size
     inputs = torch.full((B,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
@@ -124,8 +123,7 @@ def _rollout_one(model, batch, enc, max_length, sample):
     for _ in range(max_length):
         logp, state, _ = model.decode_step(inputs, state)  # (B, X)
         with torch.no_grad():
-            chosen = (torch.multinomial(logp.detach().float().exp(), 1).squeeze(1) if sample
-                      else logp.argmax(1))  # (B,)
+            chosen = sample_rows(logp.detach().exp()) if sample else logp.argmax(1)  # (B,)
         tokens.append(chosen)
         if sample:
             log_probs.append(logp.gather(1, chosen.unsqueeze(1)).squeeze(1))  # (B,)

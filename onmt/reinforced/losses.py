@@ -43,7 +43,7 @@ class MixedLoss:
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
         self.ml_loss, self.gamma, self.max_length = ml_loss, gamma, max_length
-        self.reward_name, self.reward = reward, reward_function(reward)
+        self.reward = reward_function(reward)
         self.valid_rouge = valid_rouge
 
     @classmethod

@@ -24,6 +24,7 @@ from onmt.inputters.vocab import BOS, EOS
 from onmt.models.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.modules.sampling import sample_rows
 from onmt.reinforced.decoder import ReinforcedDecoder, ReinforcedState
 from onmt.reinforced.pointer_generator import PointerGenerator
 
@@ -236,7 +237,7 @@ class ReinforcedModel(nn.Module):
     def _choose(self, logp):
         """The model's own prediction from log p (N, X): argmax or a sample. Returns (N,) ids."""
         if self.sampling_mode == "sample":
-            return torch.multinomial(logp.float().exp(), 1).squeeze(1)
+            return sample_rows(logp.exp())
         return logp.argmax(dim=1)
 
     def _sample_inputs(self, reference, o_t, attn, state, weight, logp=None):

@@ -16,18 +16,7 @@ from onmt.modules.copy_mixture import (IMPOSSIBLE, copy_at_sources, first_occurr
                                        gold_mixture, mixture_argmax, scatter_mixture)
 from onmt.modules.gold_softmax import logit_stats
 from onmt.modules.packed_linear import PackedLinear
-
-
-def sample_rows(weights):
-    """One index per row drawn with probability proportional to the row's non-negative weights
-    (N, V) (a row needs some positive weight): inverse CDF, the weights summed in float64 (one cumsum
-    and one binary search per row; torch.multinomial is several times slower at 50k columns on CPU).
-    A zero weight is never drawn."""
-    cdf = weights.cumsum(dim=1, dtype=torch.float64)  # (N, V)
-    total = cdf[:, -1:].contiguous()  # (N, 1)
-    u = torch.rand(cdf.size(0), 1, dtype=torch.float64, device=cdf.device) * total  # (N, 1) in [0, total)
-    last = torch.searchsorted(cdf, total)  # (N, 1) the last column with mass (u rounding up to total)
-    return torch.minimum(torch.searchsorted(cdf, u, right=True), last).squeeze(1)  # (N,)
+from onmt.modules.sampling import sample_rows
 
 
 class PointerGenerator(nn.Module):
