@@ -50,6 +50,23 @@ def config_opts(parser):
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
 
 
+def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
+    """One-line OptionErrors for impossible numbers: each name of `positive` must be > 0, of
+    `non_negative` >= 0, of `unit` in [0, 1], of `unit_open` in [0, 1); NaN and infinity never pass."""
+    import math
+    rules = [(positive, lambda v: v > 0, "must be positive"),
+             (non_negative, lambda v: v >= 0, "must be >= 0"),
+             (unit, lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+             (unit_open, lambda v: 0 <= v < 1, "must be in [0, 1)")]
+    for names, ok, what in rules:
+        for name in names:
+            value = getattr(opt, name, None)
+            if value is None:
+                continue
+            if not math.isfinite(value) or not ok(value):
+                raise OptionError(f"-{name} {what}, got {value}")
+
+
 # --------------------------------------------------------------------------- preprocess
 def preprocess_opts(parser):
     g = parser.add_argument_group("Data")
@@ -140,9 +157,18 @@ _REINFORCED_ONLY = ("scheduled_sampling", "scheduled_sampling_mode", "no_tempora
                     "no_intra_decoder_attn", "no_tied_output")
 
 
+def check_model_numbers(opt):
+    """The model group's impossible numbers (train.py checks them at start, before reading any data)."""
+    _check_numbers(opt, positive=("rnn_size", "word_vec_size", "enc_layers", "dec_layers"),
+                   non_negative=("param_init", "lambda_coverage"), unit_open=("dropout",))
+    if opt.layers == 0 or opt.layers < -1:
+        raise OptionError(f"-layers must be positive (or -1: use -enc_layers and -dec_layers), got {opt.layers}")
+
+
 def validate_model_opts(opt):
     """Cross-option checks of the model group; also fills what an option implies (-reinforced:
     -brnn -share_embeddings -copy_attn, one layer unless layers are given)."""
+    check_model_numbers(opt)
     if opt.reinforced:
         refused = [f"-{name} {getattr(opt, name)}" for name, bad, _ in _REINFORCED_REFUSES
                    if given(opt, name) and bad(getattr(opt, name))]
@@ -211,7 +237,7 @@ def train_opts(parser):
     g.add("-epochs", "--epochs", type=int, default=0, help="if > 0, train this many epochs instead of -train_steps")
     g.add("-valid_steps", "--valid_steps", type=int, default=10000, help="validate every N steps")
     g.add("-save_checkpoint_steps", "--save_checkpoint_steps", type=int, default=5000, help="save every N steps")
-    g.add("-keep_checkpoint", "--keep_checkpoint", type=int, default=-1, help="keep the last N checkpoints (-1: all)")
+    g.add("-keep_checkpoint", "--keep_checkpoint", type=int, default=-1, help="keep the last N checkpoints (0 or -1: all, as in OpenNMT-py)")
     g.add("-report_every", "--report_every", type=int, default=50, help="log every N steps")
     g = parser.add_argument_group("Batching")
     g.add("-batch_size", "--batch_size", type=int, default=64, help="batch size (sentences or tokens)")
@@ -243,8 +269,10 @@ def train_opts(parser):
 
 
 def validate_train_opts(opt):
-    if opt.batch_size <= 0:
-        raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
+    _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every", "learning_rate"),
+                   non_negative=("train_steps", "epochs", "max_grad_norm", "adagrad_accumulator_init"),
+                   unit_open=("adam_beta1", "adam_beta2"))
+    check_model_numbers(opt)
     if opt.train_steps <= 0 and opt.epochs <= 0:
         raise OptionError("one of -train_steps or -epochs must be positive")
     if opt.rl_gamma is not None and not 0.0 <= opt.rl_gamma <= 1.0:
@@ -301,6 +329,9 @@ def validate_translate_opts(opt):
         opt.block_ngram_repeat = 3
     if opt.beam_size < 1:
         raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
+    _check_numbers(opt, positive=("max_length",), non_negative=("min_length", "alpha", "block_ngram_repeat"))
+    if given(opt, "min_length") and given(opt, "max_length") and opt.min_length > opt.max_length:
+        raise OptionError(f"-min_length {opt.min_length} is above -max_length {opt.max_length}")
     if not 1 <= opt.n_best <= opt.beam_size:
         raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), got {opt.n_best}")
     if opt.batch_size <= 0:

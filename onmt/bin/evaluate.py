@@ -19,6 +19,7 @@ from onmt import opts
 from onmt.evaluation import METRICS, score, score_sentences, summarize
 from onmt.evaluation.text import read_sent_per_line
 from onmt.utils.cli import UserError, run_main
+from onmt.utils.files import check_output, write_text_atomic
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
@@ -108,7 +109,11 @@ def print_table(title, res, opt):
 def main(argv=None):
     opt = opts.parse_with_given(opts.evaluate_parser(), argv)
     opts.validate_evaluate_opts(opt)
+    if opt.json:
+        check_output(opt.json, f"-json {opt.json}")
     preds, refs = load(opt)
+    if not refs:
+        raise UserError(f"{opt.pred[0]} and the references are empty: no summary to score")
     scorer = "ROUGE-1.5.5" if opt.official else "built-in"
     settings = ("-m " if not opt.no_stemming else "") + "-n 2 -a" + \
         (f" -b {opt.limit_bytes}" if opt.limit_bytes else "") + (f" -l {opt.limit_words}" if opt.limit_words else "")
@@ -138,19 +143,9 @@ def main(argv=None):
 
 
 def write_json(path, obj):
-    """Write `obj` as JSON to a temporary file renamed to `path` when complete."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UserError(f"-json {path}: folder {folder} does not exist")
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1, default=lambda x: float(x) if isinstance(x, np.floating) else str(x))
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """Write `obj` as JSON to `path`, atomically."""
+    text = json.dumps(obj, indent=1, default=lambda x: float(x) if isinstance(x, np.floating) else str(x))
+    write_text_atomic(path, text + "\n", f"-json {path}")
 
 
 def cli():

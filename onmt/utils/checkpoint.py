@@ -58,8 +58,9 @@ def checkpoint_path(save_model, step):
 
 
 def prune_checkpoints(saved, keep):
-    """Delete the oldest of `saved` (paths, oldest first) beyond `keep` (-1: keep all); returns the rest."""
-    if keep is None or keep < 0:
+    """Delete the oldest of `saved` (paths, oldest first) beyond `keep`; returns the rest. As in
+    OpenNMT-py, `keep` <= 0 (or None) keeps every checkpoint: 0 never deletes the one just written."""
+    if keep is None or keep <= 0:
         return saved
     while len(saved) > keep:
         old = saved.pop(0)
