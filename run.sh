@@ -4,13 +4,17 @@
 #   data        folder with {train,valid,test}.{src,tgt}.txt      (default: data/cnndm)
 #   root        folder for preprocessed data, models, predictions (default: runs/cnndm)
 #   gpu         GPU id, -1 for CPU                               (default: -1)
-#   cnndm_path  raw CNN/DM folder read by `prepare`               (default: ../shared/data/cnndm)
+#   cnndm_path  CNN/DM as published, read by `prepare`            (default: ../shared/data/cnndm)
+#   gigaword_path  Gigaword as published, read by `prepare_gigaword` (default: ../shared/data/gigaword)
 #   train_config  YAML options for `train`                        (default: config/cnndm_reinforced.yaml)
 #   rl_config   YAML options for `rl`                             (default: config/cnndm_rl.yaml)
 #   rl_steps    steps of the mixed objective after the ML checkpoint (default: 20000)
 #   model       checkpoint for `translate` (default: newest $root/models/rl_step_N.pt, else model_step_N.pt)
 #   preprocess_config  YAML options for `preprocess`              (default: config/cnndm_preprocess.yaml)
 #   beam_size / max_length / block_ngram_repeat  `translate` search (default: 5 / the checkpoint's own rules)
+#   pred        predictions `translate` writes and `evaluate` scores (default: $root/pred.txt)
+#   pred2       a second predictions file `evaluate` compares with $pred (paired bootstrap)
+#   translate_args  more translate.py options, e.g. "-attn_plot DIR -replace_unk"
 #   TORCH_SPEC / TORCH_INDEX_URL  how `setup` installs PyTorch     (default: torch==2.13.0, CPU wheel)
 set -uo pipefail
 
@@ -19,6 +23,7 @@ data=${data:-$here/data/cnndm}
 root=${root:-$here/runs/cnndm}
 gpu=${gpu:--1}
 cnndm_path=${cnndm_path:-$here/../shared/data/cnndm}
+gigaword_path=${gigaword_path:-$here/../shared/data/gigaword}
 train_config=${train_config:-$here/config/cnndm_reinforced.yaml}
 rl_config=${rl_config:-$here/config/cnndm_rl.yaml}
 rl_steps=${rl_steps:-20000}
@@ -31,7 +36,9 @@ usage() {
 usage: ./run.sh ACTION [ACTION ...]
 actions:
   setup       create .venv and install the project (idempotent)
-  prepare     raw CNN/DM (\$cnndm_path) -> cleaned text in \$data
+  prepare     CNN/DM as published (\$cnndm_path: OpenNMT, See et al. .bin, Hugging Face export
+              or seed layout) -> \$data/{train,valid,test}.{src,tgt}.txt
+  prepare_gigaword  Gigaword (\$gigaword_path: Rush et al.'s release or seed layout) -> \$data
   preprocess  text in \$data -> vocabulary + shards in \$root/prep
   train       shards -> checkpoints in \$root/models   (options: \$train_config)
   rl          newest ML checkpoint -> mixed ML + self-critical RL, \$root/models/rl_step_N.pt
@@ -40,7 +47,8 @@ actions:
   evaluate    \$root/pred.txt vs \$data/test.tgt.txt -> ROUGE
   demo        everything above on generated data, CPU, a few minutes
   test        the test suite
-variables: data root gpu cnndm_path train_config rl_config rl_steps model preprocess_config
+variables: data root gpu cnndm_path gigaword_path train_config rl_config rl_steps model preprocess_config
+           beam_size max_length block_ngram_repeat pred pred2 translate_args
            (see the top of run.sh)
 USAGE
 }
@@ -57,7 +65,7 @@ setup() {
   local idx=()
   [ -n "${TORCH_INDEX_URL:-}" ] && idx=(--index-url "$TORCH_INDEX_URL")
   "$PY" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}" "${idx[@]}" || die "setup: installing PyTorch failed"
-  "$PY" -m pip install -q -e "$here[test,bench]" || die "setup: installing the project failed"
+  "$PY" -m pip install -q -e "$here[test,bench,plot,tensorboard,parquet]" || die "setup: installing the project failed"
   rouge_perl
   echo "$want" > "$stamp"
 }
@@ -77,22 +85,11 @@ rouge_perl() {
 }
 
 prepare() {
-  [ -d "$cnndm_path" ] || die "prepare: no CNN/DM folder at $cnndm_path (set cnndm_path)"
-  mkdir -p "$data"
-  local split side f found=0
-  for split in train valid test; do
-    for side in src tgt; do
-      f="$cnndm_path/$split.$side.txt"
-      [ -f "$f.gz" ] && f="$f.gz"
-      [ -f "$f" ] || continue
-      found=1
-      if [[ "$f" == *.gz ]]; then gzip -dc "$f"; else cat "$f"; fi \
-        | "$PY" "$here/tools/remove_eos.py" > "$data/$split.$side.txt.tmp" || die "prepare: failed on $f"
-      mv "$data/$split.$side.txt.tmp" "$data/$split.$side.txt"
-      echo "prepared $data/$split.$side.txt"
-    done
-  done
-  [ "$found" = 1 ] || die "prepare: no {train,valid,test}.{src,tgt}.txt[.gz] in $cnndm_path"
+  "$PY" "$here/tools/prepare_cnndm.py" -input "$cnndm_path" -output "$data" || die "prepare failed"
+}
+
+prepare_gigaword() {
+  "$PY" "$here/tools/prepare_gigaword.py" -input "$gigaword_path" -output "$data" || die "prepare_gigaword failed"
 }
 
 preprocess() {
@@ -127,9 +124,10 @@ translate() {
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
   local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
-  "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "$root/pred.txt" -gpu "$gpu" \
+  # shellcheck disable=SC2086
+  "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "${pred:-$root/pred.txt}" -gpu "$gpu" \
     -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
-    ${max_length:+-max_length "$max_length"} || die "translate failed"
+    ${max_length:+-max_length "$max_length"} ${translate_args:-} || die "translate failed"
 }
 
 evaluate() {
@@ -137,18 +135,32 @@ evaluate() {
   local official=()
   "$PY" -c "import sys; from onmt.evaluation.official import available; sys.exit(not available())" 2>/dev/null \
     && official=(-official)
-  "$PY" -m onmt.bin.evaluate -pred "$root/pred.txt" -ref "$ref" -json "$root/rouge.json" "${official[@]}" \
-    || die "evaluate failed"
+  local second=()
+  [ -n "${pred2:-}" ] && second=(-pred "$pred2")
+  "$PY" -m onmt.bin.evaluate -pred "${pred:-$root/pred.txt}" "${second[@]}" -ref "$ref" -json "$root/rouge.json" \
+    "${official[@]}" || die "evaluate failed"
 }
 
 demo() {
   data="$here/runs/demo/data" root="$here/runs/demo"
   "$PY" "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
+  rm -rf "$root/models" "$root/plots"
   preprocess_config="$here/config/demo_preprocess.yaml" preprocess
   train_config="$here/config/demo_train.yaml" train
+  local ml; ml=$(latest_checkpoint model)
   rl_config="$here/config/demo_rl.yaml" rl_steps=150 rl
-  beam_size=5 max_length=30 translate
-  evaluate
+  model="$ml" pred="$root/pred_ml.txt" beam_size=5 max_length=30 translate
+  translate_args="-attn_plot $root/plots -attn_plot_n 5" beam_size=5 max_length=30 translate
+  pred2="$root/pred_ml.txt" evaluate
+  "$PY" - "$root/rouge.json" "$ml" "$(latest_checkpoint rl)" "$root" <<'SUMMARY' || die "demo: summary failed"
+import json, sys
+scores, ml, rl, root = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4]
+row = lambda s: " ".join(f"{s[m]['f']:6.2f}" for m in ("rouge1", "rouge2", "rougeL"))
+print(f"\ndemo: ROUGE F1 on the test set     R-1    R-2    R-L")
+print(f"  ML      ({ml.rsplit('/', 1)[-1]:>19}) {row(scores['pred2'])}")
+print(f"  ML + RL ({rl.rsplit('/', 1)[-1]:>19}) {row(scores)}")
+print(f"predictions: {root}/pred_ml.txt (ML), {root}/pred.txt (ML + RL); attention plots: {root}/plots/")
+SUMMARY
 }
 
 run_tests() {
@@ -160,7 +172,7 @@ run_tests() {
 for action in "$@"; do
   case "$action" in
     setup) setup ;;
-    prepare|preprocess|train|rl|translate|evaluate) setup; "$action" ;;
+    prepare|prepare_gigaword|preprocess|train|rl|translate|evaluate) setup; "$action" ;;
     demo) setup; demo ;;
     test) setup; run_tests ;;
     -h|--help|help) usage ;;

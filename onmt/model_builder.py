@@ -3,7 +3,7 @@
     MODEL_REGISTRY[name] = ModelEntry(name, model_cls, loss_cls, trainer_cls, needs_dynamic_dict)
         model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/models/interface.py
         loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
-        trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, checkpoint_meta)
+        trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None)
 
 `model_type(opt)` picks the name and `model_entry(opt)` the entry; nothing else in the toolkit
 branches on the model type.

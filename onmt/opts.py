@@ -67,6 +67,40 @@ def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
                 raise OptionError(f"-{name} {what}, got {value}")
 
 
+# --------------------------------------------------------------------------- prepare
+CNNDM_FORMATS = ("auto", "opennmt", "bin", "hf", "seed")
+GIGAWORD_FORMATS = ("auto", "rush", "seed")
+
+
+def prepare_opts(parser, formats=CNNDM_FORMATS):
+    """tools/prepare_cnndm.py and tools/prepare_gigaword.py (their `formats` differ; see onmt/prepare/)."""
+    g = parser.add_argument_group("Prepare")
+    g.add("-input", "--input", required=True, help="folder holding the corpus as published")
+    g.add("-output", "--output", required=True,
+          help="folder to write {train,valid,test}.{src,tgt}.txt into (made if missing)")
+    g.add("-format", "--format", default="auto", choices=formats,
+          help="the form of -input (auto: detected from the file names, and logged)")
+    g.add("-lower", "--lower", dest="lower", action="store_true", default=True, help="lowercase the text")
+    g.add("-no_lower", "--no_lower", dest="lower", action="store_false",
+          help="keep the case (default: lowercase, lower=%(default)s)")
+    g.add("-tokenize", "--tokenize", default="auto", choices=("auto", "ptb", "none"),
+          help="auto: PTB-style tokenization of raw text (the Hugging Face export), pre-tokenized forms kept "
+               "as they are; ptb: tokenize every form; none: split on whitespace only")
+    g.add("-splits", "--splits", nargs="+", default=["train", "valid", "test"], choices=("train", "valid", "test"),
+          help="splits to write; those the corpus holds are written, the others logged")
+    g.add("-report_every", "--report_every", type=int, default=100000, help="log progress every N examples")
+    g.add("-log_file", "--log_file", default="", help="also log to this file")
+
+
+def validate_prepare_opts(opt):
+    import os
+    if opt.report_every <= 0:
+        raise OptionError(f"-report_every must be positive, got {opt.report_every}")
+    if os.path.realpath(opt.input) == os.path.realpath(opt.output):
+        raise OptionError("-input and -output must be different folders")
+    opt.splits = list(dict.fromkeys(opt.splits))
+
+
 # --------------------------------------------------------------------------- preprocess
 def preprocess_opts(parser):
     g = parser.add_argument_group("Data")
@@ -77,7 +111,9 @@ def preprocess_opts(parser):
     g.add("-save_data", "--save_data", required=True, help="output prefix for vocabulary and shards")
     g.add("-shard_size", "--shard_size", type=int, default=1000000, help="examples per shard")
     g.add("-seed", "--seed", type=int, default=3435, help="random seed")
-    g.add("-report_every", "--report_every", type=int, default=100000, help="report progress every N lines")
+    g.add("-report_every", "--report_every", type=int, default=100000,
+          help="progress is a bar on a terminal, else a log line about every 10%% of a pass; for an input "
+               "without a size (a pipe), a log line every N lines")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g.add("-num_threads", "--num_threads", type=int, default=1, help="worker processes for counting and numericalizing")
     g = parser.add_argument_group("Vocabulary")
@@ -255,6 +291,14 @@ def train_opts(parser):
           help="with -train_from: none = the checkpoint's optimizer options (those given here win) and state; "
                "all = options from here, fresh state; states = the checkpoint's options (those given here "
                "win), fresh state; keep_states = options from here, the checkpoint's state")
+    g = parser.add_argument_group("Inspection")
+    g.add("-sample_every", "--sample_every", type=int, default=0,
+          help="every N steps, log one validation example's source, reference and greedy prediction "
+               "(copied words marked) with its mean p(copy) (0: off)")
+    g.add("-tensorboard", "--tensorboard", action="store_true",
+          help="write TensorBoard scalars (needs the tensorboard package: pip install .[tensorboard])")
+    g.add("-tensorboard_log_dir", "--tensorboard_log_dir", default="runs/onmt",
+          help="folder of the TensorBoard event files")
     g = parser.add_argument_group("Reinforcement learning (self-critical policy gradient)")
     g.add("-rl_gamma", "--rl_gamma", type=float, default=None,
           help="train gamma * L_rl + (1 - gamma) * L_ml (absent: ML only; the paper: 0.9984; 1: RL only)")
@@ -279,6 +323,8 @@ def validate_train_opts(opt):
         raise OptionError(f"-rl_gamma must be in [0, 1], got {opt.rl_gamma}")
     if opt.max_gen_length < 0:
         raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
+    if opt.sample_every < 0:
+        raise OptionError(f"-sample_every must be >= 0, got {opt.sample_every}")
     if opt.reset_optim != "none" and not opt.train_from:
         raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
     _check_gpu(opt.gpu)
@@ -315,6 +361,14 @@ def translate_opts(parser):
     g.add("-ignore_when_blocking", "--ignore_when_blocking", nargs="+", default=[], help="tokens ignored by n-gram blocking")
     g.add("-replace_unk", "--replace_unk", action="store_true",
           help="replace <unk> with the source word of highest attention")
+    g = parser.add_argument_group("Inspection")
+    g.add("-attn_plot", "--attn_plot", default="",
+          help="write a PNG per example into this folder: encoder attention, intra-decoder attention and "
+               "p(copy) per output step (needs matplotlib: pip install .[plot])")
+    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
+    g.add("-attn_debug", "--attn_debug", default="",
+          help="dump the raw attention arrays and p(copy) of every example to this file "
+               "(re-plot with tools/plot_attention.py)")
     g = parser.add_argument_group("Input as in training (defaults: the checkpoint's preprocessing)")
     g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
           help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
@@ -341,6 +395,8 @@ def validate_translate_opts(opt):
             raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
     if opt.report_rouge and not opt.tgt:
         raise OptionError("-report_rouge needs -tgt (the reference summaries)")
+    if opt.attn_plot_n < 0:
+        raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
     _check_gpu(opt.gpu)
 
 
@@ -410,4 +466,40 @@ def evaluate_parser():
     p = _parser("Predictions + references -> ROUGE")
     config_opts(p)
     evaluate_opts(p)
+    return p
+
+
+def prepare_cnndm_parser():
+    p = _parser("CNN/DailyMail as published -> {train,valid,test}.{src,tgt}.txt")
+    config_opts(p)
+    prepare_opts(p, CNNDM_FORMATS)
+    return p
+
+
+def prepare_gigaword_parser():
+    p = _parser("Gigaword as published -> {train,valid,test}.{src,tgt}.txt")
+    config_opts(p)
+    prepare_opts(p, GIGAWORD_FORMATS)
+    return p
+
+
+# --------------------------------------------------------------------------- plot_attention
+def plot_attention_opts(parser):
+    g = parser.add_argument_group("Re-plot an -attn_debug dump (tools/plot_attention.py)")
+    g.add("-attn_debug", "--attn_debug", required=True, help="a dump written by translate.py -attn_debug")
+    g.add("-attn_plot", "--attn_plot", required=True,
+          help="write a PNG per example into this folder (needs matplotlib: pip install .[plot])")
+    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
+    g.add("-log_file", "--log_file", default="", help="also log to this file")
+
+
+def validate_plot_attention_opts(opt):
+    if opt.attn_plot_n < 0:
+        raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
+
+
+def plot_attention_parser():
+    p = _parser("-attn_debug dump -> one PNG per example")
+    config_opts(p)
+    plot_attention_opts(p)
     return p

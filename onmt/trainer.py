@@ -22,7 +22,8 @@ class TrainingError(UserError):
 class Trainer:
     def __init__(self, model, loss_fn, optimizer, *, save_model, train_steps=100000, epochs=0,
                  valid_steps=10000, save_checkpoint_steps=5000, keep_checkpoint=-1, report_every=50,
-                 max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0):
+                 max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0, tensorboard=None,
+                 sample_every=0, sample_max_length=100):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.save_model = save_model
         self.train_steps, self.epochs = train_steps, epochs
@@ -34,15 +35,20 @@ class Trainer:
         self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
         self.checkpoint_meta = checkpoint_meta or {}
         self.rank = rank
+        self.tensorboard = tensorboard  # utils/tensorboard.py TensorBoard (-tensorboard) or None
         self.saved = []
+        self.sample_every = sample_every  # log a validation example's greedy prediction every N steps
+        self.sample_max_length = sample_max_length  # the sample's greedy search stops there
+        self._sample_batch = None
 
     @classmethod
-    def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta):
+    def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None):
         return cls(model, loss_fn, optimizer, save_model=opt.save_model, train_steps=opt.train_steps,
                    epochs=opt.epochs, valid_steps=opt.valid_steps,
                    save_checkpoint_steps=opt.save_checkpoint_steps, keep_checkpoint=opt.keep_checkpoint,
                    report_every=opt.report_every, max_grad_norm=opt.max_grad_norm, device=device,
-                   amp=opt.amp, checkpoint_meta=checkpoint_meta)
+                   amp=opt.amp, checkpoint_meta=checkpoint_meta, tensorboard=tensorboard,
+                   sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100)
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
@@ -66,6 +72,8 @@ class Trainer:
                     window, t0 = Statistics(), time.time()
                 if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps == 0:
                     self.validate(valid_data, step)
+                if self.sample_every > 0 and step % self.sample_every == 0:
+                    self.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
                 if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0:
@@ -122,7 +130,27 @@ class Trainer:
             rouge = stats.valid_rouge_report()
             if rouge:
                 logger.info(rouge + at)
+            if self.tensorboard is not None and step is not None:
+                self.tensorboard.add_scalars("valid", step, stats.scalars())
         return stats
+
+    def log_sample(self, valid_data, step):
+        """-sample_every: log the first validation example (the first row of the first validation
+        batch, always the same one) with its greedy prediction (onmt/inspection/sample.py)."""
+        if self.rank != 0:
+            return
+        from onmt.inputters.vocab import Vocabs
+        from onmt.inspection.sample import describe_example, select_example
+        if self._sample_batch is None:
+            first = next(iter(valid_data.iter_epoch(0)), None) if valid_data is not None else None
+            if first is None:
+                logger.info("-sample_every: no validation example to sample; no samples")
+                self.sample_every = 0
+                return
+            self._sample_batch = (select_example(first, 0), Vocabs.from_dict(self.checkpoint_meta["vocab"]))
+        batch, vocabs = self._sample_batch
+        logger.info(describe_example(self.model, batch.to(self.device), vocabs, step=step,
+                                     max_length=self.sample_max_length))
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         if self.rank != 0:
@@ -130,10 +158,15 @@ class Trainer:
         lr = self.optimizer.param_groups[0]["lr"]
         tok_s = stats.n_words / max(window_s, 1e-9)
         rl = stats.rl_report()
+        p_copy = stats.mean_p_copy()
         logger.info(f"Step {step}/{total}; epoch {epoch}; acc: {stats.accuracy():6.2f}; "
                     f"ppl: {stats.ppl():8.2f}; xent: {stats.xent():5.2f}; lr: {lr:.2e}; "
                     f"{tok_s:.0f} tgt tok/s; {elapsed_s:.0f} sec"
+                    + (f"; p(copy) {p_copy:.2f}" if p_copy is not None else "")
                     + (f"; {rl}" if rl else ""))
+        if self.tensorboard is not None:
+            scalars = {**stats.scalars(), "lr": lr, "tgt_per_sec": tok_s}
+            self.tensorboard.add_scalars("progress", step, scalars)
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, step, data_pos):

@@ -39,6 +39,7 @@ TRAIN_NUMBERS = [
     (["-max_grad_norm", "-1"], "-max_grad_norm must be >= 0"),
     (["-adam_beta2", "1.0"], "-adam_beta2 must be in [0, 1)"),
     (["-param_init", "nan"], "-param_init must be >= 0, got nan"),
+    (["-sample_every", "-1"], "-sample_every must be >= 0"),
 ]
 
 
@@ -139,3 +140,96 @@ def test_atomic_text_write_on_a_full_disk_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="-json out.json: cannot write .*No space left on device"):
         write_text_atomic(str(target), "new\n", "-json out.json")
     assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+# --------------------------------------------------------------------------- data
+def test_training_on_a_split_without_examples_stops_at_once(capsys, tmp_path):
+    """Such data (written by an earlier preprocess.py, which kept no example with exit 0) used to make
+    training spin forever looking for a batch."""
+    import json
+
+    from e2e_helpers import random_pair_data
+    prefix = random_pair_data(str(tmp_path), seed=1, n_examples=8, max_len=6, target=lambda w: w)
+    meta_path = f"{prefix}.meta.json"
+    meta = json.load(open(meta_path))
+    meta["shard_sizes"]["train"] = [0]
+    meta["summary"]["train"].update(kept=0, drops={"src_too_long": 8})
+    json.dump(meta, open(meta_path, "w"))
+    err = one_line_error(capsys, train_bin.main, ["-data", prefix, "-save_model", str(tmp_path / "m"),
+                                                  "-rnn_size", "8", "-word_vec_size", "8", "-train_steps", "5"])
+    assert "the training split has no example" in err and "src_too_long 8" in err
+    assert not list(tmp_path.glob("m*"))
+
+
+def _corpus(folder, n=12):
+    import os
+    os.makedirs(folder, exist_ok=True)
+    src = [" ".join(f"w{(i + j) % 9}" for j in range(3 + i % 4)) for i in range(n)]
+    tgt = [" ".join(s.split()[:2]) for s in src]
+    paths = []
+    for name, lines in (("train.src.txt", src), ("train.tgt.txt", tgt)):
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        paths.append(os.path.join(folder, name))
+    return paths
+
+
+def _preprocess_argv(src, tgt, save, *extra):
+    return ["-train_src", src, "-train_tgt", tgt, "-save_data", save, "-share_vocab", "-dynamic_dict",
+            "-src_vocab_size", "20", "-tgt_vocab_size", "10", *extra]
+
+
+def test_preprocess_keeping_no_example_fails_and_names_the_option(capsys, tmp_path):
+    from onmt.bin import preprocess as preprocess_bin
+    src, tgt = _corpus(tmp_path / "c")
+    err = one_line_error(capsys, preprocess_bin.main, _preprocess_argv(src, tgt, str(tmp_path / "p" / "data"),
+                                                                       "-src_seq_length", "2"))
+    assert "no training example kept" in err and "-src_seq_length 2" in err and "-src_seq_length_trunc" in err
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == []       # nothing written, no staging folder
+
+
+@pytest.mark.parametrize("fault", ["missing_src", "bad_line", "no_example"])
+def test_preprocess_rerun_that_fails_leaves_the_previous_dataset_intact(capsys, tmp_path, fault):
+    """Re-running preprocess over a good dataset used to delete it before checking the new inputs."""
+    from onmt.bin import preprocess as preprocess_bin
+    src, tgt = _corpus(tmp_path / "c")
+    save = str(tmp_path / "p" / "data")
+    run_main(preprocess_bin.main, _preprocess_argv(src, tgt, save))
+    before = {p.name: p.read_bytes() for p in (tmp_path / "p").iterdir()}
+    capsys.readouterr()
+    if fault == "missing_src":
+        argv = _preprocess_argv(str(tmp_path / "c" / "typo.txt"), tgt, save)
+    elif fault == "bad_line":
+        bad = tmp_path / "c" / "bad.src.txt"
+        bad.write_bytes(open(src, "rb").read().replace(b"w1", b"\xff\xfe", 1))
+        argv = _preprocess_argv(str(bad), tgt, save)
+    else:
+        argv = _preprocess_argv(src, tgt, save, "-tgt_seq_length", "1")
+    one_line_error(capsys, preprocess_bin.main, argv)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "p").iterdir()} == before
+
+
+def test_shard_of_another_preprocessing_run_is_refused(capsys, tmp_path):
+    import shutil
+
+    from onmt.inputters.dataset import ShardedDataset
+    from onmt.bin import preprocess as preprocess_bin
+    from onmt.utils.cli import UserError
+    src, tgt = _corpus(tmp_path / "c")
+    a, b = str(tmp_path / "a" / "data"), str(tmp_path / "b" / "data")
+    run_main(preprocess_bin.main, _preprocess_argv(src, tgt, a))
+    run_main(preprocess_bin.main, _preprocess_argv(src, tgt, b, "-seed", "7"))
+    shutil.copy(f"{b}.train.0.pt", f"{a}.train.0.pt")              # same shape, another run
+    data = ShardedDataset.from_data(a, "train", 4)
+    with pytest.raises(UserError, match="written by another preprocessing run"):
+        next(iter(data.iter_epoch(0)))
+
+
+def test_preprocess_run_after_a_killed_one_removes_its_staging_folder(tmp_path):
+    from onmt.bin import preprocess as preprocess_bin
+    src, tgt = _corpus(tmp_path / "c")
+    dead = tmp_path / "p" / ".data.staging999999999"              # no such process
+    dead.mkdir(parents=True)
+    (dead / "data.train.0.pt").write_bytes(b"partial")
+    run_main(preprocess_bin.main, _preprocess_argv(src, tgt, str(tmp_path / "p" / "data")))
+    assert not dead.exists() and (tmp_path / "p" / "data.meta.json").exists()

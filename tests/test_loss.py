@@ -84,3 +84,40 @@ def test_statistics():
     assert a.accuracy() == 50.0
     assert math.isfinite(Statistics(loss=1e6, n_words=1).ppl())
     assert Statistics().ppl() == 1.0
+
+
+def test_p_copy_is_summed_over_real_target_tokens_only():
+    opt = make_opt(copy_attn=True)
+    vocabs = make_vocabs()
+    model = build(opt, vocabs)
+    batch = make_batch(vocabs, B=3, S=5, T=6, seed=5)
+    p_copy = torch.rand(batch.tgt.size(0), batch.tgt.size(1) - 1, generator=torch.Generator().manual_seed(0))
+
+    class WithPCopy(torch.nn.Module):  # the model, its attns carrying a known p(copy)
+        tgt_vocab_size, copy = model.tgt_vocab_size, model.copy
+
+        def gold_log_likelihood(self, b):
+            ll, pred, attns = model.gold_log_likelihood(b)
+            return ll, pred, dict(attns, p_copy=p_copy)
+
+    _, stats = MLLoss.from_opt(opt)(WithPCopy(), batch)
+    want = sum(float(p_copy[b, t]) for b in range(3) for t in range(p_copy.size(1))
+               if int(batch.tgt[b, t + 1]) != PAD)
+    assert math.isclose(stats.extra["p_copy"], want, rel_tol=1e-6)
+    assert math.isclose(stats.mean_p_copy(), want / stats.n_words, rel_tol=1e-6)
+    assert stats.scalars()["p_copy"] == stats.mean_p_copy()
+    assert Statistics(loss=1.0, n_words=2).mean_p_copy() is None
+
+
+def test_statistics_scalars_hold_what_the_window_has():
+    ml = Statistics(loss=4.0, n_words=2, n_correct=1)
+    assert ml.scalars() == {"xent": 2.0, "ppl": math.exp(2.0), "accuracy": 50.0}
+    rl_only = Statistics(n_words=5, extra={"rl_examples": 2, "reward_sample": 0.6, "reward_greedy": 0.8,
+                                           "rl_loss": -1.0, "sampled_tokens": 8, "copied_tokens": 2})
+    assert rl_only.scalars() == {"reward_sample": 0.3, "reward_greedy": 0.4, "rl_loss": -0.5, "copies": 25.0}
+    valid = Statistics(loss=1.0, n_words=4, n_correct=4, coverage_loss=2.0,
+                       extra={"p_copy": 1.0, "sampled_inputs": 1, "valid_rouge_examples": 2,
+                              "valid_rougeL": 0.5, "valid_greedy_tokens": 7})
+    s = valid.scalars()
+    assert s["coverage"] == 0.5 and s["p_copy"] == 0.25 and s["sampled_inputs"] == 25.0
+    assert s["rougeL"] == 25.0 and s["greedy_length"] == 3.5 and s["accuracy"] == 100.0

@@ -82,11 +82,12 @@ def test_truncation_then_filter_lower_and_unshared(tmp_path):
 def test_threads_give_identical_output(tmp_path):
     a, meta_a = run(tmp_path / "a", "-share_vocab", "-dynamic_dict", "-num_threads", "1")
     b, meta_b = run(tmp_path / "b", "-share_vocab", "-dynamic_dict", "-num_threads", "2")
+    assert meta_a.pop("run_id") != meta_b.pop("run_id")      # each run has its own id, nothing else differs
     assert meta_a == meta_b and load_vocabs(a)[0] == load_vocabs(b)[0]
     for pa, pb in zip(shard_paths(a, meta_a, "train"), shard_paths(b, meta_b, "train")):
         da, db = torch.load(pa, weights_only=True), torch.load(pb, weights_only=True)
         assert da.keys() == db.keys()
-        assert all(torch.equal(da[k], db[k]) for k in da)
+        assert all(torch.equal(da[k], db[k]) for k in da if k != "run_id")
 
 
 def test_save_data_folder_created_or_unwritable(tmp_path):
@@ -117,16 +118,14 @@ def test_interrupted_run_leaves_no_partial_shard(tmp_path, monkeypatch):
         return real_save(obj, path, *a, **k)
 
     run(tmp_path, "-shard_size", "2", "-dynamic_dict", "-share_vocab")      # a complete earlier run
+    out = tmp_path / "out"
+    before = {n: (out / n).read_bytes() for n in os.listdir(out)}
     monkeypatch.setattr(shards_mod.torch, "save", failing_save)
     with pytest.raises(KeyboardInterrupt):
         run(tmp_path, "-shard_size", "1", "-dynamic_dict", "-share_vocab")
-    out = tmp_path / "out"
-    names = sorted(os.listdir(out))
-    assert "data.meta.json" not in names                     # stale meta removed, new one never written
-    assert not [n for n in names if "tmp" in n]
-    shards = [n for n in names if n.endswith(".pt")]
-    assert shards == ["data.train.0.pt"]                     # only the complete first shard
-    torch.load(out / shards[0], weights_only=True)
+    # the new run wrote aside and never swapped in: the earlier dataset is intact, nothing is left over
+    assert {n: (out / n).read_bytes() for n in os.listdir(out)} == before
+    assert "data.meta.json" in before and len([n for n in before if n.endswith(".pt")]) > 1
 
 
 def cli(*args):
@@ -174,3 +173,47 @@ def test_real_gigaword_with_literal_unk(tmp_path):
     assert int(d["src"].max()) < 5000 and int(d["tgt"].max()) < 3000
     oovs = oov_lists(d["oov_bytes"], d["oov_byte_offsets"], range(len(d["indices"])))
     assert not any(w in ("<unk>", "<s>", "</s>", "<blank>") for o in oovs for w in o)
+
+
+def _run_on_terminal(args, timeout=60):
+    """Run preprocess.py with stderr on a pseudo-terminal (100 columns); returns (rc, terminal text)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "preprocess.py"), *args], cwd=ROOT,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:              # the child closed the terminal (Linux: EIO)
+                    break
+                if not data:
+                    break
+                out += data
+            elif p.poll() is not None:
+                break
+    finally:
+        os.close(master)
+    return p.wait(timeout=timeout), out.decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_log_lines_through_a_pipe(tmp_path):
+    s, t = corpus(tmp_path)
+    args = ["-train_src", s, "-train_tgt", t, "-valid_src", s, "-valid_tgt", t]
+    rc, term = _run_on_terminal(args + ["-save_data", str(tmp_path / "a" / "d")])
+    assert rc == 0, term
+    for desc in ("pass 1: counting words", "pass 2: numericalizing train", "numericalizing valid"):
+        assert f"{desc}: 100%|" in term, term
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "preprocess.py"), *args,
+                        "-save_data", str(tmp_path / "b" / "d")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0 and r.stderr == "" and "%|" not in r.stdout
+    assert "pass 2: numericalizing train: 8/8 line (100%)" in r.stdout

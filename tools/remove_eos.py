@@ -2,14 +2,12 @@
 """stdin -> stdout: every `</s>` becomes `.`, whitespace is normalized to single spaces.
 
 Line alignment is kept: one output line per input line, an empty line stays empty.
-Used by `./run.sh prepare` on CNN/DM targets whose sentences are separated by `</s>`.
+The same cleaning as tools/prepare_cnndm.py applies to the seed layout (onmt/prepare/text.py).
 """
 import io
 import sys
 
-
-def clean(line):
-    return " ".join(line.replace("</s>", " . ").split())
+from onmt.prepare.text import remove_eos as clean
 
 
 def main():

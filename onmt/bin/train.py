@@ -59,13 +59,29 @@ def build_optimizer(opt, model, ckpt):
     return optimizer
 
 
+def check_training_examples(data, meta):
+    """UserError unless the preprocessed training split holds an example (an empty one would loop
+    forever looking for a batch), naming what preprocessing dropped."""
+    sizes = meta.get("shard_sizes", {}).get("train")
+    if sizes is None or sum(sizes) > 0:
+        return
+    summary = meta.get("summary", {}).get("train", {})
+    drops = ", ".join(f"{k} {v}" for k, v in summary.get("drops", {}).items() if v)
+    raise UserError(f"-data {data}: the training split has no example (preprocessing read "
+                    f"{summary.get('read', '?')} lines and dropped {drops or 'all'}; see -src_seq_length / "
+                    "-tgt_seq_length, or -src_seq_length_trunc to cut instead of drop)")
+
+
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
+    from onmt.utils.tensorboard import TensorBoard
+    board = TensorBoard.from_opt(opt)  # None without -tensorboard; checked here, before any work
 
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
     from onmt.model_builder import build_loss, build_model, model_entry
     vocabs, meta = load_vocabs(opt.data)
+    check_training_examples(opt.data, meta)
 
     ckpt = None
     if opt.train_from:
@@ -110,8 +126,12 @@ def main(argv=None):
                     f"most {opt.max_gen_length} tokens) + {1 - opt.rl_gamma:g} * ML")
     meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(), "preprocess": input_options(meta),
                  "param_names": [n for n, _ in model.named_parameters()]}
-    trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt)
-    trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
+    trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board)
+    try:
+        trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
+    finally:
+        if board is not None:
+            board.close()
 
 
 def cli():

@@ -1,16 +1,18 @@
 """Translate with a checkpoint: `translate.py -model M.pt -src test.src -output pred.txt [...]`.
 
 Writes one line per input line (n_best consecutive lines per input line when -n_best > 1), to a
-temporary file renamed to -output when complete.
+temporary file renamed to -output when complete. With -attn_debug FILE, the inspection record of
+every line (onmt/inspection/records.py) goes into FILE; with -attn_plot DIR, the first -attn_plot_n
+lines are plotted into DIR (onmt/inspection/plots.py). Output paths are checked before any work.
+The Python API (onmt/api.py) shares this path: onmt/translate/session.py.
 """
-import argparse
 import os
 import random
 
 import torch
 
 from onmt import opts
-from onmt.inputters.vocab import Vocabs
+from onmt.translate.session import load_session, model_from_checkpoint, translate_lines  # noqa: F401 (re-exported)
 from onmt.utils.cli import UserError, run_main, start
 from onmt.utils.logging import logger
 
@@ -30,19 +32,8 @@ def write_lines_atomic(path, lines):
 
 def load_model(path, device):
     """(model in eval mode on `device`, Vocabs) from a checkpoint."""
-    from onmt.utils.checkpoint import load_checkpoint
-    model, vocabs, _ = model_from_checkpoint(load_checkpoint(path, device="cpu"), device)
-    return model, vocabs
-
-
-def model_from_checkpoint(ckpt, device):
-    """(model in eval mode on `device`, Vocabs, the model's options) from a loaded checkpoint."""
-    from onmt.model_builder import build_model
-    vocabs = Vocabs.from_dict(ckpt["vocab"])
-    model_opt = argparse.Namespace(**ckpt["opt"])
-    model = build_model(model_opt, vocabs, ckpt["model"]).to(device)
-    model.eval()
-    return model, vocabs, model_opt
+    session = load_session(path, device)
+    return session.model, session.vocabs
 
 
 def report_rouge(pred_lines, ref_lines):
@@ -55,33 +46,88 @@ def report_rouge(pred_lines, ref_lines):
     return res
 
 
+def check_outputs(opt):
+    """Every output path writable, -attn_plot's matplotlib there: one line before any work."""
+    from onmt.utils.files import check_output
+    check_output(opt.output, f"-output {opt.output}")
+    if opt.attn_debug:
+        check_output(opt.attn_debug, f"-attn_debug {opt.attn_debug}")
+    if opt.attn_plot:
+        if os.path.exists(opt.attn_plot) and not os.path.isdir(opt.attn_plot):
+            raise UserError(f"-attn_plot {opt.attn_plot}: not a folder")
+        if not os.path.isdir(opt.attn_plot):
+            check_output(opt.attn_plot, f"-attn_plot {opt.attn_plot}")   # its parent folder
+        from onmt.inspection.plots import require_matplotlib
+        require_matplotlib("-attn_plot")
+
+
 def main(argv=None):
-    from onmt.translate.input_rules import prepare_lines, resolve
-    from onmt.utils.checkpoint import load_checkpoint
     opt, device = start(opts.translate_parser(), opts.validate_translate_opts, argv)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
+    check_outputs(opt)
 
     src_lines = read_lines(opt.src)
     tgt_lines = read_lines(opt.tgt) if opt.tgt else None
     if tgt_lines is not None and len(tgt_lines) != len(src_lines):
         raise UserError(f"-src has {len(src_lines)} lines but -tgt has {len(tgt_lines)}")
-    ckpt = load_checkpoint(opt.model, device="cpu")
-    model, vocabs, model_opt = model_from_checkpoint(ckpt, device)
-    rules, notes = resolve(opt, model_opt, ckpt.get("preprocess"))
-    for note in notes:
-        logger.info(note)
-    opt.max_length, opt.block_ngram_repeat = rules.max_length, rules.block_ngram_repeat
-
-    from onmt.translate.translator import Translator
-    translator = Translator.from_opt(opt, model, vocabs)
-    results = translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc),
-                                   prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc))
+    session = load_session(opt.model, device)
+    with Inspection(opt) as inspection:
+        results = translate_lines(opt, session, src_lines, tgt_lines, **inspection.translate_kwargs())
     write_lines_atomic(opt.output, [" ".join(t.tokens) for nbest in results for t in nbest])
     logger.info(f"Translated {len(src_lines)} lines into {opt.output}")
+    inspection.finish()
     if opt.report_rouge:
         report_rouge([" ".join(nbest[0].tokens) for nbest in results], tgt_lines)
     return results
+
+
+class Inspection:
+    """-attn_debug (records streamed into the dump) and -attn_plot (the first -attn_plot_n lines'
+    records kept, plotted by `finish()`). A with-block around the translation: the dump is renamed
+    into place when the block completes, removed on an error."""
+
+    def __init__(self, opt):
+        self.opt = opt
+        self.plotting = bool(opt.attn_plot)
+        self.plot_n = opt.attn_plot_n or None          # None: every example
+        self.kept = []
+        self.writer = None
+
+    def __enter__(self):
+        if self.opt.attn_debug:
+            from onmt.inspection.records import DumpWriter
+            self.writer = DumpWriter(self.opt.attn_debug)
+        return self
+
+    def _plotted(self, line):
+        return self.plotting and (self.plot_n is None or line < self.plot_n)
+
+    def translate_kwargs(self):
+        if self.writer is None and not self.plotting:
+            return {}
+        every = self.writer is not None or self.plot_n is None
+        return {"on_record": self.add, "record_lines": None if every else range(self.plot_n)}
+
+    def add(self, record):
+        if self.writer is not None:
+            self.writer.add(record)
+        if self._plotted(record["line"]):
+            self.kept.append(record)
+
+    def __exit__(self, exc_type, *rest):
+        if self.writer is not None:
+            self.writer.__exit__(exc_type, *rest)
+        return False
+
+    def finish(self):
+        """Plot the kept records; log what was written."""
+        if self.writer is not None:
+            logger.info(f"Attention and p(copy) of {self.writer.n} examples in {self.opt.attn_debug}")
+        if self.plotting:
+            from onmt.inspection.plots import plot_records
+            paths = plot_records(self.kept, self.opt.attn_plot, self.plot_n)
+            logger.info(f"Plotted {len(paths)} examples into {self.opt.attn_plot}")
 
 
 def cli():

@@ -4,6 +4,8 @@ Every problem a user can cause (missing or unreadable file, invalid UTF-8, sourc
 of different lengths) becomes a `UserError` that names the file (and the line number or the counts).
 Lines are split on "\\n" only (a stray "\\r" stays inside the line and is whitespace to the tokenizer),
 so line numbers agree with `wc -l` and with the other side of a parallel corpus.
+For progress reports, the chunk readers can also give how far into the file on disk they are
+(`with_position`): bytes read so far, compressed bytes for a `.gz`, out of `disk_size(path)`.
 """
 import gzip
 import io
@@ -50,8 +52,26 @@ def _bad_utf8_line(path):
     return None
 
 
-def read_line_chunks(path, chunk_size=2000):
-    """Yield lists of at most `chunk_size` lines (without their trailing newline)."""
+def disk_size(path):
+    """Bytes of `path` on disk (compressed for a `.gz`), or None when it has no size (a pipe)."""
+    path = os.fspath(path)
+    return os.path.getsize(path) if os.path.isfile(path) else None
+
+
+def _disk_position(f):
+    """Bytes of the file on disk that the text file `f` (open_text) has read so far, read-ahead
+    included (compressed bytes for a `.gz`); None where the file cannot tell (a pipe)."""
+    raw = f.buffer
+    raw = raw.fileobj if isinstance(raw, gzip.GzipFile) else raw
+    try:
+        return raw.tell()
+    except (OSError, ValueError):
+        return None
+
+
+def read_line_chunks(path, chunk_size=2000, with_position=False):
+    """Yield lists of at most `chunk_size` lines (without their trailing newline); with
+    `with_position`, (lines, `_disk_position` after them) pairs."""
     path = os.fspath(path)
     f = open_text(path)
     try:
@@ -60,7 +80,8 @@ def read_line_chunks(path, chunk_size=2000):
                 chunk = list(islice(f, chunk_size))
                 if not chunk:
                     return
-                yield [line[:-1] if line.endswith("\n") else line for line in chunk]
+                lines = [line[:-1] if line.endswith("\n") else line for line in chunk]
+                yield (lines, _disk_position(f)) if with_position else lines
     except UnicodeDecodeError:
         n = _bad_utf8_line(path)
         where = f"line {n}" if n is not None else "somewhere"
@@ -82,24 +103,25 @@ def count_lines(path):
     return sum(len(c) for c in read_line_chunks(path, 10000))
 
 
-def read_parallel_chunks(src_path, tgt_path, chunk_size=2000):
-    """Yield (src_lines, tgt_lines) chunks of the same length, streaming both files.
+def read_parallel_chunks(src_path, tgt_path, chunk_size=2000, with_position=False):
+    """Yield (src_lines, tgt_lines) chunks of the same length, streaming both files; with
+    `with_position`, (src_lines, tgt_lines, bytes of src_path read on disk or None) triples.
 
     Raises a UserError naming both files and both line counts when their lengths differ
     (detected when the shorter one ends: the rest of the longer one is then only counted).
     """
-    src_it = read_line_chunks(src_path, chunk_size)
+    src_it = read_line_chunks(src_path, chunk_size, with_position=True)
     tgt_it = read_line_chunks(tgt_path, chunk_size)
     n_src = n_tgt = 0
-    for s in src_it:
+    for s, position in src_it:
         t = next(tgt_it, [])
         n_src += len(s)
         n_tgt += len(t)
         if len(s) != len(t):
-            n_src += sum(len(c) for c in src_it)
+            n_src += sum(len(c) for c, _ in src_it)
             n_tgt += sum(len(c) for c in tgt_it)
             break
-        yield s, t
+        yield (s, t, position) if with_position else (s, t)
     else:
         n_tgt += sum(len(c) for c in tgt_it)
     if n_src != n_tgt:

@@ -24,7 +24,7 @@ from onmt.inputters.vocab_builder import load_vocabs, shard_paths
 
 class ShardedDataset:
     def __init__(self, shard_paths, batch_size, batch_type="sents", pool_factor=100, shuffle=True,
-                 seed=0, rank=0, world_size=1, vocab_tgt_size=None, src_to_tgt=None):
+                 seed=0, rank=0, world_size=1, vocab_tgt_size=None, src_to_tgt=None, run_id=None):
         if batch_type not in ("sents", "tokens"):
             raise ValueError(f"batch_type must be sents or tokens, got {batch_type!r}")
         if batch_size <= 0 or pool_factor <= 0 or not 0 <= rank < world_size:
@@ -35,6 +35,7 @@ class ShardedDataset:
         self.batch_size, self.batch_type, self.pool_factor = batch_size, batch_type, pool_factor
         self.shuffle, self.seed, self.rank, self.world_size = shuffle, seed, rank, world_size
         self.n_tgt, self.src_to_tgt = vocab_tgt_size, src_to_tgt
+        self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
 
     @classmethod
     def from_data(cls, save_data, split, batch_size, **kwargs):
@@ -42,6 +43,7 @@ class ShardedDataset:
         vocabs, meta = load_vocabs(save_data)
         kwargs.setdefault("vocab_tgt_size", len(vocabs.tgt))
         kwargs.setdefault("src_to_tgt", src_to_tgt_map(vocabs))
+        kwargs.setdefault("run_id", meta.get("run_id"))
         return cls(shard_paths(save_data, meta, split), batch_size, **kwargs)
 
     # ------------------------------------------------------------------ planning
@@ -97,7 +99,7 @@ class ShardedDataset:
 
     def num_batches(self, epoch=0):
         """Batches this rank gets in `epoch` (reads only the offsets of each shard)."""
-        total = sum(len(self._plan(load_shard(self.paths[s]), epoch, s)) for s in self._shard_order(epoch))
+        total = sum(len(self._plan(load_shard(self.paths[s], run_id=self.run_id), epoch, s)) for s in self._shard_order(epoch))
         return len(range(self.rank, total, self.world_size))
 
     # ------------------------------------------------------------------ iteration
@@ -106,7 +108,7 @@ class ShardedDataset:
         k = 0          # global batch counter of the epoch (all ranks)
         mine = 0       # batches of this rank seen so far
         for s in self._shard_order(epoch):
-            shard = load_shard(self.paths[s])
+            shard = load_shard(self.paths[s], run_id=self.run_id)
             plan = self._plan(shard, epoch, s)
             for idx in plan:
                 if k % self.world_size == self.rank:

@@ -10,6 +10,8 @@ The filter: lowercase (-lower), split on whitespace, drop examples with an empty
 (-*_seq_length_trunc), then drop examples longer than -*_seq_length.
 Memory is bounded by one shard plus the word lists, never by the corpus. With -num_threads N > 1,
 N worker processes tokenize, count and numericalize chunks; the main process reads and writes in order.
+Each pass shows its progress (pass_progress.py: a bar on a terminal, log lines otherwise), a pass over
+text in bytes of the file on disk, pass 2 over the cache in lines.
 Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and P.meta.json last.
 """
 import glob
@@ -17,7 +19,9 @@ import logging
 import multiprocessing as mp
 import os
 import re
+import shutil
 import threading
+import uuid
 from collections import Counter
 
 import numpy as np
@@ -25,6 +29,7 @@ import numpy as np
 from onmt.inputters.corpus import read_parallel_chunks
 from onmt.inputters.numericalize import Numericalizer
 from onmt.inputters.parallel import ordered_map
+from onmt.inputters.pass_progress import PassProgress
 from onmt.inputters.shards import concat_chunks, shard_name, write_shard
 from onmt.inputters.token_cache import TokenCache, chunk_stats, count_and_cache, numericalize_cached
 from onmt.inputters.vocab_builder import build_vocabs, meta_path, save_vocabs, write_json_atomic
@@ -99,9 +104,12 @@ def _numericalize_task(item):
     return d, chunk_stats(d, len(src_lines), drops, nz.n_tgt, dyn)
 
 
-def _chunks(src_path, tgt_path):
+def _chunks(src_path, tgt_path, bar=None):
+    """(first line number, src lines, tgt lines) items; tells `bar` where each chunk ends in the file."""
     start = 0
-    for s, t in read_parallel_chunks(src_path, tgt_path, CHUNK):
+    for s, t, position in read_parallel_chunks(src_path, tgt_path, CHUNK, with_position=True):
+        if bar is not None:
+            bar.read_up_to(start + len(s), position)
         yield start, s, t
         start += len(s)
 
@@ -110,10 +118,10 @@ def _usable_workers(workers):
     return workers if "fork" in mp.get_all_start_methods() else 1
 
 
-def numericalize_text(src_path, tgt_path, filt, numericalizer, dynamic_dict, workers=1):
-    """Yield (numericalized chunk, stats) for a pair of text files, in order."""
+def numericalize_text(src_path, tgt_path, filt, numericalizer, dynamic_dict, workers=1, bar=None):
+    """Yield (numericalized chunk, stats) for a pair of text files, in order (`bar`: see _chunks)."""
     state = dict(filter=filt, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
-    yield from ordered_map(_numericalize_task, _chunks(src_path, tgt_path), workers,
+    yield from ordered_map(_numericalize_task, _chunks(src_path, tgt_path, bar), workers,
                            lambda: _init_worker(**state))
 
 
@@ -122,14 +130,9 @@ def count_words(src_path, tgt_path, filt, shared, cache, workers=1, report_every
     """Pass 1 -> (src Counter, tgt Counter or None when shared); fills `cache` (token_cache.py)."""
     workers = _usable_workers(workers)
     barrier = mp.get_context("fork").Barrier(workers) if workers > 1 else threading.Barrier(1)
-    next_report = [report_every]
-
-    def report(n_read):
-        if report_every and n_read >= next_report[0]:
-            logger.info("counted %d lines of %s", n_read, src_path)
-            next_report[0] += report_every
-
-    return count_and_cache(_chunks(src_path, tgt_path), filt, shared, cache, workers, barrier, report)
+    with PassProgress.of_file("pass 1: counting words", src_path, report_every) as bar:
+        return count_and_cache(_chunks(src_path, tgt_path, bar), filt, shared, cache, workers, barrier,
+                               bar.done)
 
 
 def _slice_chunk(d, a, b):
@@ -149,8 +152,9 @@ def _slice_chunk(d, a, b):
     return out
 
 
-def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_data, report_every=0):
-    """Pass 2 for one split: (chunk, stats) `results` -> shards; returns (file names, sizes, stats)."""
+def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_data, bar=None, run_id=None):
+    """Pass 2 for one split: (chunk, stats) `results` -> shards; returns (file names, sizes, stats).
+    `bar` (a PassProgress) is told the lines done after each chunk."""
     stats = {"read": 0, "kept": 0, "drops": Counter(), "src_tokens": 0, "tgt_tokens": 0,
              "tgt_in_vocab": 0, "tgt_copyable": 0}
     names, sizes, pending, n_pending = [], [], [], 0
@@ -158,12 +162,11 @@ def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_da
     def flush(parts):
         path = shard_name(save_data, split, len(names))
         data = concat_chunks(parts)
-        write_shard(path, data)
+        write_shard(path, data, run_id)
         names.append(os.path.basename(path))
         sizes.append(len(data["indices"]))
-        logger.info("wrote %s (%d examples)", path, sizes[-1])
+        logger.info("wrote %s (%d examples)", os.path.basename(path), sizes[-1])
 
-    next_report = report_every
     for d, st in results:
         for k in ("read", "kept", "src_tokens", "tgt_tokens", "tgt_in_vocab", "tgt_copyable"):
             stats[k] += st[k]
@@ -177,9 +180,8 @@ def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_da
             if n_pending == shard_size:
                 flush(pending)
                 pending, n_pending = [], 0
-        if report_every and stats["read"] >= next_report:
-            logger.info("%s: numericalized %d lines", split, stats["read"])
-            next_report += report_every
+        if bar is not None:
+            bar.done(stats["read"])
     if pending or not names:
         if not pending:      # no example survived: still write one (empty) shard
             pending = [numericalizer_empty(numericalizer, dynamic_dict)]
@@ -201,26 +203,62 @@ def numericalizer_empty(numericalizer, dynamic_dict):
 
 # ---------------------------------------------------------------------------- output folder
 def prepare_output(save_data):
-    """Create the folder of the prefix, check it is writable, remove stale outputs of the prefix."""
+    """Create the folder of the prefix and check it is writable; -> the staging folder where this run
+    writes its outputs (swapped in by `swap_in` only when every output is complete)."""
     if not save_data or save_data.endswith(os.sep):
         raise UserError(f"-save_data must be a file prefix such as data/demo, got {save_data!r}")
     folder = os.path.dirname(os.path.abspath(save_data))
+    stage = os.path.join(folder, f".{os.path.basename(save_data)}.staging{os.getpid()}")
     try:
         os.makedirs(folder, exist_ok=True)
-        probe = os.path.join(folder, f".onmt_write_probe{os.getpid()}")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
+        _remove_dead_stages(folder, os.path.basename(save_data))
+        os.makedirs(stage)
     except OSError as e:
         raise UserError(f"cannot write to the folder of -save_data {save_data}: "
                         f"{e.strerror or e} ({e.filename or folder})") from None
-    stale = [meta_path(save_data)]
-    pat = re.compile(re.escape(os.path.basename(save_data))
-                     + r"\.((train|valid)\.\d+\.pt(\.tmp\d+)?|tokens\.tmp\d+)$")
-    stale += [p for p in glob.glob(glob.escape(save_data) + ".*") if pat.match(os.path.basename(p))]
-    for p in stale:
-        if os.path.exists(p):
-            os.remove(p)
+    return stage
+
+
+def _remove_dead_stages(folder, base):
+    """Remove the staging folders of this prefix left by killed runs (their process no longer exists)."""
+    for path in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(base)}.staging*")):
+        pid = path.rsplit(".staging", 1)[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _outputs(save_data):
+    """The files of prefix `save_data` that a preprocessing run writes (or left behind): meta, vocabularies,
+    shards, and the temporary files of an interrupted run."""
+    pat = re.compile(re.escape(os.path.basename(save_data)) + r"\.((train|valid)\.\d+\.pt(\.tmp\d+)?|tokens\.tmp\d+"
+                     r"|(src\.|tgt\.)?vocab\.txt|meta\.json(\.tmp\d+)?)$")
+    return [p for p in glob.glob(glob.escape(save_data) + ".*") if pat.match(os.path.basename(p))]
+
+
+def swap_in(stage, save_data):
+    """Replace the outputs of `save_data` by the complete ones written in `stage`: the old meta goes
+    first and the new one comes last, so no meta.json ever names shards of another run."""
+    old_meta = meta_path(save_data)
+    if os.path.exists(old_meta):
+        os.remove(old_meta)
+    for p in _outputs(save_data):
+        os.remove(p)
+    staged = os.path.join(stage, os.path.basename(save_data))
+    new_meta = meta_path(staged)
+    for p in _outputs(staged):
+        if p != new_meta:
+            os.replace(p, os.path.join(os.path.dirname(save_data) or ".", os.path.basename(p)))
+    os.replace(new_meta, old_meta)
 
 
 # ---------------------------------------------------------------------------- driver
@@ -229,18 +267,24 @@ def _pct(a, b):
 
 
 def preprocess(opt):
-    """Run both passes as `opt` (validated preprocess options) says; returns the meta dict."""
-    save_data = opt.save_data
-    prepare_output(save_data)
-    cache = TokenCache(cache_path(save_data))
+    """Run both passes as `opt` (validated preprocess options) says; returns the meta dict.
+
+    Everything is written into a staging folder beside -save_data and swapped in at the end: a failed,
+    interrupted or refused run leaves the previous dataset of the prefix as it was."""
+    stage = prepare_output(opt.save_data)
+    staged = os.path.join(stage, os.path.basename(opt.save_data))
+    cache = TokenCache(cache_path(staged))
     try:
-        return _preprocess(opt, cache)
+        meta = _preprocess(opt, cache, staged)
+        swap_in(stage, opt.save_data)
+        logger.info("wrote %s", meta_path(opt.save_data))
+        return meta
     finally:
         cache.remove()
+        shutil.rmtree(stage, ignore_errors=True)
 
 
-def _preprocess(opt, cache):
-    save_data = opt.save_data
+def _preprocess(opt, cache, save_data):
     filt = ExampleFilter.from_opt(opt)
     workers = _usable_workers(getattr(opt, "num_threads", 1))
     logger.info("pass 1: counting words of %s / %s", opt.train_src, opt.train_tgt)
@@ -255,19 +299,28 @@ def _preprocess(opt, cache):
                 n_types, len(vocabs.src), len(vocabs.tgt), opt.share_vocab)
 
     nz = Numericalizer(vocabs)
-    splits = [("train", numericalize_cached(cache, nz, opt.dynamic_dict, workers))]
-    if opt.valid_src:
-        splits.append(("valid", numericalize_text(opt.valid_src, opt.valid_tgt, filt, nz, opt.dynamic_dict,
-                                                  workers)))
+    n_train = sum(record[3] for record in cache.records)       # lines read in pass 1
+
+    def numericalized(split):
+        """-> (the split's progress bar, its (chunk, stats) results); the bar starts here."""
+        if split == "train":
+            return (PassProgress.of_lines("pass 2: numericalizing train", n_train),
+                    numericalize_cached(cache, nz, opt.dynamic_dict, workers))
+        bar = PassProgress.of_file("numericalizing valid", opt.valid_src, opt.report_every)
+        return bar, numericalize_text(opt.valid_src, opt.valid_tgt, filt, nz, opt.dynamic_dict, workers,
+                                      bar)
+
     meta = {"share_vocab": bool(opt.share_vocab), "dynamic_dict": bool(opt.dynamic_dict),
             "lower": bool(opt.lower), "src_vocab_size": len(vocabs.src), "tgt_vocab_size": len(vocabs.tgt),
             "src_seq_length_trunc": opt.src_seq_length_trunc, "tgt_seq_length_trunc": opt.tgt_seq_length_trunc,
             "src_seq_length": opt.src_seq_length, "tgt_seq_length": opt.tgt_seq_length,
-            "shards": {}, "shard_sizes": {}, "summary": {}}
-    for split, results in splits:
+            "shards": {}, "shard_sizes": {}, "summary": {}, "run_id": uuid.uuid4().hex}
+    for split in ["train"] + (["valid"] if opt.valid_src else []):
         logger.info("pass 2: numericalizing %s", split)
-        names, sizes, st = write_split(split, results, nz, opt.dynamic_dict, opt.shard_size, save_data,
-                                       opt.report_every)
+        bar, results = numericalized(split)
+        with bar:
+            names, sizes, st = write_split(split, results, nz, opt.dynamic_dict, opt.shard_size, save_data,
+                                           bar, run_id=meta["run_id"])
         if split == "train":
             cache.remove()
         st["tgt_in_vocab_pct"] = _pct(st.pop("tgt_in_vocab"), st["tgt_tokens"])
@@ -275,9 +328,22 @@ def _preprocess(opt, cache):
         st["tgt_copyable_pct"] = _pct(copy, st["tgt_tokens"]) if opt.dynamic_dict else None
         meta["shards"][split], meta["shard_sizes"][split], meta["summary"][split] = names, sizes, st
         log_summary(split, st, vocabs)
+        if split == "train" and st["kept"] == 0:
+            raise UserError(no_example_message(opt, st))
     write_json_atomic(meta_path(save_data), meta)
-    logger.info("wrote %s", meta_path(save_data))
     return meta
+
+
+def no_example_message(opt, st):
+    """Why a training split kept no example, naming the option that dropped them."""
+    drops = {r: n for r, n in st["drops"].items() if n}
+    hint = {"src_too_long": f"-src_seq_length {opt.src_seq_length} drops longer sources "
+                            "(cut them with -src_seq_length_trunc instead, or raise the limit)",
+            "tgt_too_long": f"-tgt_seq_length {opt.tgt_seq_length} drops longer targets "
+                            "(cut them with -tgt_seq_length_trunc instead, or raise the limit)"}
+    why = "; ".join(hint[r] for r in drops if r in hint) or "every line has an empty side"
+    return (f"no training example kept from {opt.train_src}: {st['read']} read, dropped "
+            f"{', '.join(f'{r} {n}' for r, n in drops.items()) or 'none'}; {why}")
 
 
 def log_summary(split, st, vocabs):

@@ -8,6 +8,7 @@ A shard holds n examples:
   oov_bytes (uint8) + oov_byte_offsets (int64, n+1)   the OOV words, UTF-8, each followed by "\n"
                                                   (decode with numericalize.oov_lists)
   indices (int64, n)                              line number (0-based) of each example in its corpus
+  run_id (uint8, 16)                              the preprocessing run (meta.json "run_id") that wrote it
 """
 import os
 
@@ -57,11 +58,20 @@ def to_tensors(arrays):
     return out
 
 
-def write_shard(path, arrays):
-    """torch.save to a temporary name in the same folder, then rename: never a partial final file."""
+def run_id_tensor(run_id):
+    """meta.json's "run_id" (32 hex digits) as the (16,) uint8 tensor a shard stores."""
+    return torch.tensor(list(bytes.fromhex(run_id)), dtype=torch.uint8)
+
+
+def write_shard(path, arrays, run_id=None):
+    """torch.save to a temporary name in the same folder, then rename: never a partial final file.
+    `run_id`: the preprocessing run's id, stored so that a shard of another run is recognized."""
     tmp = f"{path}.tmp{os.getpid()}"
     try:
-        torch.save(to_tensors(arrays), tmp)
+        tensors = to_tensors(arrays)
+        if run_id is not None:
+            tensors["run_id"] = run_id_tensor(run_id)
+        torch.save(tensors, tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -69,11 +79,17 @@ def write_shard(path, arrays):
         raise
 
 
-def load_shard(path, mmap=True):
-    """A shard dict (tensors memory-mapped by default: only what is indexed is read)."""
+def load_shard(path, mmap=True, run_id=None):
+    """A shard dict (tensors memory-mapped by default: only what is indexed is read). With `run_id`
+    (meta.json's), a shard written by another preprocessing run is refused."""
     if not os.path.isfile(path):
         raise UserError(f"shard {path} not found: run preprocess.py again")
     try:
-        return torch.load(path, weights_only=True, mmap=mmap)
+        shard = torch.load(path, weights_only=True, mmap=mmap)
     except Exception as e:  # noqa: BLE001 - any unreadable shard is the user's data problem
         raise UserError(f"cannot load shard {path} ({type(e).__name__}: {e})") from None
+    if run_id is not None and not torch.equal(shard.get("run_id", torch.zeros(0, dtype=torch.uint8)),
+                                              run_id_tensor(run_id)):
+        raise UserError(f"shard {path} was written by another preprocessing run than its meta.json: "
+                        "run preprocess.py again")
+    return shard

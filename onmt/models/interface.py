@@ -8,16 +8,28 @@
                      replaced by <unk> inside the model before embedding.
              logp:   (B, X) log-probabilities over the extended vocabulary (X = V_tgt + n_oov for
                      copy models, X = V_tgt otherwise).
-             attns:  dict of (B, S) tensors, at least "std" (the attention over the source) when
-                     the model attends.
+             attns:  dict of the step's by-products (inspection, -replace_unk, coverage):
+                     "std"      (B, S) the attention over the source, when the model attends;
+                     "coverage" (B, S) coverage models: the coverage before this step;
+                     "p_copy"   (B,)   copy models (reinforced, copy_attn): the pointer's
+                                probability 1 - p_gen of this step's distribution;
+                     "intra"    (B, t) the reinforced model with intra-decoder attention: its
+                                attention over the t previous decoder states (step t, from 0:
+                                (B, 0) at the first step); absent with -no_intra_decoder_attn.
+                     All are what the step computes anyway (returning them costs nothing); the
+                     searches keep them per hypothesis only when asked (keep_attn /
+                     keep_inspection).
     logp, attns = model(batch)                         teacher forcing on batch.tgt
-             logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: dict of (B, T-1, S)
-             ("std", and "coverage" for coverage models: the coverage before each step).
+             logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: "std" (B, T-1, S),
+             "coverage" (B, T-1, S) for coverage models (the coverage before each step),
+             "p_copy" (B, T-1) for copy models (no gradient; the reinforced model's benchmark-only
+             forward(naive=...) leaves it out), "sampled" (B, T-1) under scheduled sampling.
     ll, pred, attns = model.gold_log_likelihood(batch)  what the ML loss needs, teacher forcing as
                                                           in model(batch) (scheduled sampling included)
              ll:     (B, T-1) log p(gold) with 0 at padding, gold = gold_targets(batch, X)
              pred:   (B, T-1) argmax ids over the extended vocabulary (no gradient)
-             attns:  as model(batch) returns them.
+             attns:  as model(batch) returns them ("p_copy" (B, T-1) included for copy models,
+                     padding steps too: mask with batch.tgt[:, 1:] != PAD).
              Values and gradients equal those of model(batch) followed by a gather of the gold; a
              model may compute them without the (B, T-1, X) distribution (the reinforced model does).
     rollouts = model.rollout(batch, enc, max_length, modes)  free-running decoding from `enc` for the

@@ -65,24 +65,35 @@ class NMTModel(nn.Module):
         """ids (B, [T]) in the extended vocabulary -> (B, [T,] E); ids >= V_tgt become <unk>."""
         return self.decoder.embeddings(ids.masked_fill(ids >= self.tgt_vocab_size, UNK))
 
-    def _attns(self, dec):
+    def _attns(self, dec, p_copy=None):
         attns = {}
         if dec.attn is not None:
             attns["std"] = dec.attn
         if dec.coverage is not None:
             attns["coverage"] = dec.coverage
+        if p_copy is not None:
+            attns["p_copy"] = p_copy
         return attns
 
+    def _generate(self, dec, state):
+        """log-probs (B, [T,] X) and the attns; copy models add "p_copy" (B, [T]) = 1 - p_gen."""
+        if self.copy:
+            logp, p_copy = self.generator(dec, state.src_ex, state.n_oov, state.first_pos, return_p_copy=True)
+            return logp, self._attns(dec, p_copy)
+        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos), self._attns(dec)
+
     def decode_step(self, inputs, state):
-        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S))."""
+        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S) (and "p_copy" (B,) with copy))."""
         dec, state = self.decoder.step(self.embed_target(inputs), state)
-        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos), state, self._attns(dec)
+        logp, attns = self._generate(dec, state)
+        return logp, state, attns
 
     def forward(self, batch):
-        """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S))."""
+        """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S) (and "p_copy"
+        (B, T-1) with copy))."""
         state = self.init_state(batch, self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
-        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos), self._attns(dec)
+        return self._generate(dec, state)
 
     def gold_log_likelihood(self, batch):
         """From `forward`: log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns."""
@@ -104,5 +115,6 @@ class CopyNMTModel(NMTModel):
         state = self.init_state(batch, self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
-        ll, pred = self.generator.gold_log_prob(dec, state.src_ex, state.first_pos, gold)
-        return ll.masked_fill(~mask, 0.0), pred, self._attns(dec)
+        ll, pred, p_copy = self.generator.gold_log_prob(dec, state.src_ex, state.first_pos, gold,
+                                                        return_p_copy=True)  # (B, T-1) x3
+        return ll.masked_fill(~mask, 0.0), pred, self._attns(dec, p_copy)

@@ -52,8 +52,9 @@ class CopyGenerator(nn.Module):
         self.linear = nn.Linear(hidden_size, vocab_size)
         self.switch = nn.Linear(2 * hidden_size + emb_size, 1)
 
-    def forward(self, dec, src_ex, n_oov, first_pos=None):
-        """dec: DecoderOutput with attention, src_ex (B, S) -> (B, [T,] X) log-probabilities.
+    def forward(self, dec, src_ex, n_oov, first_pos=None, return_p_copy=False):
+        """dec: DecoderOutput with attention, src_ex (B, S) -> (B, [T,] X) log-probabilities, and
+        with `return_p_copy` also the pointer's probability 1 - p_gen (B, [T]) (no gradient).
         first_pos (B, S): first_occurrence(src_ex), computed here when not given.
 
         Log space (onmt/modules/copy_mixture.py): log p_gen + log_softmax over V, the OOV slots at
@@ -74,13 +75,16 @@ class CopyGenerator(nn.Module):
             first_pos = first_pos.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
         gen = generation_log_probs(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen + log softmax
         logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)
+        if return_p_copy:
+            return logp.view(*shape, -1), torch.sigmoid(-switch.detach()).view(shape)  # (B, [T,] X), (B, [T])
         return logp.view(*shape, -1)  # (B, [T,] X)
 
-    def gold_log_prob(self, dec, src_ex, first_pos, gold):
+    def gold_log_prob(self, dec, src_ex, first_pos, gold, return_p_copy=False):
         """The training path: log p(gold) (B, T) and the argmax (B, T) of the mixture for a teacher-
         forced sequence, without the (B, T, X) distribution (copy_mixture.gold_mixture); same
         values and gradients as `forward(...)` gathered at gold. dec: DecoderOutput (B, T, ...);
-        src_ex, first_pos (B, S); gold (B, T) extended ids."""
+        src_ex, first_pos (B, S); gold (B, T) extended ids. With `return_p_copy` also 1 - p_gen
+        (B, T) (no gradient)."""
         B, T = gold.shape
         S = src_ex.size(-1)
         features = torch.cat([dec.context, dec.rnn_out, dec.emb], dim=-1)  # (B, T, 2H+E)
@@ -94,4 +98,6 @@ class CopyGenerator(nn.Module):
         ll, pred = gold_mixture(dec.out.reshape(B * T, -1), self.linear.weight, bias, gen_logit,
                                 dec.attn.float().reshape(B * T, S), rows(src_ex), rows(first_pos),
                                 gold.reshape(B * T))
+        if return_p_copy:
+            return ll.view(B, T), pred.view(B, T), torch.sigmoid(-gen_logit.detach()).view(B, T)  # (B, T)
         return ll.view(B, T), pred.view(B, T)

@@ -104,19 +104,25 @@ class ReinforcedDecoder(nn.Module):
         """The encoder-side products for a whole teacher-forced pass from `state` (step_source.py)."""
         return StepSource(state.enc_keys, state.memory)
 
-    def step(self, inputs, state, embed=None, source=None):
+    def step(self, inputs, state, embed=None, source=None, return_intra=False):
         """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>); embed: a `step_embedding()`
         to use instead of self.embedding; source: a `step_source()` of this pass.
 
-        Returns o_t (B, 3H), the encoder attention (B, S) and the new state.
+        Returns o_t (B, 3H), the encoder attention (B, S) and the new state; with `return_intra` also
+        the intra-decoder attention over the t previous decoder states (B, t) ((B, 0) at the first
+        step; None without intra-decoder attention), the weights c^d_t is computed from.
         """
         inputs = inputs.masked_fill(inputs >= self.vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embedding)(inputs)).unsqueeze(1)  # (B, 1, E)
         h_t, hidden = self._lstm_step(emb.squeeze(1), state.hidden)  # (B, H)
         c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse,
                                         source=source)
+        intra = None
         if self.dec_attn is not None:
-            c_dec = self.dec_attn(h_t, state.history)  # (B, H)
+            if return_intra:
+                c_dec, intra = self.dec_attn(h_t, state.history, return_attn=True)  # (B, H), (B, t)
+            else:
+                c_dec = self.dec_attn(h_t, state.history)  # (B, H)
             history = h_t.unsqueeze(1) if state.history is None else torch.cat(
                 [state.history, h_t.unsqueeze(1)], dim=1)  # (B, t, H)
         else:
@@ -125,4 +131,6 @@ class ReinforcedDecoder(nn.Module):
         new_state = ReinforcedState(hidden=hidden, memory=state.memory, enc_keys=state.enc_keys,
                                     mask=state.mask, src_ex=state.src_ex, first_pos=state.first_pos,
                                     n_oov=state.n_oov, lse=lse, history=history, step=state.step + 1)
+        if return_intra:
+            return o_t, attn, new_state, intra
         return o_t, attn, new_state

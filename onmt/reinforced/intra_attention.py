@@ -75,11 +75,14 @@ class IntraDecoderAttention(nn.Module):
         self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^d_attn
         nn.init.xavier_uniform_(self.weight)
 
-    def forward(self, query, history):
-        """query (B, H); history (B, t, H) previous decoder states or None. Returns c^d_t (B, H)."""
+    def forward(self, query, history, return_attn=False):
+        """query (B, H); history (B, t, H) previous decoder states or None. Returns c^d_t (B, H), and
+        with `return_attn` also the attention over the t previous states (B, t) ((B, 0) when t = 0)."""
         if history is None or history.size(1) == 0:
-            return query.new_zeros(query.shape)  # (B, H)
+            context = query.new_zeros(query.shape)  # (B, H)
+            return (context, query.new_zeros(query.size(0), 0)) if return_attn else context  # (B, 0)
         projected = query @ self.weight  # (B, H)  (W^d^T h^d_t)
         scores = torch.bmm(history, projected.unsqueeze(2)).squeeze(2)  # (B, t)
         attn = torch.softmax(scores, dim=1)  # (B, t)
-        return torch.bmm(attn.unsqueeze(1), history).squeeze(1)  # (B, H)
+        context = torch.bmm(attn.unsqueeze(1), history).squeeze(1)  # (B, H)
+        return (context, attn) if return_attn else context

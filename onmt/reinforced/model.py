@@ -93,38 +93,49 @@ class ReinforcedModel(nn.Module):
         return replace(state, out_weight=self.generator.out_weight(state.n_oov))
 
     def decode_step(self, inputs, state):
-        """inputs (B,) extended ids -> log p (B, X), new state, {"std": (B, S)}."""
-        o_t, attn, state = self.decoder.step(inputs, state)
-        logp = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
-                              weight=state.out_weight)  # (B, X)
-        return logp, state, {"std": attn}
+        """inputs (B,) extended ids -> log p (B, X), new state, attns: "std" (B, S) the encoder
+        attention, "p_copy" (B,) the pointer's probability p(u=1), and (with intra-decoder
+        attention) "intra" (B, t) the attention over the t previous decoder states ((B, 0) at the
+        first step). All three are by-products of the step: nothing is computed for them."""
+        o_t, attn, state, intra = self.decoder.step(inputs, state, return_intra=True)
+        logp, p_copy = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
+                                      weight=state.out_weight, return_p_copy=True)  # (B, X), (B,)
+        attns = {"std": attn, "p_copy": p_copy}
+        if intra is not None:
+            attns["intra"] = intra
+        return logp, state, attns
 
     def forward(self, batch, naive=False):
         """Teacher forcing on batch.tgt (with scheduled sampling when training).
 
-        Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S)}, plus
-        "sampled" (B, T-1), True where the step's input was the model's own prediction, when
-        scheduled sampling is active.
+        Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S), "p_copy":
+        (B, T-1) p(u=1) without gradient (not with `naive`)}, plus "sampled" (B, T-1), True where
+        the step's input was the model's own prediction, when scheduled sampling is active.
         """
         out, attns, state, weight = self._teacher_forcing(batch, naive)
         if naive:
             return out, attns  # (B, T-1, X)
         B, n_steps, S = attns["std"].shape
         src_ex, first_pos = self._rows(state.src_ex, n_steps), self._rows(state.first_pos, n_steps)
-        logp = self.generator(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos, state.n_oov,
-                              weight=self.generator.pad_weight(weight, state.n_oov))  # (B*(T-1), X)
+        logp, p_copy = self.generator(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos, state.n_oov,
+                                      weight=self.generator.pad_weight(weight, state.n_oov),
+                                      return_p_copy=True)  # (B*(T-1), X), (B*(T-1),)
+        attns["p_copy"] = p_copy.view(B, n_steps)  # (B, T-1)
         return logp.view(B, n_steps, -1), attns  # (B, T-1, X)
 
     def gold_log_likelihood(self, batch):
         """The fused training path: log p(gold) (B, T-1) (0 at padding), the argmax of the mixture
         (B, T-1) and the attns of `forward`, without any (B*(T-1), X) distribution (see
-        PointerGenerator.gold_log_prob); same values and gradients as `forward` + gather."""
+        PointerGenerator.gold_log_prob); same values and gradients as `forward` + gather. attns
+        also holds "p_copy" (B, T-1), p(u=1) at every step (no gradient; padding steps included)."""
         out, attns, state, weight = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
         src_ex, first_pos = self._rows(state.src_ex, n_steps), self._rows(state.first_pos, n_steps)
-        ll, pred = self.generator.gold_log_prob(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos,
-                                                gold.reshape(-1), weight=weight)  # (B*(T-1),) x2
+        ll, pred, p_copy = self.generator.gold_log_prob(out, attns["std"].reshape(B * n_steps, S), src_ex,
+                                                        first_pos, gold.reshape(-1), weight=weight,
+                                                        return_p_copy=True)  # (B*(T-1),) x3
+        attns["p_copy"] = p_copy.view(B, n_steps)  # (B, T-1)
         return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
 
     def rollout(self, batch, enc, max_length, modes=("sample",)):

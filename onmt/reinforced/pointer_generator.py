@@ -60,7 +60,7 @@ class PointerGenerator(nn.Module):
         switch = self.switch(o)  # (N, 1)
         return F.logsigmoid(switch), F.logsigmoid(-switch), copy_at_sources(attn, first_pos)
 
-    def gold_log_prob(self, o, attn, src_ex, first_pos, gold, weight=None, logits=None):
+    def gold_log_prob(self, o, attn, src_ex, first_pos, gold, weight=None, logits=None, return_p_copy=False):
         """log p(gold) under the mixture without building the (N, X) distribution.
 
         o (N, D); attn (N, S); src_ex (N, S); first_pos (N, S); gold (N,) extended ids;
@@ -68,10 +68,15 @@ class PointerGenerator(nn.Module):
         o W_out^T + b_out already computed from the same o and weight (overwritten), or None.
         Returns log p(gold) (N,) and the argmax of the full mixture (N,) (no gradient).
         Value and gradients equal those of `forward(...).gather(1, gold)`.
+        With `return_p_copy`, also p(u=1) per row (N,), without gradient.
         """
         w_out, b_out = self.out_weight() if weight is None else weight
         # the switch gives p(u=1), the copy probability: generation is sigmoid of minus its logit
-        return gold_mixture(o, w_out, b_out, -self.switch(o), attn, src_ex, first_pos, gold, logits)
+        switch = self.switch(o)  # (N, 1)
+        ll, pred = gold_mixture(o, w_out, b_out, -switch, attn, src_ex, first_pos, gold, logits)
+        if return_p_copy:
+            return ll, pred, torch.sigmoid(switch.detach()).squeeze(1)  # (N,)
+        return ll, pred
 
     def packed_out_weight(self, weight=None):
         """W_out, b_out (an `out_weight()` result, unpadded) packed for many small products
@@ -105,14 +110,18 @@ class PointerGenerator(nn.Module):
         log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
         return mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
 
-    def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None):
+    def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None, return_p_copy=False):
         """o (N, D); attn (N, S) encoder attention (0 on padding); src_ex (N, S) extended ids;
         first_pos (N, S) from `first_occurrence(src_ex)`; n_oov: extended slots beyond V_tgt;
-        weight: an `out_weight(n_oov)` result to reuse.  Returns log p (N, X), X = V_tgt + n_oov.
+        weight: an `out_weight(n_oov)` result to reuse.  Returns log p (N, X), X = V_tgt + n_oov,
+        and with `return_p_copy` also p(u=1) = 1 - p_gen per row (N,) (no gradient).
         """
         w_ext, b_ext = self.out_weight(n_oov) if weight is None else weight
         logits = F.linear(o, w_ext, b_ext)  # (N, X)
         log_copy_switch, log_gen_switch, _ = self._switch_and_copy(o, attn, first_pos)  # (N, 1) x2
         norm = torch.logsumexp(logits[:, : self.vocab_size], dim=1, keepdim=True)  # (N, 1)
         gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0)
-        return scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X)
+        logp = scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X)
+        if return_p_copy:
+            return logp, log_copy_switch.detach().squeeze(1).exp()  # (N,)
+        return logp

@@ -17,15 +17,18 @@ examples leave the batch (one reorder); the search ends when every example is do
 import torch
 
 from onmt.inputters.vocab import BOS, EOS
-from onmt.translate.decoding import (NEG_INF, Hypothesis, apply_rules, attention_of, length_penalty,
-                                     max_penalty)
+from onmt.translate.decoding import (NEG_INF, Hypothesis, apply_rules, attention_of, extend_inspection,
+                                     hypothesis_extras, inspected_step, length_penalty, max_penalty)
 
 
 @torch.no_grad()
 def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length=100,
                 length_penalty_kind="none", alpha=0.0, block_ngram_repeat=0, ignore_ids=None,
-                keep_attn=False):
-    """Decode `batch`; returns, per example, up to `n_best` Hypothesis, best first."""
+                keep_attn=False, keep_inspection=False):
+    """Decode `batch`; returns, per example, up to `n_best` Hypothesis, best first.
+    keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
+    step's "p_copy" / "intra" (Hypothesis.extras), following the backpointers like the attention."""
+    keep_attn = keep_attn or keep_inspection
     K = beam_size
     B = batch.batch_size
     device = batch.src.device
@@ -36,6 +39,7 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
     inputs = torch.full((B * K,), BOS, dtype=torch.long, device=device)          # (B*K,)
     history = torch.zeros(B * K, 0, dtype=torch.long, device=device)             # (B*K, t)
     attn_hist = None                                                             # (B*K, t, S)
+    inspected = None                     # keep_inspection: {"p_copy": (B*K, t), "intra": (B*K, t, t)}
     scores = torch.full((B, K), NEG_INF, device=device)                          # (B, K)
     scores[:, 0] = 0.0                    # the K copies of <s> are one hypothesis: expand only one
     example = torch.arange(B, device=device)   # (B,) batch position of each example still decoded
@@ -58,10 +62,13 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
             step_attn = attn.float().index_select(0, rows).unsqueeze(1)          # (B*K, 1, S)
             attn_hist = step_attn if attn_hist is None else torch.cat(
                 [attn_hist.index_select(0, rows), step_attn], dim=1)             # (B*K, t+1, S)
+        if keep_inspection:
+            step_values = {k: v.index_select(0, rows) for k, v in inspected_step(attns).items()}
+            inspected = extend_inspection(inspected, step_values, rows)          # (B*K, t+1[, t+1])
         is_eos = (token == EOS) & torch.isfinite(top_scores)                     # (B, K)
         if bool(is_eos.any()):
             penalized = top_scores / length_penalty(length_penalty_kind, step + 1, alpha)  # (B, K)
-            _set_aside(finished, example, is_eos, top_scores, penalized, history, attn_hist, K)
+            _set_aside(finished, example, is_eos, top_scores, penalized, history, attn_hist, K, inspected)
             kept = torch.cat([kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
                 n_best, dim=1).values                                            # (B, n_best)
             top_scores = top_scores.masked_fill(is_eos, NEG_INF)
@@ -80,13 +87,15 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
             state = state.reorder(rows)
             inputs, history = inputs.index_select(0, rows), history.index_select(0, rows)
             attn_hist = attn_hist.index_select(0, rows) if attn_hist is not None else None
+            if inspected:
+                inspected = {k: v.index_select(0, rows) for k, v in inspected.items()}
             scores, kept, example = scores[keep], kept[keep], example[keep]      # (B', K) (B', n) (B',)
             B = n_live
             base = (torch.arange(B, device=device) * K).unsqueeze(1)             # (B, 1)
     return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]
 
 
-def _set_aside(finished, example, is_eos, raw, penalized, history, attn_hist, K):
+def _set_aside(finished, example, is_eos, raw, penalized, history, attn_hist, K, inspected=None):
     """Record the hypotheses that just produced </s> (a loop over those only)."""
     idx = is_eos.nonzero().tolist()                      # [[b, k], ...] in the current batch
     ex = example[is_eos.nonzero()[:, 0]].tolist()        # their examples in the original batch
@@ -94,4 +103,4 @@ def _set_aside(finished, example, is_eos, raw, penalized, history, attn_hist, K)
         row = b * K + k
         tokens = history[row, :-1].tolist()
         attn = attn_hist[row, :-1].cpu() if attn_hist is not None else None
-        finished[e].append(Hypothesis(tokens, p, s, attn))
+        finished[e].append(Hypothesis(tokens, p, s, attn, hypothesis_extras(inspected, row, len(tokens))))

@@ -27,6 +27,14 @@ class Hypothesis:
     score: float                         # length-penalized sum of log-probabilities
     log_prob: float                      # raw sum of log-probabilities (</s> included)
     attn: Optional[torch.Tensor] = None  # (len(tokens), S) attention of each produced token
+    # keep_inspection: the other per-step attns of the model, for each produced token (n = len(tokens)):
+    #   "p_copy" (n,) the pointer's probability; "intra" (n, n) intra-decoder attention, row t over
+    #   the decoder states of steps 0..t-1 (lower triangle, zeros elsewhere); keys the model gives
+    extras: Optional[dict] = None
+
+
+# the per-step attns besides "std" that keep_inspection keeps (onmt/models/interface.py)
+INSPECTED = ("p_copy", "intra")
 
 
 def length_penalty(kind, length, alpha=0.0):
@@ -96,3 +104,37 @@ def attention_of(attns):
     if not attns:
         return None
     return attns.get("std")
+
+
+def inspected_step(attns):
+    """{"p_copy": (R,), "intra": (R, t)} of a decode step's attns, the keys the model gives."""
+    return {k: attns[k].float() for k in INSPECTED if attns and k in attns}
+
+
+def extend_inspection(kept, step_values, rows=None):
+    """Append one step to the per-row histories `kept` ({"p_copy": (R, t), "intra": (R, t, t)};
+    None before the first step), after selecting `rows` of the old histories (beam backpointers).
+    step_values: inspected_step() of the step, already in the new row order. Returns the new dict:
+    "p_copy" (R, t+1); "intra" (R, t+1, t+1), the new row holding the step's (R, t) weights."""
+    pad = torch.nn.functional.pad
+    out = {}
+    for k, v in step_values.items():
+        old = kept.get(k) if kept else None
+        if old is not None and rows is not None:
+            old = old.index_select(0, rows)
+        if k == "p_copy":
+            v = v.unsqueeze(1)                                           # (R, 1)
+            out[k] = v if old is None else torch.cat([old, v], dim=1)    # (R, t+1)
+            continue
+        t = v.size(1)                                                    # intra: (R, t)
+        if old is None:
+            old = v.new_zeros(v.size(0), t, t)                           # (R, t, t)
+        out[k] = torch.cat([pad(old, (0, 1)), pad(v, (0, 1)).unsqueeze(1)], dim=1)  # (R, t+1, t+1)
+    return out
+
+
+def hypothesis_extras(kept, row, n):
+    """The Hypothesis.extras of row `row` of the histories, cut to its n produced tokens (on CPU)."""
+    if not kept:
+        return None
+    return {k: (v[row, :n] if k == "p_copy" else v[row, :n, :n]).cpu() for k, v in kept.items()}

@@ -6,13 +6,17 @@ returns with beam size 1.
 import torch
 
 from onmt.inputters.vocab import BOS, EOS
-from onmt.translate.decoding import Hypothesis, apply_rules, attention_of, length_penalty
+from onmt.translate.decoding import (Hypothesis, apply_rules, attention_of, extend_inspection,
+                                     hypothesis_extras, inspected_step, length_penalty)
 
 
 @torch.no_grad()
 def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_kind="none", alpha=0.0,
-                  block_ngram_repeat=0, ignore_ids=None, keep_attn=False):
-    """Decode `batch` greedily; returns, per example, a one-element list of Hypothesis."""
+                  block_ngram_repeat=0, ignore_ids=None, keep_attn=False, keep_inspection=False):
+    """Decode `batch` greedily; returns, per example, a one-element list of Hypothesis.
+    keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
+    step's "p_copy" / "intra" (Hypothesis.extras, see decoding.Hypothesis)."""
+    keep_attn = keep_attn or keep_inspection
     enc = model.encode(batch)
     state = model.init_state(batch, enc)
     B = batch.batch_size
@@ -23,6 +27,7 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
     finished = torch.zeros(B, dtype=torch.bool, device=device)           # (B,)
     lengths = torch.zeros(B, dtype=torch.long, device=device)            # (B,) tokens incl. </s>
     attn_steps = []
+    inspected = None                                                     # keep_inspection histories
     for step in range(max_length + 1):
         logp, state, attns = model.decode_step(inputs, state)            # (B, X)
         logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
@@ -35,6 +40,8 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
             attn = attention_of(attns)
             if attn is not None:
                 attn_steps.append(attn.float())
+        if keep_inspection:
+            inspected = extend_inspection(inspected, inspected_step(attns))  # (B, t+1[, t+1])
         finished |= token == EOS
         inputs = token
         if bool(finished.all()):
@@ -46,5 +53,5 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
     for b in range(B):
         n = lens[b] - 1 if hist[b][lens[b] - 1] == EOS else lens[b]     # without </s>
         attn_b = attn_all[b, :n].cpu() if attn_all is not None else None
-        results.append([Hypothesis(hist[b][:n], scores_l[b], lp_l[b], attn_b)])
+        results.append([Hypothesis(hist[b][:n], scores_l[b], lp_l[b], attn_b, hypothesis_extras(inspected, b, n))])
     return results

@@ -12,6 +12,7 @@ from onmt.inputters.vocab import PAD, UNK, UNK_WORD
 from onmt.translate.beam_search import beam_search
 from onmt.translate.greedy_search import greedy_search
 from onmt.utils.logging import logger
+from onmt.utils.progress import progress
 
 
 class Translation(NamedTuple):
@@ -32,7 +33,7 @@ class Translator:
     def __init__(self, model, vocabs, *, beam_size=5, n_best=1, min_length=0, max_length=100,
                  length_penalty="none", alpha=0.0, block_ngram_repeat=0, ignore_when_blocking=(),
                  replace_unk=False, batch_size=30, verbose=False, keep_attn=False, batch_fn=None,
-                 log=None):
+                 log=None, show_progress=False):
         self.model, self.vocabs = model, vocabs
         self.beam_size, self.n_best = beam_size, n_best
         self.search_kwargs = dict(min_length=min_length, max_length=max_length,
@@ -44,6 +45,7 @@ class Translator:
         self.batch_size, self.verbose = batch_size, verbose
         self.batch_fn = batch_fn or _default_batches
         self.log = log or logger.info
+        self.show_progress = show_progress   # onmt.utils.progress: a bar on a terminal, else log lines
         param = next(model.parameters(), None)
         self.device = param.device if param is not None else torch.device("cpu")
 
@@ -52,14 +54,19 @@ class Translator:
         return cls(model, vocabs, beam_size=opt.beam_size, n_best=opt.n_best, min_length=opt.min_length,
                    max_length=opt.max_length, length_penalty=opt.length_penalty, alpha=opt.alpha,
                    block_ngram_repeat=opt.block_ngram_repeat, ignore_when_blocking=opt.ignore_when_blocking,
-                   replace_unk=opt.replace_unk, batch_size=opt.batch_size, verbose=opt.verbose, **kwargs)
+                   replace_unk=opt.replace_unk, batch_size=opt.batch_size, verbose=opt.verbose,
+                   **{"show_progress": True, **kwargs})
 
     # ------------------------------------------------------------------ decoding
-    def translate(self, src_lines, tgt_lines=None):
+    def translate(self, src_lines, tgt_lines=None, on_record=None, record_lines=None):
         """Per input line, exactly n_best Translation, best first (output order = input order).
 
         An empty (or blank) line gets empty translations without running the model. With
         `tgt_lines`, the gold targets are scored too and GOLD AVG SCORE / GOLD PPL logged.
+        With `on_record`, the search keeps the inspection data (keep_inspection) and calls
+        `on_record(record)` with the record (onmt/inspection/records.py) of the best hypothesis of
+        every line in `record_lines` (a container of 0-based line numbers; None: every line), in
+        the order batches finish; only batches holding such a line pay for keeping it.
         """
         if tgt_lines is not None and len(tgt_lines) != len(src_lines):
             from onmt.utils.cli import UserError
@@ -68,25 +75,45 @@ class Translator:
         keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
         keep.sort(key=lambda i: -len(src_tokens[i]))   # batch similar lengths: less padding
         results = [[Translation([], 0.0, None)] * self.n_best for _ in src_lines]
+        wanted = (lambda line: False) if on_record is None else \
+            (lambda line: record_lines is None or line in record_lines)
+        if on_record is not None:
+            from onmt.inspection.records import empty_record
+            for line, toks in enumerate(src_tokens):
+                if not toks and wanted(line):
+                    on_record(empty_record(line, toks))
         self.model.eval()
         ignore = self.ignore_ids.to(self.device)
-        for batch in self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size):
+        batches = self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size)
+        for batch in progress(batches, desc="translate", unit="sent", total=len(keep),
+                              weight=lambda b: b.batch_size, disable=not self.show_progress):
             batch = batch.to(self.device)
+            lines = [keep[ex] for ex in batch.indices.tolist()]
+            inspect = any(wanted(line) for line in lines)
             if self.beam_size == 1:
                 hyps = greedy_search(self.model, batch, ignore_ids=ignore, keep_attn=self.keep_attn,
-                                     **self.search_kwargs)
+                                     keep_inspection=inspect, **self.search_kwargs)
             else:
                 hyps = beam_search(self.model, batch, beam_size=self.beam_size, n_best=self.n_best,
-                                   ignore_ids=ignore, keep_attn=self.keep_attn, **self.search_kwargs)
-            for b, ex in enumerate(batch.indices.tolist()):
-                line = keep[ex]
+                                   ignore_ids=ignore, keep_attn=self.keep_attn, keep_inspection=inspect,
+                                   **self.search_kwargs)
+            for b, line in enumerate(lines):
                 nbest = [Translation(self._words(h.tokens, h.attn, batch.oovs[b], src_tokens[line]),
-                                     h.score, h.attn, h.log_prob) for h in hyps[b]]
+                                     h.score, h.attn if self.keep_attn else None, h.log_prob) for h in hyps[b]]
+                if inspect and wanted(line):
+                    on_record(self._record(line, src_tokens[line], nbest[0].tokens if nbest else [],
+                                           hyps[b][0] if hyps[b] else None))
                 missing = self.n_best - len(nbest)        # only when nearly every token was forbidden
                 results[line] = nbest + [Translation([], float("-inf"), None, float("-inf"))] * missing
         gold = self.score_gold(src_lines, tgt_lines) if tgt_lines is not None else None
         self._report(src_tokens, results, tgt_lines, gold)
         return results
+
+    def _record(self, line, src_words, pred_words, hyp):
+        from onmt.inspection.records import empty_record, make_record
+        if hyp is None:
+            return empty_record(line, src_words)
+        return make_record(line, src_words, pred_words, hyp, len(self.vocabs.tgt), self.model.copy)
 
     def _words(self, ids, attn, oovs, src_tokens):
         """Extended ids -> words: copied OOVs from the example's list; <unk> replaced if asked."""
@@ -116,8 +143,10 @@ class Translator:
         lengths = [len(line.split()) for line in src_lines]
         keep = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: -lengths[i])  # less padding
         self.model.eval()
-        for batch in self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep],
-                                   self.vocabs, self.batch_size):
+        batches = self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep], self.vocabs,
+                                self.batch_size)
+        for batch in progress(batches, desc="score gold", unit="sent", total=len(keep),
+                              weight=lambda b: b.batch_size, disable=not self.show_progress):
             batch = batch.to(self.device)
             lp, _, _ = self.model.gold_log_likelihood(batch)             # (B, T-1), 0 at padding
             mask = batch.tgt[:, 1:] != PAD                               # (B, T-1)

@@ -10,6 +10,8 @@ The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk> (`gold_targets`)
 (X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models (X = V_tgt) learn <unk>.
 The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/models/interface.py),
 so a model may skip the (B, T-1, X) distribution.
+Besides the loss, the statistics sum what the model's attns carry: the decoder inputs scheduled
+sampling replaced ("sampled") and the pointer probability p(copy) over the target tokens ("p_copy").
 """
 import torch
 
@@ -68,6 +70,9 @@ class MLLoss:
                            coverage_loss=cov_sum, n_examples=batch.batch_size)
         if "sampled" in attns:  # scheduled sampling: inputs that were the model's own predictions
             stats.extra["sampled_inputs"] = int((attns["sampled"] & mask).sum())
+        p_copy = attns.get("p_copy")  # (B, T-1) pointer probability 1 - p_gen; copy models only
+        if p_copy is not None:
+            stats.extra["p_copy"] = float(p_copy.detach().float().masked_fill(~mask, 0.0).sum())
         return loss, stats
 
     score = staticmethod(gold_log_likelihood)

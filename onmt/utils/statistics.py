@@ -1,4 +1,8 @@
-"""Running training / validation statistics: sums that `update` adds, ratios computed on demand."""
+"""Running training / validation statistics: sums that `update` adds, ratios computed on demand.
+
+Model-specific figures travel in `extra` (summed key by key) and come out as ratios through
+`scalars()`, so the trainer and the TensorBoard writer report them without knowing the model family.
+"""
 import math
 from dataclasses import dataclass, field
 
@@ -38,13 +42,50 @@ class Statistics:
     def mean_coverage_loss(self):
         return self.coverage_loss / max(self.n_words, 1)
 
+    def mean_p_copy(self):
+        """Mean pointer probability p(copy) = 1 - p_gen over the target tokens (loss.py), or None when
+        the model has no pointer."""
+        if "p_copy" not in self.extra:
+            return None
+        return self.extra["p_copy"] / max(self.n_words, 1)
+
+    def has_ml(self):
+        """Whether the ML loss ran (-rl_gamma 1 trains without it: its figures are then absent)."""
+        return bool(self.n_correct or self.loss)
+
+    def scalars(self):
+        """name -> value of every figure this window holds, for TensorBoard (utils/tensorboard.py):
+        xent, ppl, accuracy; coverage (mean coverage loss), p_copy, sampled_inputs (% of decoder
+        inputs from scheduled sampling) where the model has them; reward_sample, reward_greedy,
+        rl_loss (per example) and copies (% of sampled tokens) with the RL objective; rougeL (greedy
+        ROUGE-L F1, %) and greedy_length at validation with -valid_rouge."""
+        e, out = self.extra, {}
+        if self.has_ml():
+            out.update(xent=self.xent(), ppl=self.ppl(), accuracy=self.accuracy())
+        if self.coverage_loss:
+            out["coverage"] = self.mean_coverage_loss()
+        if "p_copy" in e:
+            out["p_copy"] = self.mean_p_copy()
+        if "sampled_inputs" in e:
+            out["sampled_inputs"] = 100.0 * e["sampled_inputs"] / max(self.n_words, 1)
+        n = e.get("rl_examples", 0)
+        if n:
+            out.update(reward_sample=e["reward_sample"] / n, reward_greedy=e["reward_greedy"] / n,
+                       rl_loss=e["rl_loss"] / n,
+                       copies=100.0 * e.get("copied_tokens", 0) / max(e.get("sampled_tokens", 0), 1))
+        n = e.get("valid_rouge_examples", 0)
+        if n:
+            out.update(rougeL=100.0 * e["valid_rougeL"] / n,
+                       greedy_length=e.get("valid_greedy_tokens", 0) / n)
+        return out
+
     def rl_report(self):
         """'; '-joined figures of the self-critical loss (reinforced/losses.py) in this window, or ''."""
         e = self.extra
         n = e.get("rl_examples", 0)
         if not n:
             return ""
-        ml = f"{self.xent():.4f}" if self.n_correct or self.loss else "n/a"
+        ml = f"{self.xent():.4f}" if self.has_ml() else "n/a"
         copies = 100.0 * e.get("copied_tokens", 0) / max(e.get("sampled_tokens", 0), 1)
         return (f"reward sample: {e['reward_sample'] / n:.4f}; reward greedy: {e['reward_greedy'] / n:.4f}; "
                 f"ml loss: {ml}; rl loss: {e['rl_loss'] / n:.4f}; copies: {copies:.1f}%")

@@ -1,0 +1,106 @@
+"""The Python API: summarize text with a checkpoint, as translate.py does.
+
+    from onmt import Summarizer
+    s = Summarizer.load("model.pt", device="cpu")
+    s.summarize(["a long article ..."], beam_size=5)            # -> ["its summary"]
+    s.summarize(texts, beam_size=5, return_details=True)       # -> [dict per text]
+
+`summarize` takes translate.py's search options as keyword arguments, with its names and defaults
+(beam_size=5, n_best=1, min_length=0, max_length, length_penalty="none", alpha=0.0,
+block_ngram_repeat, avoid_trigram_repetition, ignore_when_blocking, replace_unk, batch_size=30,
+src_seq_length_trunc). An argument left out (or None) is "not given", exactly as an option left off
+translate.py's command line: the checkpoint's preprocessing record then decides lowercasing, source
+truncation, the prediction length limit and the model family's n-gram blocking
+(onmt/translate/input_rules.py). The options are parsed and validated by translate.py's own parser,
+and the text goes through the same code (onmt/translate/session.py), so the summaries are those
+translate.py writes for the same lines.
+
+With return_details=True, each text gets a dict: "summary" (str), "score" (float), "n_best"
+(list of (summary, score), best first), and the inspection record of the best summary (the one
+translate.py -attn_debug dumps, onmt/inspection/records.py): "src", "pred", "ids", "attn",
+"intra", "p_copy", "copied", "line".
+"""
+import torch
+
+from onmt import opts
+
+# keyword -> translate.py option; store_true options take a bool, nargs="+" ones a list
+SEARCH_OPTIONS = ("beam_size", "n_best", "min_length", "max_length", "length_penalty", "alpha",
+                  "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
+                  "batch_size", "src_seq_length_trunc")
+_FLAGS = ("avoid_trigram_repetition", "replace_unk")
+
+
+def translate_options(**kwargs):
+    """translate.py's options for these keyword arguments (SEARCH_OPTIONS), through its parser and
+    validation: the arguments given count as given on the command line. Raises TypeError on an
+    unknown keyword, onmt.opts.OptionError on an invalid value."""
+    unknown = sorted(set(kwargs) - set(SEARCH_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; the search options are {', '.join(SEARCH_OPTIONS)}")
+    argv = ["-model", "<api>", "-src", "<api>"]
+    for name, value in kwargs.items():
+        if value is None:
+            continue
+        if name in _FLAGS:
+            argv += [f"-{name}"] if value else []
+        elif name == "ignore_when_blocking":
+            words = [value] if isinstance(value, str) else list(value)
+            argv += [f"-{name}", *words] if words else []
+        else:
+            argv += [f"-{name}", str(value)]
+    opt = opts.parse_with_given(opts.translate_parser(), argv)
+    opts.validate_translate_opts(opt)
+    return opt
+
+
+class Summarizer:
+    """A checkpoint loaded once, summarizing lists of texts (see the module docstring)."""
+
+    def __init__(self, session, device):
+        self.session, self.device = session, device
+
+    @classmethod
+    def load(cls, path, device="cpu"):
+        """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device)."""
+        from onmt.translate.session import load_session
+        device = torch.device(device)
+        return cls(load_session(path, device), device)
+
+    @property
+    def model(self):
+        return self.session.model
+
+    @property
+    def vocabs(self):
+        return self.session.vocabs
+
+    def summarize(self, texts, *, return_details=False, progress=False, **search):
+        """Summaries of `texts` (a list of strings, one document each; or one string).
+
+        Returns per text its summary (a string; a list of n_best strings when n_best > 1), or with
+        return_details=True a dict (module docstring). A single string in gives a single result.
+        progress: show translate.py's progress bar / log lines.
+        """
+        from onmt.translate.session import translate_lines
+        single = isinstance(texts, str)
+        lines = [texts] if single else [str(t) for t in texts]
+        lines = [" ".join(line.split()) for line in lines]   # one line each, whatever the whitespace
+        opt = translate_options(**search)
+        records = {}
+
+        def keep(record):
+            records[record["line"]] = record
+        results = translate_lines(opt, self.session, lines, on_record=keep if return_details else None,
+                                  show_progress=progress)
+        out = []
+        for i, nbest in enumerate(results):
+            texts_i = [" ".join(t.tokens) for t in nbest]
+            if not return_details:
+                out.append(texts_i[0] if opt.n_best == 1 else texts_i)
+                continue
+            details = dict(records[i])
+            details.update(summary=texts_i[0], score=float(nbest[0].score),
+                           n_best=[(s, float(t.score)) for s, t in zip(texts_i, nbest)])
+            out.append(details)
+        return out[0] if single else out

@@ -1,0 +1,131 @@
+"""What every corpus preparer shares: the detected corpus (`Corpus`), the choice of splits, and the
+all-or-nothing writer of `-output/{split}.{src,tgt}.txt` with progress lines.
+
+Every output file is written to a temporary name and all of them are renamed together once every
+split is complete; on an error or ^C / SIGTERM the temporary files are removed (and the -output
+folder too when this run created it and it is still empty), so a failed run leaves nothing behind.
+"""
+import logging
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+
+from onmt.utils.cli import UserError
+from onmt.utils.logging import init_logger
+
+
+@dataclass
+class Corpus:
+    """A detected corpus: its form, and per split a description of its files and a function that
+    yields (source line, target line), already cleaned."""
+    form: str
+    description: str
+    splits: dict = field(default_factory=dict)      # split -> (list of file names, examples())
+    notes: list = field(default_factory=list)       # things worth a log line (ignored files, ...)
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt     # unwinds through the writer, which removes its temporary files
+
+
+def start(opt):
+    """Logging on stdout (stderr is for the one-line error), SIGTERM cleans up like ^C."""
+    logger = init_logger(opt.log_file)
+    for h in logger.handlers:
+        if type(h) is logging.StreamHandler:
+            h.setStream(sys.stdout)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
+    return logger
+
+
+def chosen_splits(corpus, wanted, folder, logger):
+    """The splits of `wanted` that `corpus` holds, in order; logs the absent ones."""
+    present = [s for s in wanted if s in corpus.splits]
+    if not present:
+        raise UserError(f"{folder} holds none of the splits asked for ({' '.join(wanted)}); "
+                        f"it holds: {' '.join(corpus.splits) or 'none'}")
+    for s in wanted:
+        if s not in corpus.splits:
+            logger.info(f"{s}: not in {folder}, not written")
+    for s in corpus.splits:
+        if s not in wanted:
+            logger.info(f"{s}: in {folder} but not asked for (-splits), not written")
+    return present
+
+
+class Outputs:
+    """Temporary files renamed together by commit(); removed on exit without commit."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.created = False
+        self.files = []                     # (temporary path, final path, file object)
+
+    def __enter__(self):
+        if not os.path.isdir(self.folder):
+            if os.path.exists(self.folder):
+                raise UserError(f"-output {self.folder} exists and is not a folder")
+            os.makedirs(self.folder)
+            self.created = True
+        return self
+
+    def open(self, name):
+        path = os.path.join(self.folder, name)
+        tmp = f"{path}.tmp{os.getpid()}"
+        f = open(tmp, "w", encoding="utf-8", newline="\n")
+        self.files.append((tmp, path, f))
+        return f
+
+    def commit(self):
+        for _, _, f in self.files:
+            f.close()
+        for tmp, path, _ in self.files:
+            os.replace(tmp, path)
+        self.files = []
+
+    def __exit__(self, *exc):
+        for tmp, _, f in self.files:
+            f.close()
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        self.files = []
+        if self.created and exc[0] is not None and not os.listdir(self.folder):
+            os.rmdir(self.folder)
+        return False
+
+
+def write_corpus(corpus, splits, folder, report_every, logger):
+    """Write `folder/{split}.{src,tgt}.txt` for every split; returns {split: number of examples}."""
+    counts = {}
+    with Outputs(folder) as out:
+        for split in splits:
+            names, examples = corpus.splits[split]
+            logger.info(f"{split}: reading {', '.join(names)}")
+            src, tgt = out.open(f"{split}.src.txt"), out.open(f"{split}.tgt.txt")
+            n = empty_src = empty_tgt = 0
+            for s, t in examples():
+                src.write(s + "\n")
+                tgt.write(t + "\n")
+                n += 1
+                empty_src += not s
+                empty_tgt += not t
+                if n % report_every == 0:
+                    logger.info(f"{split}: {n} examples")
+            empties = ", ".join(f"{k} {v} empty" for k, v in (("source", empty_src), ("target", empty_tgt)) if v)
+            logger.info(f"{split}: {n} examples" + (f" ({empties}, kept to keep the lines aligned)" if empties else ""))
+            counts[split] = n
+        out.commit()
+    for split in splits:
+        logger.info(f"wrote {os.path.join(folder, split)}.src.txt and .tgt.txt: {counts[split]} lines each")
+    return counts
+
+
+def run(opt, corpus, logger):
+    """Log the detected form, write the chosen splits."""
+    logger.info(f"format: {corpus.form} ({corpus.description}) in {opt.input}")
+    for note in corpus.notes:
+        logger.info(note)
+    splits = chosen_splits(corpus, opt.splits, opt.input, logger)
+    return write_corpus(corpus, splits, opt.output, opt.report_every, logger)

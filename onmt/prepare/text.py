@@ -1,0 +1,114 @@
+"""Text plumbing shared by the corpus readers: streaming UTF-8 lines (plain or .gz) with errors that
+name the file and line, line-aligned pairs of files, and the `Cleaner` that turns a source text or a
+list of target sentences into one output line (tokenized or not, lowercased or not, tags removed).
+"""
+import gzip
+import os
+
+from onmt.prepare.tokenize import ptb_tokenize
+from onmt.utils.cli import UserError
+
+TAGS = frozenset(("<t>", "</t>", "<s>", "</s>"))
+END_CHARS = ".!?\"')]"
+END_TOKENS = frozenset(("-rrb-", "-rsb-"))
+
+
+def remove_eos(line):
+    """Every `</s>` becomes `.`, whitespace becomes single spaces (the seed CNN/DM files' cleaning)."""
+    return " ".join(line.replace("</s>", " . ").split())
+
+
+def open_binary(path):
+    """A binary file object, gunzipped when the name ends in .gz."""
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def read_lines(path):
+    """Yield the lines of a UTF-8 text file (plain or .gz) without their newline; split on \\n only."""
+    with open_binary(path) as f:
+        n = 0
+        try:
+            for n, raw in enumerate(f, 1):
+                try:
+                    yield raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError:
+                    raise UserError(f"{path}: line {n} is not valid UTF-8") from None
+        except (OSError, EOFError) as e:
+            if isinstance(e, (FileNotFoundError, PermissionError)):
+                raise
+            raise UserError(f"{path}: cannot read after line {n}: {e}") from None
+
+
+def read_pairs(src_path, tgt_path):
+    """Yield (source line, target line) of two line-aligned files; different lengths are an error."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    n = 0
+    for n, s in enumerate(src, 1):
+        t = next(tgt, None)
+        if t is None:
+            raise UserError(f"{src_path} has more lines than {tgt_path} ({tgt_path} ends after line {n - 1})")
+        yield s, t
+    if next(tgt, None) is not None:
+        raise UserError(f"{tgt_path} has more lines than {src_path} ({src_path} ends after line {n})")
+
+
+def between_tags(text, open_tag, close_tag):
+    """The sentences of `<t> a . </t> <t> b . </t>`-style text (`text` itself when it has no tags)."""
+    tokens = text.split()
+    if open_tag not in tokens:
+        return [text]
+    sents, cur = [], None
+    for tok in tokens:
+        if tok == open_tag:
+            cur = []
+        elif tok == close_tag:
+            if cur:
+                sents.append(" ".join(cur))
+            cur = None
+        elif cur is not None:
+            cur.append(tok)
+        else:                       # text outside any tag pair: keep it as its own sentence
+            sents.append(tok)
+    if cur:
+        sents.append(" ".join(cur))
+    return sents
+
+
+class Cleaner:
+    """Text -> one output line: tokens joined by single spaces, no sentence tags, lowercased if asked.
+
+    tokenize: True runs the PTB-style tokenizer (tokenize.py), False only splits on whitespace.
+    """
+
+    def __init__(self, tokenize, lower):
+        self.tokenize = tokenize
+        self.lower = lower
+
+    def tokens(self, text):
+        toks = ptb_tokenize(text) if self.tokenize else text.split()
+        return [t for t in toks if t not in TAGS]
+
+    def line(self, text):
+        out = " ".join(self.tokens(text))
+        return out.lower() if self.lower else out
+
+    def sentences(self, sents, end_period=False):
+        """Sentences -> one line; with end_period a sentence whose last character is not . ! ? or a
+        closing quote or bracket gets a `.` (as See et al. did for the CNN/DM highlights), so ROUGE-Lsum
+        can split it."""
+        out = []
+        for s in sents:
+            toks = self.tokens(s)
+            if toks and end_period and toks[-1][-1] not in END_CHARS and toks[-1] not in END_TOKENS:
+                toks.append(".")
+            out.extend(toks)
+        line = " ".join(out)
+        return line.lower() if self.lower else line
+
+
+def files_in(folder):
+    """Names of the plain files in `folder` (empty when it is not a folder)."""
+    try:
+        return sorted(e.name for e in os.scandir(folder) if e.is_file())
+    except (FileNotFoundError, NotADirectoryError):
+        return []

@@ -1,0 +1,54 @@
+"""What translate.py and the Python API (onmt/api.py) share: a checkpoint loaded for translation and
+the translation of text lines with the checkpoint's test-time input rules (input_rules.py).
+
+    session = load_session("model.pt", torch.device("cpu"))
+    results = translate_lines(opt, session, src_lines)     # opt: translate.py's options
+"""
+import argparse
+from typing import NamedTuple, Optional
+
+from onmt.inputters.vocab import Vocabs
+from onmt.utils.logging import logger
+
+
+class Session(NamedTuple):
+    model: object                # in eval mode, on its device
+    vocabs: Vocabs
+    model_opt: argparse.Namespace
+    preprocess: Optional[dict]   # the checkpoint's preprocessing record (None: an older checkpoint)
+
+
+def model_from_checkpoint(ckpt, device):
+    """(model in eval mode on `device`, Vocabs, the model's options) from a loaded checkpoint."""
+    from onmt.model_builder import build_model
+    vocabs = Vocabs.from_dict(ckpt["vocab"])
+    model_opt = argparse.Namespace(**ckpt["opt"])
+    model = build_model(model_opt, vocabs, ckpt["model"]).to(device)
+    model.eval()
+    return model, vocabs, model_opt
+
+
+def load_session(path, device):
+    """The Session of the checkpoint at `path`, its model on `device`."""
+    from onmt.utils.checkpoint import load_checkpoint
+    ckpt = load_checkpoint(path, device="cpu")
+    model, vocabs, model_opt = model_from_checkpoint(ckpt, device)
+    return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
+
+
+def translate_lines(opt, session, src_lines, tgt_lines=None, *, on_record=None, record_lines=None,
+                    show_progress=True):
+    """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: the input rules
+    of the checkpoint and `opt` (each logged once; opt.max_length and opt.block_ngram_repeat are
+    set to the resolved values), then Translator.translate (see there for on_record /
+    record_lines). Returns its results: per line, n_best Translation."""
+    from onmt.translate.input_rules import prepare_lines, resolve
+    from onmt.translate.translator import Translator
+    rules, notes = resolve(opt, session.model_opt, session.preprocess)
+    for note in notes:
+        logger.info(note)
+    opt.max_length, opt.block_ngram_repeat = rules.max_length, rules.block_ngram_repeat
+    translator = Translator.from_opt(opt, session.model, session.vocabs, show_progress=show_progress)
+    return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc),
+                                prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc),
+                                on_record=on_record, record_lines=record_lines)

@@ -1,0 +1,40 @@
+#!/usr/bin/env python
+"""Re-plot the examples of a translate.py -attn_debug dump, as translate.py -attn_plot does.
+
+    tools/plot_attention.py -attn_debug debug.npz -attn_plot plots/ [-attn_plot_n 10]
+
+Writes plots/example_00001.png ... for the first -attn_plot_n examples of the dump (0: all of them);
+see onmt/inspection/plots.py for the panels and onmt/inspection/records.py for the dump format.
+"""
+import os
+
+
+def main(argv=None):
+    from onmt import opts
+    from onmt.inspection.plots import plot_records, require_matplotlib
+    from onmt.inspection.records import read_dump
+    from onmt.utils.cli import UserError
+    from onmt.utils.files import check_output
+    from onmt.utils.logging import init_logger
+    opt = opts.parse_with_given(opts.plot_attention_parser(), argv)
+    logger = init_logger(opt.log_file)
+    opts.validate_plot_attention_opts(opt)
+    if os.path.exists(opt.attn_plot) and not os.path.isdir(opt.attn_plot):
+        raise UserError(f"-attn_plot {opt.attn_plot}: not a folder")
+    if not os.path.isdir(opt.attn_plot):
+        check_output(opt.attn_plot, f"-attn_plot {opt.attn_plot}")   # its parent folder
+    require_matplotlib("-attn_plot")
+    if not os.path.isfile(opt.attn_debug):
+        raise UserError(f"-attn_debug {opt.attn_debug}: no such file")
+    try:
+        records = read_dump(opt.attn_debug)
+    except ValueError as e:
+        raise UserError(f"-attn_debug: {e}") from None
+    paths = plot_records(records, opt.attn_plot, opt.attn_plot_n or None)
+    logger.info(f"Plotted {len(paths)} of the {len(records)} examples of {opt.attn_debug} into {opt.attn_plot}")
+    return paths
+
+
+if __name__ == "__main__":
+    from onmt.utils.cli import run_main
+    run_main(main)
