@@ -19,7 +19,7 @@ import re
 
 from onmt import opts
 from onmt.prepare.detect import Found, choose, find_pair, numbered_pieces, seed_pairs
-from onmt.prepare.output import Corpus, run, start
+from onmt.prepare.output import Corpus, prepare_main
 from onmt.prepare.tables import read_rows
 from onmt.prepare.text import Cleaner, between_tags, files_in, read_pairs, remove_eos
 from onmt.prepare.tfexample import read_text_features
@@ -137,11 +137,7 @@ def detect(folder, requested="auto", lower=True, tokenize="auto"):
 
 
 def main(argv=None):
-    opt = opts.parse_with_given(opts.prepare_cnndm_parser(), argv)
-    opts.validate_prepare_opts(opt)
-    logger = start(opt)
-    corpus = detect(opt.input, opt.format, opt.lower, opt.tokenize)
-    return run(opt, corpus, logger)
+    return prepare_main(opts.prepare_cnndm_parser(), detect, argv)
 
 
 def cli():

@@ -15,7 +15,7 @@ import os
 
 from onmt import opts
 from onmt.prepare.detect import Found, choose, find_pair, seed_pairs
-from onmt.prepare.output import Corpus, run, start
+from onmt.prepare.output import Corpus, prepare_main
 from onmt.prepare.text import Cleaner, read_pairs
 from onmt.utils.cli import run_main
 
@@ -79,11 +79,7 @@ def detect(folder, requested="auto", lower=True, tokenize="auto"):
 
 
 def main(argv=None):
-    opt = opts.parse_with_given(opts.prepare_gigaword_parser(), argv)
-    opts.validate_prepare_opts(opt)
-    logger = start(opt)
-    corpus = detect(opt.input, opt.format, opt.lower, opt.tokenize)
-    return run(opt, corpus, logger)
+    return prepare_main(opts.prepare_gigaword_parser(), detect, argv)
 
 
 def cli():

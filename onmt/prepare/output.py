@@ -129,3 +129,14 @@ def run(opt, corpus, logger):
         logger.info(note)
     splits = chosen_splits(corpus, opt.splits, opt.input, logger)
     return write_corpus(corpus, splits, opt.output, opt.report_every, logger)
+
+
+def prepare_main(parser, detect, argv=None):
+    """The whole of a prepare tool: parse and check `parser`'s options, find the corpus with
+    `detect(folder, format, lower, tokenize)`, log its form and write the chosen splits."""
+    from onmt import opts
+    opt = opts.parse_with_given(parser, argv)
+    opts.validate_prepare_opts(opt)
+    logger = start(opt)
+    return run(opt, detect(opt.input, opt.format, opt.lower, opt.tokenize), logger)
+
