@@ -10,11 +10,86 @@ class OptionError(ValueError):
     """An invalid combination of options; the entry points print it as one line."""
 
 
+# Upstream OpenNMT-py options a user may bring: -> (this project's option, or None when there is no
+# counterpart, and a few words on it). Used only to explain an unknown option.
+UPSTREAM_OPTIONS = {
+    "hidden_size": ("-rnn_size", "the hidden size"),
+    "enc_hid_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "dec_hid_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "enc_rnn_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "dec_rnn_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "src_word_vec_size": ("-word_vec_size", "one size for both sides"),
+    "tgt_word_vec_size": ("-word_vec_size", "one size for both sides"),
+    "gpuid": ("-gpu", "the GPU id, -1 for the CPU"),
+    "max_shard_size": ("-shard_size", "counted in examples"),
+    "encoder_type": ("-brnn", "-encoder_type brnn is -brnn; rnn is the default"),
+    "decoder_type": (None, "the decoder is always an RNN"),
+    "model_type": (None, "text only"),
+    "data_type": (None, "text only"),
+    "transformer_ff": (None, "no Transformer here"),
+    "heads": (None, "no Transformer here"),
+    "position_encoding": (None, "no Transformer here"),
+    "label_smoothing": (None, "not implemented"),
+    "truncated_decoder": (None, "not implemented"),
+    "copy_attn_force": (None, "not implemented"),
+    "random_sampling_topk": (None, "decoding is greedy or beam search"),
+    "random_sampling_temp": (None, "decoding is greedy or beam search"),
+    "phrase_table": (None, "-replace_unk copies the attended source word"),
+    "fp32": (None, "translation runs in float32"),
+    "int8": (None, "translation runs in float32"),
+}
+
+
+class _ExactParser(configargparse.ArgumentParser):
+    """configargparse's parser with exact option names. argparse matches a prefix of a single-dash
+    option even with allow_abbrev=False (-src_vocab became -src_vocab_size) and reads -hidden_size as
+    -h with the value 'idden_size'; here an option given on the command line must be spelt in full,
+    and an unknown one stops with one line that says, for an upstream OpenNMT-py option, what it is
+    here, else the closest names."""
+
+    def parse_known_args(self, args=None, namespace=None, **kwargs):
+        import sys
+        self._check_names(sys.argv[1:] if args is None else list(args))
+        return super().parse_known_args(args=args, namespace=namespace, **kwargs)
+
+    def _check_names(self, argv):
+        for token in argv:
+            if token == "--":
+                return
+            if len(token) < 2 or token[0] != "-" or _is_number(token):
+                continue
+            name = token.split("=", 1)[0]
+            if name not in self._option_string_actions:
+                self.exit(2, f"{self.prog}: error: {unknown_option_message(name, self._option_string_actions)}\n")
+
+
+def _is_number(token):
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def unknown_option_message(name, known):
+    """One line about an option `name` (e.g. "-hidden_size") that the parser with options `known` lacks."""
+    import difflib
+    bare = name.lstrip("-")
+    if bare in UPSTREAM_OPTIONS:
+        here, what = UPSTREAM_OPTIONS[bare]
+        if here:
+            return f"unknown option {name}: OpenNMT-py's -{bare} is {here} here ({what})"
+        return f"unknown option {name}: OpenNMT-py's -{bare} has no counterpart here ({what})"
+    close = difflib.get_close_matches(name, [k for k in known if not k.startswith("--")], n=3, cutoff=0.6)
+    return f"unknown option {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+
+
 def _parser(description):
-    return configargparse.ArgumentParser(
+    return _ExactParser(
         description=description,
         config_file_parser_class=configargparse.YAMLConfigFileParser,
         formatter_class=configargparse.ArgumentDefaultsHelpFormatter,
+        allow_abbrev=False,
     )
 
 

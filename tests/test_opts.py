@@ -99,3 +99,41 @@ def test_given_tracks_command_line_and_config(tmp_path):
     opt = opts.parse_with_given(opts.train_parser(), ["-config", str(cfg), "-data", "d", "-learning_rate", "0.1"])
     assert opts.given(opt, "optim") and opts.given(opt, "learning_rate") and not opts.given(opt, "batch_size")
     assert "_given" not in opts.saved_options(opt)
+
+
+# --------------------------------------------------------------------------- exact option names
+def _unknown(capsys, parser, argv):
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_a_prefix_of_an_option_is_not_that_option(capsys):
+    """argparse matched single-dash prefixes even with allow_abbrev=False: -src_vocab became
+    -src_vocab_size (upstream's -src_vocab is a vocabulary file)."""
+    err = _unknown(capsys, opts.preprocess_parser(), ["-train_src", "a", "-train_tgt", "b", "-save_data", "c",
+                                                      "-src_vocab", "v.txt"])
+    assert "unknown option -src_vocab" in err and "-src_vocab_size" in err
+
+
+def test_upstream_option_names_what_it_is_here(capsys):
+    err = _unknown(capsys, opts.train_parser(), ["-data", "d", "-hidden_size", "512"])
+    assert "unknown option -hidden_size: OpenNMT-py's -hidden_size is -rnn_size here" in err
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-random_sampling_topk", "5"])
+    assert "-random_sampling_topk has no counterpart here" in err
+
+
+def test_misspelt_option_gets_the_closest_names(capsys):
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-beam", "5"])
+    assert err.endswith("unknown option -beam (did you mean -beam_size?)")
+
+
+def test_exact_names_still_parse_values_and_configs(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rnn_size: 64\n")
+    opt = opts.train_parser().parse_args(["-config", str(cfg), "-data", "d", "-gpu", "-1", "--seed=7",
+                                          "-learning_rate", "-0.001"])
+    assert (opt.rnn_size, opt.gpu, opt.seed, opt.learning_rate) == (64, -1, 7, -0.001)
