@@ -1,7 +1,6 @@
 #!/usr/bin/env python
 """Text -> vocabulary + numericalized shards; see onmt/bin/preprocess.py."""
-from onmt.bin.preprocess import main
-from onmt.utils.cli import run_main
+from onmt.utils.cli import launch
 
 if __name__ == "__main__":
-    run_main(main)
+    launch("onmt.bin.preprocess")

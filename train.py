@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Train a model (see onmt/bin/train.py)."""
-from onmt.bin.train import cli
+from onmt.utils.cli import launch
 
 if __name__ == "__main__":
-    cli()
+    launch("onmt.bin.train")

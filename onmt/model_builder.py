@@ -92,11 +92,13 @@ def _load_pretrained(model, opt, vocabs):
         logger.info("%s embeddings: %d of %d words found in %s", side, found, len(vocab), path)
 
 
-def build_model(opt, vocabs, checkpoint_state=None, allow_new=False):
+def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False):
     """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on CPU.
 
     allow_new: parameters that `checkpoint_state` lacks (e.g. coverage added on -train_from) keep the
-    initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters.
+    initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters,
+    each of the model's shape. The UserError of a checkpoint that does not fit names `checkpoint_name`
+    and says "its options" (`own_options`: the checkpoint's own) or "these options".
     """
     name = model_type(opt)
     model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs)
@@ -105,10 +107,14 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False):
         own = model.state_dict()
         unexpected = [k for k in checkpoint_state if k not in own]
         missing = [k for k in own if k not in checkpoint_state]
-        if unexpected or (missing and not allow_new):
-            raise UserError(f"the checkpoint does not fit the {name} model of these options: "
+        resized = [f"{k} is {_shape(checkpoint_state[k])} in the checkpoint, {_shape(own[k])} in the model"
+                   for k in own if k in checkpoint_state and tuple(checkpoint_state[k].shape) != tuple(own[k].shape)]
+        if unexpected or (missing and not allow_new) or resized:
+            raise UserError(f"{'checkpoint ' + checkpoint_name if checkpoint_name else 'the checkpoint'} does not "
+                            f"fit the {name} model of {'its' if own_options else 'these'} options: "
                             + "; ".join(x for x in (f"unexpected {', '.join(unexpected[:4])}" if unexpected else "",
-                                                     f"missing {', '.join(missing[:4])}" if missing else "") if x))
+                                                     f"missing {', '.join(missing[:4])}" if missing else "",
+                                                     ", ".join(resized[:2])) if x))
         model.load_state_dict(checkpoint_state, strict=False)
         if missing:
             logger.info("new parameters, initialized as for a fresh model: %s", ", ".join(missing))
@@ -117,6 +123,10 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False):
     n_params = sum(p.numel() for p in model.parameters())
     logger.info("built %s model with %d parameters", name, n_params)
     return model
+
+
+def _shape(t):
+    return "x".join(map(str, t.shape)) or "a scalar"
 
 
 def build_loss(opt):

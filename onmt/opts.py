@@ -342,7 +342,11 @@ def train_opts(parser):
     g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
     g.add("-seed", "--seed", type=int, default=3435, help="random seed")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
-    g.add("-amp", "--amp", action="store_true", help="automatic mixed precision on CUDA")
+    g.add("-amp", "--amp", action="store_true",
+          help="automatic mixed precision on CUDA (ignored on the CPU); the generator, W_out, losses and "
+               "rewards stay float32")
+    g.add("-amp_dtype", "--amp_dtype", default="bf16", choices=["bf16", "fp16"],
+          help="-amp's low precision: bf16 (bfloat16, no loss scaling) or fp16 (float16 with a GradScaler)")
     g = parser.add_argument_group("Schedule")
     g.add("-train_steps", "--train_steps", type=int, default=100000, help="stop after this many steps")
     g.add("-epochs", "--epochs", type=int, default=0, help="if > 0, train this many epochs instead of -train_steps")
@@ -355,6 +359,15 @@ def train_opts(parser):
     g.add("-batch_type", "--batch_type", default="sents", choices=["sents", "tokens"], help="unit of -batch_size")
     g.add("-valid_batch_size", "--valid_batch_size", type=int, default=32, help="validation batch size (sentences)")
     g.add("-pool_factor", "--pool_factor", type=int, default=100, help="batches per length-sorted bucket pool")
+    g.add("-accum_count", "--accum_count", type=int, default=1,
+          help="one optimizer step per N batches (per process): the update of one N times larger batch")
+    g = parser.add_argument_group("Several processes (README, Several GPUs)")
+    g.add("-world_size", "--world_size", type=int, default=1,
+          help="number of processes; N > 1 outside torchrun spawns N on this machine (CPU, or GPUs with "
+               "-gpu_ranks); under torchrun its WORLD_SIZE counts")
+    g.add("-gpu_ranks", "--gpu_ranks", type=int, nargs="*", default=[],
+          help="OpenNMT-py's: the ranks that run on GPUs, 0 .. world_size-1 (rank r uses GPU r); "
+               "-world_size 1 -gpu_ranks 0 is -gpu 0")
     g = parser.add_argument_group("Optimization")
     g.add("-optim", "--optim", default="sgd", choices=["sgd", "adagrad", "adam"], help="optimizer")
     g.add("-learning_rate", "--learning_rate", type=float, default=1.0, help="learning rate")
@@ -388,7 +401,8 @@ def train_opts(parser):
 
 
 def validate_train_opts(opt):
-    _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every", "learning_rate"),
+    _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every", "learning_rate",
+                                  "accum_count", "world_size"),
                    non_negative=("train_steps", "epochs", "max_grad_norm", "adagrad_accumulator_init"),
                    unit_open=("adam_beta1", "adam_beta2"))
     check_model_numbers(opt)
@@ -402,7 +416,19 @@ def validate_train_opts(opt):
         raise OptionError(f"-sample_every must be >= 0, got {opt.sample_every}")
     if opt.reset_optim != "none" and not opt.train_from:
         raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
+    if any(r < 0 or r >= opt.world_size for r in opt.gpu_ranks) or len(set(opt.gpu_ranks)) < len(opt.gpu_ranks):
+        raise OptionError(f"-gpu_ranks must be distinct ranks below -world_size {opt.world_size}, "
+                          f"got {' '.join(map(str, opt.gpu_ranks))}")
+    if opt.gpu_ranks and opt.gpu >= 0:
+        raise OptionError("give -gpu (one GPU) or -gpu_ranks (with -world_size), not both")
+    if opt.world_size > 1 and opt.gpu >= 0:
+        raise OptionError(f"-gpu {opt.gpu} names one GPU; for {opt.world_size} processes on GPUs give "
+                          f"-gpu_ranks {' '.join(map(str, range(opt.world_size)))}, or use torchrun")
     _check_gpu(opt.gpu)
+    if opt.gpu_ranks:
+        import torch
+        if not torch.cuda.is_available():
+            raise OptionError("-gpu_ranks given but CUDA is not available")
 
 
 def _check_gpu(gpu):

@@ -9,8 +9,10 @@ import time
 
 import torch
 
+from onmt.inputters.batch import Batch
 from onmt.utils.checkpoint import atomic_torch_save, checkpoint_path, prune_checkpoints, rng_state
 from onmt.utils.cli import UserError
+from onmt.utils.distributed import World, all_reduce_sum, gather_objects, sum_gradients, sum_statistics
 from onmt.utils.logging import logger
 from onmt.utils.statistics import Statistics
 
@@ -23,7 +25,8 @@ class Trainer:
     def __init__(self, model, loss_fn, optimizer, *, save_model, train_steps=100000, epochs=0,
                  valid_steps=10000, save_checkpoint_steps=5000, keep_checkpoint=-1, report_every=50,
                  max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0, tensorboard=None,
-                 sample_every=0, sample_max_length=100):
+                 world_size=1, accum_count=1,
+                 sample_every=0, sample_max_length=100, amp_dtype="bf16"):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.save_model = save_model
         self.train_steps, self.epochs = train_steps, epochs
@@ -31,10 +34,18 @@ class Trainer:
         self.keep_checkpoint, self.report_every = keep_checkpoint, report_every
         self.max_grad_norm = max_grad_norm
         self.device = torch.device(device)
+        # -amp: the forward pass under CUDA autocast in bfloat16 (no loss scaling needed) or float16 (with
+        # a GradScaler); the models keep their generators, losses and rewards in float32 islands
+        # (onmt/modules/precision.py). On the CPU the flag is ignored: training is float32, bit for bit.
         self.amp = amp and self.device.type == "cuda"
-        self.scaler = torch.amp.GradScaler("cuda") if self.amp else None
+        self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[amp_dtype]
+        if amp and not self.amp and rank == 0:
+            logger.info("-amp: mixed precision needs CUDA; training in float32 on the CPU")
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp and self.amp_dtype == torch.float16 else None
         self.checkpoint_meta = checkpoint_meta or {}
         self.rank = rank
+        self.world = World(rank=rank, world_size=world_size, device=self.device)  # utils/distributed.py
+        self.accum_count = accum_count  # batches per optimizer step (on each rank)
         self.tensorboard = tensorboard  # utils/tensorboard.py TensorBoard (-tensorboard) or None
         self.saved = []
         self.sample_every = sample_every  # log a validation example's greedy prediction every N steps
@@ -42,13 +53,16 @@ class Trainer:
         self._sample_batch = None
 
     @classmethod
-    def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None):
+    def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None, rank=0,
+                 world_size=1):
         return cls(model, loss_fn, optimizer, save_model=opt.save_model, train_steps=opt.train_steps,
                    epochs=opt.epochs, valid_steps=opt.valid_steps,
                    save_checkpoint_steps=opt.save_checkpoint_steps, keep_checkpoint=opt.keep_checkpoint,
                    report_every=opt.report_every, max_grad_norm=opt.max_grad_norm, device=device,
                    amp=opt.amp, checkpoint_meta=checkpoint_meta, tensorboard=tensorboard,
-                   sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100)
+                   rank=rank, world_size=world_size, accum_count=opt.accum_count,
+                   sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100,
+                   amp_dtype=opt.amp_dtype)
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
@@ -57,17 +71,29 @@ class Trainer:
         return step >= self.train_steps
 
     def train(self, train_data, valid_data=None, start_step=0, data_pos=(0, 0)):
-        """Train from `start_step` at data position (epoch, batches consumed); returns the last step."""
+        """Train from `start_step` at data position (epoch, batches consumed); returns the last step.
+        A SIGTERM or ^C (utils/stop.py) ends the step in progress, saves it and raises Stopped."""
+        from onmt.utils.stop import StopSignals
+        with StopSignals() as self._stop:
+            return self._train(train_data, valid_data, start_step, data_pos)
+
+    def _train(self, train_data, valid_data, start_step, data_pos):
         step = start_step
         epoch, pos = data_pos
         window, t0, t_start = Statistics(), time.time(), time.time()
+        group = []  # this rank's batches of the next optimizer step (-accum_count of them)
         total = f"{self.train_steps}" if self.epochs <= 0 else f"epoch {self.epochs}"
         while not self._done(step, epoch):
             for batch in train_data.iter_epoch(epoch, start=pos):
                 pos += 1
+                group.append(batch)
+                if len(group) < self.accum_count:
+                    continue
                 step += 1
-                window.update(self.train_step(batch, step))
+                window.update(self.train_step(group, step))
+                group = []
                 if step % self.report_every == 0:
+                    window = sum_statistics(window, self.world)  # every rank's figures, logged by rank 0
                     self._report(step, total, epoch, window, time.time() - t0, time.time() - t_start)
                     window, t0 = Statistics(), time.time()
                 if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps == 0:
@@ -78,34 +104,81 @@ class Trainer:
                     break
                 if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0:
                     self.save(step, (epoch, pos))
+                self._stop_if_signalled(step, (epoch, pos))
             else:
+                if pos == 0:  # an epoch without a batch would loop forever
+                    raise TrainingError(f"epoch {epoch} gave this process no training batch")
                 epoch, pos = epoch + 1, 0
+                if group and self._done(step, epoch):  # -epochs: the last step takes the batches left
+                    step += 1
+                    window.update(self.train_step(group, step))
+                    group = []
         if valid_data is not None and (self.valid_steps <= 0 or step % self.valid_steps != 0):
             self.validate(valid_data, step)
         if step > start_step:
             self.save(step, (epoch, pos))
         return step
 
+    def _stop_if_signalled(self, step, data_pos):
+        """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its data
+        position, unless just saved, and raise Stopped (one line; -train_from it resumes exactly)."""
+        stop = getattr(self, "_stop", None)
+        if stop is None:
+            return
+        world = getattr(self, "world", None)
+        if world is not None and world.distributed:      # every rank stops at the same step
+            from onmt.utils.distributed import all_reduce_sum
+            if all_reduce_sum(int(stop.received is not None), self.device) == 0:
+                return
+            if stop.received is None:
+                stop.received, stop.signum = "SIGTERM", 15     # another rank's signal
+        elif stop.received is None:
+            return
+        path = checkpoint_path(self.save_model, step)
+        if not (self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0):
+            path = self.save(step, data_pos)
+        raise stop.stopped(step, path if self.rank == 0 else None)
+
     def _autocast(self):
         if self.amp:
-            return torch.autocast(device_type="cuda", dtype=torch.float16)
+            return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
         return contextlib.nullcontext()
 
-    def train_step(self, batch, step):
+    def train_step(self, batches, step):
+        """One optimizer step on `batches` (this rank's -accum_count Batches; one Batch alone is one).
+
+        Normalization: each loss (a sum over target tokens) is divided by the target tokens of the
+        whole step, every batch of every rank (counted before any forward pass, Batch.n_tgt_tokens,
+        which the loss's Statistics.n_words must equal), and gradients are summed over batches and
+        ranks: the gradient of one batch holding them all, not a mean of per-batch means."""
         self.model.train()
-        batch = batch.to(self.device)
+        batches = [batches] if isinstance(batches, Batch) else list(batches)
+        counts = [b.n_tgt_tokens for b in batches]
+        normalizer = sum(counts)
+        if self.world.distributed:
+            normalizer = all_reduce_sum(normalizer, self.device)
+        normalizer = max(normalizer, 1)
         self.optimizer.zero_grad(set_to_none=True)
-        with self._autocast():
-            loss, stats = self.loss_fn(self.model, batch)
-        if not torch.isfinite(loss).item():
-            raise TrainingError(f"loss is {loss.item()} at step {step}; stopping "
-                                "(lower -learning_rate or set -max_grad_norm)")
-        loss = loss / max(stats.n_words, 1)
+        stats = Statistics()
+        for batch, count in zip(batches, counts):
+            batch = batch.to(self.device)
+            with self._autocast():
+                loss, batch_stats = self.loss_fn(self.model, batch)
+            if not torch.isfinite(loss).item():
+                raise TrainingError(f"loss is {loss.item()} at step {step}; stopping "
+                                    "(lower -learning_rate or set -max_grad_norm)")
+            if batch_stats.n_words != count:
+                raise RuntimeError(f"the loss counted {batch_stats.n_words} target tokens, the batch has {count}")
+            loss = loss / normalizer
+            if self.scaler is not None:
+                self.scaler.scale(loss).backward()
+            else:
+                loss.backward()
+            stats.update(batch_stats)
+        if self.world.distributed:
+            sum_gradients(self.model.parameters())  # before unscaling: an inf on any rank skips the step on all
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
             self.scaler.unscale_(self.optimizer)
-        else:
-            loss.backward()
         if self.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
         if self.scaler is not None:
@@ -124,6 +197,7 @@ class Trainer:
                 _, s = self.loss_fn(self.model, batch.to(self.device))
                 stats.update(s)
         self.model.train()
+        stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
             at = f" (step {step})" if step is not None else ""
             logger.info(f"Validation perplexity: {stats.ppl():.2f}; accuracy: {stats.accuracy():.2f}{at}")
@@ -170,6 +244,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, step, data_pos):
+        rng_ranks = gather_objects(rng_state(), self.world)  # every rank's: each resumes its own draws
         if self.rank != 0:
             return None
         path = checkpoint_path(self.save_model, step)
@@ -180,9 +255,12 @@ class Trainer:
             "model": self.model.state_dict(),
             "optim": self.optimizer.state_dict(),
             "step": step,
-            "data_pos": list(data_pos),
-            "rng": rng_state(),
+            "data_pos": list(data_pos),   # (epoch, batches read by EACH rank: they read as many)
+            "rng": rng_ranks[0],
+            "world_size": self.world.world_size,
         })
+        if self.world.world_size > 1:
+            payload["rng_ranks"] = rng_ranks
         if self.scaler is not None:
             payload["scaler"] = self.scaler.state_dict()
         atomic_torch_save(payload, path)

@@ -78,9 +78,25 @@ def test_start_skips_exactly(tmp_path):
 def test_ranks_partition_the_epoch(tmp_path):
     paths, _, _ = make_shards(tmp_path)
     full = ids(dataset(paths, seed=5).iter_epoch(0))
-    parts = [ids(dataset(paths, seed=5, rank=r, world_size=3).iter_epoch(0)) for r in range(3)]
+    assert len(full) % 3 == 2  # 14 batches: an incomplete last group of 2
+    parts = [ids(dataset(paths, seed=5, rank=r, world_size=3, equal_shares=False).iter_epoch(0)) for r in range(3)]
     assert [full[r::3] for r in range(3)] == parts
-    assert ids(dataset(paths, seed=5, rank=1, world_size=3).iter_epoch(0, start=2)) == full[1::3][2:]
+    assert ids(dataset(paths, seed=5, rank=1, world_size=3, equal_shares=False).iter_epoch(0, start=2)) == full[1::3][2:]
+
+
+def test_training_ranks_get_equal_shares(tmp_path):
+    """Training (equal_shares): every rank the same number of batches, the incomplete last group of
+    world_size batches left out, so ranks stepping together never wait for a missing batch."""
+    paths, _, _ = make_shards(tmp_path)
+    full = ids(dataset(paths, seed=5).iter_epoch(1))
+    n = len(full) // 3 * 3
+    parts = [ids(dataset(paths, seed=5, rank=r, world_size=3).iter_epoch(1)) for r in range(3)]
+    assert parts == [full[r:n:3] for r in range(3)] and len(parts[0]) == 4
+    assert [dataset(paths, seed=5, rank=r, world_size=3).num_batches(1) for r in range(3)] == [4, 4, 4]
+    for start in (1, 3, 4):
+        assert ids(dataset(paths, seed=5, rank=0, world_size=3).iter_epoch(1, start=start)) == parts[0][start:]
+    # one process: nothing left out
+    assert dataset(paths, seed=5).num_batches(1) == len(full) == 14
 
 
 def naive_pad(rows):

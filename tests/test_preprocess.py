@@ -109,13 +109,12 @@ def test_interrupted_run_leaves_no_partial_shard(tmp_path, monkeypatch):
     real_save = torch.save
     calls = []
 
-    def failing_save(obj, path, *a, **k):
-        calls.append(path)
+    def failing_save(obj, f, *a, **k):           # f: the open temporary file (write_shard)
+        calls.append(f)
         if len(calls) == 2:
-            with open(path, "wb") as f:           # half a file under the temporary name, then die
-                f.write(b"partial")
+            f.write(b"partial")                   # half a file under the temporary name, then die
             raise KeyboardInterrupt
-        return real_save(obj, path, *a, **k)
+        return real_save(obj, f, *a, **k)
 
     run(tmp_path, "-shard_size", "2", "-dynamic_dict", "-share_vocab")      # a complete earlier run
     out = tmp_path / "out"

@@ -3,11 +3,14 @@
 
 Line alignment is kept: one output line per input line, an empty line stays empty.
 The same cleaning as tools/prepare_cnndm.py applies to the seed layout (onmt/prepare/text.py).
+When the reader of stdout goes away (`... | head -1`), it stops silently with status 141, as a
+filter killed by SIGPIPE does.
 """
 import io
 import sys
 
 from onmt.prepare.text import remove_eos as clean
+from onmt.utils.cli import quiet_broken_pipe
 
 
 def main():
@@ -24,4 +27,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:
+        quiet_broken_pipe()

@@ -1,14 +1,17 @@
 """Train a model: shards -> checkpoints (`train.py -data P -save_model M [-reinforced] ...`)."""
 import argparse
 import random
+import sys
 
 import torch
 
 from onmt import opts
 from onmt.inputters.vocab import Vocabs
+from onmt.utils import distributed
 from onmt.utils.checkpoint import load_checkpoint, set_rng_state
 from onmt.utils.cli import UserError, run_main, start
-from onmt.utils.logging import logger
+from onmt.utils.files import check_prefix
+from onmt.utils.logging import init_logger, logger
 
 # On -train_from, the model's options come from the checkpoint, except these training choices, which
 # the command line (or -config) may change: what the new phase of training does.
@@ -29,7 +32,12 @@ def model_option_names():
 
 def restore_options(opt, ckpt_opt):
     """Options of a resumed run: the checkpoint's model (its shape, always), and its training choices
-    unless given here; optimizer options come from here alone with -reset_optim all / keep_states."""
+    unless given here; optimizer options come from here alone with -reset_optim all / keep_states.
+    A model option the checkpoint lacks must be given here (a default could silently change the model)."""
+    lacking = [n for n in model_option_names() if n not in ckpt_opt and not opts.given(opt, n)]
+    if lacking:
+        raise UserError(f"checkpoint {opt.train_from} is damaged or from another program: its options lack "
+                        f"{', '.join(lacking)} (give {' '.join('-' + n for n in lacking[:3])} to say what they were)")
     from_here = set(MODEL_OPTIONS_A_RESUME_MAY_CHANGE) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
     for name in model_option_names() + list(OBJECTIVE_OPTIONS) + list(OPTIMIZER_OPTIONS):
         if name not in ckpt_opt or (name in from_here and opts.given(opt, name)):
@@ -74,8 +82,23 @@ def check_training_examples(data, meta):
 
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
+    check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save
+    world = distributed.resolve(opt, device)
+    if world.spawn:  # -world_size N outside torchrun: N processes on this machine, each running main
+        distributed.spawn(main, list(sys.argv[1:] if argv is None else argv), world.world_size)
+        return
+    with distributed.process_group(world):
+        train_rank(opt, world)
+
+
+def train_rank(opt, world):
+    """Train as rank `world.rank` of `world.world_size` (utils/distributed.py): every rank builds the
+    same model and reads its own batches; rank 0 logs, writes TensorBoard and saves."""
+    device = world.device
+    if world.rank > 0:
+        init_logger("", world.rank)  # warnings and errors only, on stderr
     from onmt.utils.tensorboard import TensorBoard
-    board = TensorBoard.from_opt(opt)  # None without -tensorboard; checked here, before any work
+    board = TensorBoard.from_opt(opt) if world.rank == 0 else None  # checked here, before any work
 
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
@@ -103,22 +126,28 @@ def main(argv=None):
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
     model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
-                        allow_new=ckpt is not None and opts.given(opt, "coverage_attn")).to(device)
+                        allow_new=ckpt is not None and opts.given(opt, "coverage_attn"),
+                        checkpoint_name=opt.train_from or None).to(device)
     optimizer = build_optimizer(opt, model, ckpt)
+    distributed.broadcast_model(model, world)
+    distributed.seed_rank(opt.seed, world)  # same parameters, different draws on each rank
     start_step, data_pos = 0, (0, 0)
     if ckpt is not None:
         start_step = int(ckpt["step"])
-        data_pos = tuple(ckpt.get("data_pos", (0, 0)))
-        if "rng" in ckpt:
-            set_rng_state(ckpt["rng"])
+        data_pos, rng = distributed.resume_state(ckpt, world)
+        if rng is not None:
+            set_rng_state(rng)
         logger.info(f"Resuming from {opt.train_from} at step {start_step}")
 
     n_params = sum(p.numel() for p in model.parameters())
     logger.info(f"Model {entry.name}: {n_params} parameters; device {device}")
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,
-                                          pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed)
+                                          pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
+                                          rank=world.rank, world_size=world.world_size)
+    distributed.check_batches(train_data, world)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
-                                           seed=opt.seed)
+                                           seed=opt.seed, rank=world.rank, world_size=world.world_size,
+                                           equal_shares=False)
                   if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = build_loss(opt)
     if opt.rl_gamma is not None:
@@ -126,7 +155,8 @@ def main(argv=None):
                     f"most {opt.max_gen_length} tokens) + {1 - opt.rl_gamma:g} * ML")
     meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(), "preprocess": input_options(meta),
                  "param_names": [n for n, _ in model.named_parameters()]}
-    trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board)
+    trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
+                                         rank=world.rank, world_size=world.world_size)
     try:
         trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
     finally:

@@ -17,17 +17,20 @@ from onmt.utils.cli import UserError, run_main, start
 from onmt.utils.logging import logger
 
 
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+def read_lines(path, what="-src"):
+    """The lines of a UTF-8 text file (plain or .gz; split on "\\n" only, as preprocessing does); a
+    missing file, a folder or invalid UTF-8 is one UserError naming `what`, the file and the line."""
+    from onmt.inputters.corpus import read_lines as read_text
+    try:
+        return list(read_text(path))
+    except UserError as e:
+        raise UserError(f"{what}: {e}") from None
 
 
-def write_lines_atomic(path, lines):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, path)
+def write_lines_atomic(path, lines, what="-output"):
+    """`lines` into `path` whole or not at all (a full disk: one line, no partial file)."""
+    from onmt.utils.files import write_lines_atomic as write
+    write(path, lines, f"{what} {path}")
 
 
 def load_model(path, device):
@@ -68,7 +71,7 @@ def main(argv=None):
     check_outputs(opt)
 
     src_lines = read_lines(opt.src)
-    tgt_lines = read_lines(opt.tgt) if opt.tgt else None
+    tgt_lines = read_lines(opt.tgt, "-tgt") if opt.tgt else None
     if tgt_lines is not None and len(tgt_lines) != len(src_lines):
         raise UserError(f"-src has {len(src_lines)} lines but -tgt has {len(tgt_lines)}")
     session = load_session(opt.model, device)

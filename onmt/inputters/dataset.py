@@ -6,7 +6,12 @@ ShardedDataset.iter_epoch(epoch, start) is deterministic given (seed, epoch):
      (seed, epoch, shard number) (kept in order when shuffle=False);
   3. pools of about `pool_factor` batches: sorted by (source length, target length), cut into
      batches, and the pool's batches shuffled (length bucketing with random batch order);
-  4. the epoch's batch sequence is dealt round-robin: batch k goes to rank k % world_size.
+  4. the epoch's batch sequence is dealt round-robin: batch k goes to rank k % world_size, in groups
+     of world_size consecutive batches; with equal_shares (training) an incomplete last group is left
+     out, so every rank gets the same number of batches (ranks step together and never wait for a
+     batch that does not come); without it (validation) the ranks' shares partition the epoch.
+     The batch sequence does not depend on world_size, so one update of R ranks reads the batches
+     that one process with -accum_count R reads in one update.
 `start` counts THIS rank's batches: iter_epoch(e, start=k) yields exactly what iter_epoch(e) yields
 after its first k batches, and skipped batches are never collated (shards wholly skipped are only
 read for their offsets, memory-mapped).
@@ -24,7 +29,8 @@ from onmt.inputters.vocab_builder import load_vocabs, shard_paths
 
 class ShardedDataset:
     def __init__(self, shard_paths, batch_size, batch_type="sents", pool_factor=100, shuffle=True,
-                 seed=0, rank=0, world_size=1, vocab_tgt_size=None, src_to_tgt=None, run_id=None):
+                 seed=0, rank=0, world_size=1, vocab_tgt_size=None, src_to_tgt=None, run_id=None,
+                 equal_shares=True):
         if batch_type not in ("sents", "tokens"):
             raise ValueError(f"batch_type must be sents or tokens, got {batch_type!r}")
         if batch_size <= 0 or pool_factor <= 0 or not 0 <= rank < world_size:
@@ -36,6 +42,7 @@ class ShardedDataset:
         self.shuffle, self.seed, self.rank, self.world_size = shuffle, seed, rank, world_size
         self.n_tgt, self.src_to_tgt = vocab_tgt_size, src_to_tgt
         self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
+        self.equal_shares = equal_shares  # leave out the epoch's incomplete last group of world_size batches
 
     @classmethod
     def from_data(cls, save_data, split, batch_size, **kwargs):
@@ -100,22 +107,26 @@ class ShardedDataset:
     def num_batches(self, epoch=0):
         """Batches this rank gets in `epoch` (reads only the offsets of each shard)."""
         total = sum(len(self._plan(load_shard(self.paths[s], run_id=self.run_id), epoch, s)) for s in self._shard_order(epoch))
+        if self.equal_shares:
+            return total // self.world_size
         return len(range(self.rank, total, self.world_size))
 
     # ------------------------------------------------------------------ iteration
     def iter_epoch(self, epoch, start=0):
         """Yield this rank's Batch objects of `epoch`, skipping its first `start` batches."""
-        k = 0          # global batch counter of the epoch (all ranks)
-        mine = 0       # batches of this rank seen so far
+        k = 0          # global batch counter of the epoch (all ranks); this rank's batch is number k // world_size
+        held = None    # with equal_shares: this rank's batch, yielded once its group is complete
         for s in self._shard_order(epoch):
             shard = load_shard(self.paths[s], run_id=self.run_id)
             plan = self._plan(shard, epoch, s)
             for idx in plan:
-                if k % self.world_size == self.rank:
-                    if mine >= start:
-                        yield collate(shard, torch.from_numpy(np.ascontiguousarray(idx)), self.n_tgt,
-                                      self.src_to_tgt)
-                    mine += 1
+                group, member = divmod(k, self.world_size)
+                if member == self.rank and group >= start:
+                    held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)), self.n_tgt,
+                                   self.src_to_tgt)
+                if held is not None and (member == self.world_size - 1 or not self.equal_shares):
+                    yield held
+                    held = None
                 k += 1
             del shard
 

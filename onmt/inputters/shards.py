@@ -71,12 +71,15 @@ def write_shard(path, arrays, run_id=None):
         tensors = to_tensors(arrays)
         if run_id is not None:
             tensors["run_id"] = run_id_tensor(run_id)
-        torch.save(tensors, tmp)
+        with open(tmp, "wb") as f:      # a Python file: a full disk is an OSError, not torch's "unexpected pos"
+            torch.save(tensors, f)
         os.replace(tmp, path)
-    except BaseException:
+    except OSError as e:
+        from onmt.utils.files import write_error
+        raise write_error(path, e, "shard") from None
+    finally:
         if os.path.exists(tmp):
             os.remove(tmp)
-        raise
 
 
 def load_shard(path, mmap=True, run_id=None):

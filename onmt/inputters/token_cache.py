@@ -21,6 +21,7 @@ import numpy as np
 from onmt.inputters.numericalize import WordTable, offsets_of
 from onmt.inputters.parallel import ordered_map
 from onmt.inputters.vocab import UNK
+from onmt.utils.cli import UserError
 
 _FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")     # int32 arrays of a cached chunk, in order
 _STATE = {}                                                # per-process state, set by fork
@@ -89,21 +90,39 @@ class TokenCache:
         self.words = []                # per slot: its words in corpus-id order
         self.remaps = []               # per slot: (n_words,) int64 corpus id -> global id
         self.extra = None              # WordTable of the words outside the vocabularies
-        self._f = open(path, "wb")
+        try:
+            self._f = open(path, "wb")
+        except OSError as e:
+            raise self._error(e) from None
         self._size = 0
+
+    def _error(self, e):
+        from onmt.utils.files import write_error
+        return write_error(self.path, e, "token cache")
 
     def append(self, slot, start, n_read, drops, arrays):
         self.records.append((self._size, slot, start, n_read, drops, tuple(len(a) for a in arrays)))
-        for a in arrays:
-            a.tofile(self._f)
-            self._size += 4 * len(a)
+        try:
+            for a in arrays:
+                # through the Python file, not ndarray.tofile: tofile loses a small write on a full
+                # disk without a word (its C buffer's error at close is ignored)
+                self._f.write(np.ascontiguousarray(a, dtype=np.int32).data)
+                self._size += 4 * len(a)
+        except OSError as e:          # a full disk: one line; preprocess removes the cache (remove())
+            raise self._error(e) from None
 
     def close(self):
         if not self._f.closed:
-            self._f.close()
+            try:
+                self._f.close()
+            except OSError as e:
+                raise self._error(e) from None
 
     def remove(self):
-        self.close()
+        try:
+            self.close()
+        except UserError:
+            pass                  # removed anyway
         if os.path.exists(self.path):
             os.remove(self.path)
 
@@ -115,6 +134,8 @@ class TokenCache:
             f.seek(offset)
             for name, size in zip(_FIELDS, sizes):
                 out[name] = np.fromfile(f, dtype=np.int32, count=size)
+                if len(out[name]) != size:
+                    raise UserError(f"token cache {self.path} is shorter than written (a full disk?)")
         return out
 
     def bind(self, numericalizer):

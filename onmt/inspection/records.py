@@ -92,8 +92,12 @@ class DumpWriter:
         self.n = 0
 
     def _put(self, name, array):
-        with self._zip.open(f"{name}.npy", "w", force_zip64=True) as f:
-            np.lib.format.write_array(f, np.asanyarray(array), allow_pickle=False)
+        try:
+            with self._zip.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(array), allow_pickle=False)
+        except OSError as e:          # a full disk: one line (the with-block's abort removes the file)
+            from onmt.utils.files import write_error
+            raise write_error(self.path, e, f"-attn_debug {self.path}") from None
 
     def add(self, record):
         i = self.n
@@ -109,14 +113,26 @@ class DumpWriter:
         self.n += 1
 
     def close(self):
-        self._put("format", np.str_(DUMP_FORMAT))
-        self._put("version", np.int64(DUMP_VERSION))
-        self._put("n_examples", np.int64(self.n))
-        self._zip.close()
-        os.replace(self.tmp, self.path)
+        """Complete the file and rename it into place; a failure (a full disk) removes it and is one
+        UserError naming the file."""
+        try:
+            self._put("format", np.str_(DUMP_FORMAT))
+            self._put("version", np.int64(DUMP_VERSION))
+            self._put("n_examples", np.int64(self.n))
+            self._zip.close()
+            os.replace(self.tmp, self.path)
+        except BaseException as e:
+            self.abort()
+            if isinstance(e, OSError):
+                from onmt.utils.files import write_error
+                raise write_error(self.path, e, f"-attn_debug {self.path}") from None
+            raise
 
     def abort(self):
-        self._zip.close()
+        try:
+            self._zip.close()
+        except OSError:
+            pass
         if os.path.exists(self.tmp):
             os.remove(self.tmp)
 

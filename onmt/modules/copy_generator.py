@@ -3,6 +3,10 @@
 Both take a DecoderOutput (one step (B, ...) or a sequence (B, T, ...)) and return log-probabilities
 in float32. The vocabulary projection never gives mass to <blank> (PAD).
 
+Precision: each generator is a float32 island (onmt/modules/precision.py): under autocast (-amp) the
+decoder's outputs arrive in bfloat16 / float16 and are widened on entry, so the vocabulary product
+W h~ + b, the switch, the log-softmax and the copy mixture all run in float32.
+
 Pointer-generator:
     p_gen = sigmoid(w [c_t; h_t; x_t] + b)        context, decoder state, decoder input embedding
     P(w)  = p_gen * softmax(W h~_t)(w)  +  (1 - p_gen) * sum_{i: src_ex_i = w} a_ti
@@ -16,10 +20,12 @@ import torch.nn.functional as F
 
 from onmt.inputters.vocab import PAD
 from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, gold_mixture, scatter_mixture
+from onmt.modules.precision import float32_region, widen
 
 
 def _vocab_logits(linear, out):
-    """W h~ in float32 with the PAD column pushed to the lowest value: (B, [T,] V)."""
+    """W h~ in float32 with the PAD column pushed to the lowest value: (B, [T,] V). Call inside a float32
+    region with a widened `out`."""
     logits = linear(out).float()
     logits[..., PAD] = torch.finfo(torch.float32).min  # in place: the projection's output is fresh
     return logits
@@ -34,7 +40,8 @@ class Generator(nn.Module):
 
     def forward(self, dec, src_ex=None, n_oov=0, first_pos=None):
         """dec: DecoderOutput -> (B, [T,] V) log-probabilities (the copy arguments are ignored)."""
-        return torch.log_softmax(_vocab_logits(self.linear, dec.out), dim=-1)
+        with float32_region(dec.out):
+            return torch.log_softmax(_vocab_logits(self.linear, widen(dec.out)), dim=-1)
 
 
 class CopyGenerator(nn.Module):
@@ -60,24 +67,25 @@ class CopyGenerator(nn.Module):
         Log space (onmt/modules/copy_mixture.py): log p_gen + log_softmax over V, the OOV slots at
         IMPOSSIBLE, and the mixture with the copy distribution written at the source positions.
         """
-        features = torch.cat([dec.context, dec.rnn_out, dec.emb], dim=-1)  # (B, [T,] 2H+E)
-        switch = self.switch(features).float()  # (B, [T,] 1) logit of p_gen
-        logits = _vocab_logits(self.linear, dec.out)  # (B, [T,] V)
-        shape = logits.shape[:-1]
-        V, S = logits.size(-1), src_ex.size(-1)
-        logits = logits.reshape(-1, V)  # (N, V)
-        switch = switch.reshape(-1, 1)  # (N, 1)
-        attn = dec.attn.float().reshape(-1, S)  # (N, S)
-        if first_pos is None:
-            first_pos = first_occurrence(src_ex)  # (B, S)
-        if len(shape) == 2:  # a sequence: every step reads the same source
-            src_ex = src_ex.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
-            first_pos = first_pos.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
-        gen = generation_log_probs(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen + log softmax
-        logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)
-        if return_p_copy:
-            return logp.view(*shape, -1), torch.sigmoid(-switch.detach()).view(shape)  # (B, [T,] X), (B, [T])
-        return logp.view(*shape, -1)  # (B, [T,] X)
+        with float32_region(dec.out):
+            features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (B, [T,] 2H+E)
+            switch = self.switch(features).float()  # (B, [T,] 1) logit of p_gen
+            logits = _vocab_logits(self.linear, widen(dec.out))  # (B, [T,] V)
+            shape = logits.shape[:-1]
+            V, S = logits.size(-1), src_ex.size(-1)
+            logits = logits.reshape(-1, V)  # (N, V)
+            switch = switch.reshape(-1, 1)  # (N, 1)
+            attn = dec.attn.float().reshape(-1, S)  # (N, S)
+            if first_pos is None:
+                first_pos = first_occurrence(src_ex)  # (B, S)
+            if len(shape) == 2:  # a sequence: every step reads the same source
+                src_ex = src_ex.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
+                first_pos = first_pos.unsqueeze(1).expand(*shape, S).reshape(-1, S)  # (N, S)
+            gen = generation_log_probs(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen + log softmax
+            logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)
+            if return_p_copy:
+                return logp.view(*shape, -1), torch.sigmoid(-switch.detach()).view(shape)  # (B, [T,] X), (B, [T])
+            return logp.view(*shape, -1)  # (B, [T,] X)
 
     def gold_log_prob(self, dec, src_ex, first_pos, gold, return_p_copy=False):
         """The training path: log p(gold) (B, T) and the argmax (B, T) of the mixture for a teacher-
@@ -87,17 +95,18 @@ class CopyGenerator(nn.Module):
         (B, T) (no gradient)."""
         B, T = gold.shape
         S = src_ex.size(-1)
-        features = torch.cat([dec.context, dec.rnn_out, dec.emb], dim=-1)  # (B, T, 2H+E)
-        gen_logit = self.switch(features).float().reshape(B * T, 1)  # (B*T, 1)
-        pad_col = torch.zeros_like(self.linear.bias, dtype=torch.bool)
-        pad_col[PAD] = True
-        bias = self.linear.bias.masked_fill(pad_col, torch.finfo(torch.float32).min)  # PAD never generated
+        with float32_region(dec.out):
+            features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (B, T, 2H+E)
+            gen_logit = self.switch(features).float().reshape(B * T, 1)  # (B*T, 1)
+            pad_col = torch.zeros_like(self.linear.bias, dtype=torch.bool)
+            pad_col[PAD] = True
+            bias = self.linear.bias.masked_fill(pad_col, torch.finfo(torch.float32).min)  # PAD never generated
 
-        def rows(x):
-            return x.unsqueeze(1).expand(B, T, S).reshape(B * T, S)  # (B*T, S)
-        ll, pred = gold_mixture(dec.out.reshape(B * T, -1), self.linear.weight, bias, gen_logit,
-                                dec.attn.float().reshape(B * T, S), rows(src_ex), rows(first_pos),
-                                gold.reshape(B * T))
-        if return_p_copy:
-            return ll.view(B, T), pred.view(B, T), torch.sigmoid(-gen_logit.detach()).view(B, T)  # (B, T)
-        return ll.view(B, T), pred.view(B, T)
+            def rows(x):
+                return x.unsqueeze(1).expand(B, T, S).reshape(B * T, S)  # (B*T, S)
+            ll, pred = gold_mixture(widen(dec.out).reshape(B * T, -1), self.linear.weight, bias, gen_logit,
+                                    dec.attn.float().reshape(B * T, S), rows(src_ex), rows(first_pos),
+                                    gold.reshape(B * T))
+            if return_p_copy:
+                return ll.view(B, T), pred.view(B, T), torch.sigmoid(-gen_logit.detach()).view(B, T)  # (B, T)
+            return ll.view(B, T), pred.view(B, T)

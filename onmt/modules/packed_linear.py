@@ -7,8 +7,13 @@ its blocked layout runs 3-5x faster (measured: 8 x 1200 by 1200 x 50k, 38 ms -> 
 also wins on large products. The result is an ordinary float32 product (a different summation order,
 so it matches `addmm` to float32 rounding, not bit for bit). Where oneDNN cannot take the weight (CUDA,
 another dtype, a build without it), everything falls back to `torch.addmm`.
+
+The product runs in the wider of x's and W's dtypes with autocast off: a bfloat16 x from an autocast
+(-amp) pass against the float32 W_out gives float32 logits (onmt/modules/precision.py).
 """
 import torch
+
+from onmt.modules.precision import float32_region
 
 _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
 
@@ -32,13 +37,16 @@ class PackedLinear:
                 self.packed = None
 
     def __call__(self, x):
-        if self.packed is not None and x.dtype == torch.float32:
-            try:
-                return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, self.bias.contiguous(),
-                                                          "none", [], "")  # (N, V)
-            except _PACK_ERRORS:
-                self.packed = None
-        return torch.addmm(self.bias.to(x.dtype), x, self.weight.to(x.dtype).t())  # (N, V)
+        dtype = torch.promote_types(x.dtype, self.weight.dtype)
+        x = x.to(dtype)  # (N, D) itself unless x is the narrower
+        with float32_region(x):
+            if self.packed is not None and dtype == torch.float32:
+                try:
+                    return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, self.bias.contiguous(),
+                                                              "none", [], "")  # (N, V)
+                except _PACK_ERRORS:
+                    self.packed = None
+            return torch.addmm(self.bias.to(dtype), x, self.weight.to(dtype).t())  # (N, V)
 
 
 def linear(x, weight, bias):

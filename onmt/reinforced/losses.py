@@ -19,10 +19,15 @@ and returns the ML loss itself (bit for bit); gamma = 1 skips the ML term.
 
 Without autograd (validation) the loss gives the ML statistics and, with `valid_rouge`, the greedy
 ROUGE-L F1 of every example, so the RL phase's effect shows in the validation log.
+
+Precision: the rewards are float32 whatever the autocast state (integer counts, F1 in float64), and the
+RL term is a float32 island (onmt/modules/precision.py) on the widened log p(y^s): under -amp the loss
+is float32 like the ML loss.
 """
 import torch
 
 from onmt.inputters.vocab import PAD, UNK
+from onmt.modules.precision import float32_region, widen
 from onmt.reinforced.rewards import reward_function, rouge_l
 from onmt.utils.statistics import Statistics
 
@@ -70,13 +75,15 @@ class MixedLoss:
     def rl_term(self, model, batch):
         """-> (sum over the batch of L_rl per example (scalar, with gradient), dict of summed stats)."""
         sampled, greedy = model.rollout(batch, model.encode(batch), self.max_length, ("sample", "greedy"))
-        with torch.no_grad():
-            ref, ref_len = reference_tokens(batch)
-            r_sample = self.reward(sampled.tokens, sampled.lengths, ref, ref_len)  # (B,)
-            r_greedy = self.reward(greedy.tokens, greedy.lengths, ref, ref_len)  # (B,)
-            advantage = (r_greedy - r_sample).to(sampled.log_probs.dtype)  # (B,)
-        per_example = advantage * sampled.log_probs.sum(1)  # (B,)
-        rl = per_example.sum()
+        with float32_region(sampled.tokens):
+            log_probs = widen(sampled.log_probs)  # (B, L)
+            with torch.no_grad():
+                ref, ref_len = reference_tokens(batch)
+                r_sample = self.reward(sampled.tokens, sampled.lengths, ref, ref_len)  # (B,)
+                r_greedy = self.reward(greedy.tokens, greedy.lengths, ref, ref_len)  # (B,)
+                advantage = (r_greedy - r_sample).to(log_probs.dtype)  # (B,)
+            per_example = advantage * log_probs.sum(1)  # (B,)
+            rl = per_example.sum()
         n_tokens = int(sampled.mask.sum())
         stats = {"rl_examples": batch.batch_size, "reward_sample": float(r_sample.sum()),
                  "reward_greedy": float(r_greedy.sum()), "rl_loss": float(per_example.detach().sum()),

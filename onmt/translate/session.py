@@ -8,6 +8,7 @@ import argparse
 from typing import NamedTuple, Optional
 
 from onmt.inputters.vocab import Vocabs
+from onmt.utils.cli import UserError
 from onmt.utils.logging import logger
 
 
@@ -18,12 +19,30 @@ class Session(NamedTuple):
     preprocess: Optional[dict]   # the checkpoint's preprocessing record (None: an older checkpoint)
 
 
-def model_from_checkpoint(ckpt, device):
-    """(model in eval mode on `device`, Vocabs, the model's options) from a loaded checkpoint."""
+class MissingOption(UserError, AttributeError):
+    """An option the checkpoint's options lack (an AttributeError too: getattr's default still works)."""
+
+
+class CheckpointOptions(argparse.Namespace):
+    """A checkpoint's options; reading one it lacks is one line naming the checkpoint and the option."""
+
+    def __getattr__(self, name):            # only called for a missing attribute
+        if name.startswith("__"):
+            raise AttributeError(name)
+        where = self.__dict__.get("_checkpoint") or "the checkpoint"
+        raise MissingOption(f"checkpoint {where} is damaged or from another program: its options lack {name}")
+
+
+def model_from_checkpoint(ckpt, device, name=None):
+    """(model in eval mode on `device`, Vocabs, the model's options) from a loaded checkpoint (`name`:
+    its path, for the messages)."""
     from onmt.model_builder import build_model
-    vocabs = Vocabs.from_dict(ckpt["vocab"])
-    model_opt = argparse.Namespace(**ckpt["opt"])
-    model = build_model(model_opt, vocabs, ckpt["model"]).to(device)
+    try:
+        vocabs = Vocabs.from_dict(ckpt["vocab"])
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UserError(f"checkpoint {name or ''} is damaged: its vocabulary cannot be read ({e!r})") from None
+    model_opt = CheckpointOptions(**ckpt["opt"], _checkpoint=name)
+    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True).to(device)
     model.eval()
     return model, vocabs, model_opt
 
@@ -32,7 +51,7 @@ def load_session(path, device):
     """The Session of the checkpoint at `path`, its model on `device`."""
     from onmt.utils.checkpoint import load_checkpoint
     ckpt = load_checkpoint(path, device="cpu")
-    model, vocabs, model_opt = model_from_checkpoint(ckpt, device)
+    model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path)
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 

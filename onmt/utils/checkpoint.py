@@ -10,18 +10,24 @@ from onmt.utils.cli import UserError
 REQUIRED_KEYS = ("model", "opt", "vocab", "step")
 
 
-def atomic_torch_save(obj, path):
-    """torch.save to a temporary file in the same folder, then rename: never a half-written file."""
+def atomic_torch_save(obj, path, what="checkpoint"):
+    """torch.save to a temporary file in the same folder, then rename: never a half-written file. A
+    failed write (a full disk, a read-only folder) leaves no temporary file and is one UserError,
+    "cannot write checkpoint PATH: No space left on device"."""
+    from onmt.utils.files import write_error
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    os.close(fd)
+    tmp = None
     try:
-        torch.save(obj, tmp)
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+        # through a Python file: a write error is an OSError (ENOSPC...), not torch's "unexpected pos"
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except OSError as e:
+        raise write_error(path, e, what) from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.remove(tmp)
-        raise
 
 
 def rng_state():
@@ -41,6 +47,8 @@ def set_rng_state(state):
 
 def load_checkpoint(path, device="cpu"):
     """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours."""
+    if os.path.isdir(path):
+        raise UserError(f"checkpoint {path} is a folder, not a file")
     if not os.path.isfile(path):
         raise UserError(f"checkpoint {path} does not exist")
     try:
@@ -50,7 +58,25 @@ def load_checkpoint(path, device="cpu"):
         raise UserError(f"cannot load checkpoint {path}: {first}") from None
     if not isinstance(ckpt, dict) or any(k not in ckpt for k in REQUIRED_KEYS):
         raise UserError(f"{path} is not an onmt-reinforced checkpoint (needs keys {', '.join(REQUIRED_KEYS)})")
+    check_contents(ckpt, path)
     return ckpt
+
+
+def check_contents(ckpt, path):
+    """UserError naming `path` unless the checkpoint's parts have their types and every weight is
+    finite (a NaN model translates every line to nothing, and trains on from nothing)."""
+    for key, kind in (("model", dict), ("opt", dict), ("vocab", dict)):
+        if not isinstance(ckpt[key], kind):
+            raise UserError(f"checkpoint {path} is damaged: its {key} is a {type(ckpt[key]).__name__}, "
+                            f"not a {kind.__name__}")
+    lacking = [k for k in ("src", "tgt", "shared") if k not in ckpt["vocab"]]
+    if lacking:
+        raise UserError(f"checkpoint {path} is damaged: its vocab lacks {', '.join(lacking)}")
+    for name, t in ckpt["model"].items():
+        if not isinstance(t, torch.Tensor):
+            raise UserError(f"checkpoint {path} is damaged: weight {name} is a {type(t).__name__}, not a tensor")
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise UserError(f"checkpoint {path} has non-finite weights in {name}")
 
 
 def checkpoint_path(save_model, step):

@@ -8,8 +8,18 @@ class UserError(Exception):
     """Bad input or options: printed as one line, no traceback."""
 
 
+class Stopped(Exception):
+    """A run stopped by a signal after saving its work: `str(e)` is printed as one line, the exit
+    status is `code` (128 + the signal's number)."""
+
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
+
+
 def run_main(main_fn, argv=None):
-    """Run `main_fn(argv)`; a UserError, OptionError, missing file or ^C exits non-zero in one line."""
+    """Run `main_fn(argv)`; a UserError, OptionError, OSError (a missing file, a full disk...), ^C or a
+    stop on a signal (Stopped) exits non-zero in one line; a closed stdout pipe exits quietly (141)."""
     prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
     try:
         main_fn(argv)
@@ -22,9 +32,57 @@ def run_main(main_fn, argv=None):
     except PermissionError as e:
         print(f"{prog}: error: permission denied: {e.filename}", file=sys.stderr)
         sys.exit(1)
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        quiet_broken_pipe()
+    except OSError as e:   # a full disk, a folder where a file should be, ...: one line naming the file
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{prog}: error: {where}{e.strerror or e}", file=sys.stderr)
+        sys.exit(1)
+    except Stopped as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        sys.exit(e.code)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+def launch(module):
+    """The start of the scripts train.py, translate.py, ...: import `module` (torch and all) and
+    `run_main` its main; a ^C during the imports is one line and exit 130 as well."""
+    import importlib
+    try:
+        main_fn = importlib.import_module(module).main
+    except KeyboardInterrupt:
+        prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    run_main(main_fn)
+
+
+def _stdout_closed():
+    """Whether stdout is a pipe whose reader has gone (`... | head -1`)."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def quiet_broken_pipe():
+    """The reader of stdout has gone (`... | head -1`): exit as a Unix filter does, silently, with
+    the status of a death by SIGPIPE (141); stdout goes to /dev/null so that Python's own flush at
+    exit does not print another BrokenPipeError."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    sys.exit(141)
 
 
 def start(parser, validate, argv=None):

@@ -12,10 +12,13 @@ The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/
 so a model may skip the (B, T-1, X) distribution.
 Besides the loss, the statistics sum what the model's attns carry: the decoder inputs scheduled
 sampling replaced ("sampled") and the pointer probability p(copy) over the target tokens ("p_copy").
+Under autocast (-amp) the loss is a float32 island (onmt/modules/precision.py): the generators give
+float32 log p(gold), and the attention and coverage are widened before the coverage sum.
 """
 import torch
 
 from onmt.models.interface import extended_size, gold_targets
+from onmt.modules.precision import float32_region, widen
 from onmt.utils.statistics import Statistics
 
 __all__ = ["MLLoss", "gold_targets", "gold_log_likelihood", "token_log_likelihood", "coverage_penalty"]
@@ -32,8 +35,9 @@ def coverage_penalty(attns, mask):
     attn, cov = attns.get("std"), attns.get("coverage")
     if attn is None or cov is None:
         return None
-    per_step = torch.minimum(attn, cov).sum(-1)  # (B, T)
-    return per_step.masked_fill(~mask, 0.0).sum(-1)  # (B,)
+    with float32_region(attn):
+        per_step = torch.minimum(widen(attn), widen(cov)).sum(-1)  # (B, T)
+        return per_step.masked_fill(~mask, 0.0).sum(-1)  # (B,)
 
 
 def gold_log_likelihood(model, batch):
@@ -55,15 +59,16 @@ class MLLoss:
         """-> (scalar loss to backpropagate, Statistics of this batch)."""
         ll, pred, attns = model.gold_log_likelihood(batch)  # (B, T-1) x2
         gold, mask = gold_targets(batch, extended_size(model, batch))
-        nll = -ll.sum()
-        loss = nll
-        cov_sum = 0.0
-        cov = coverage_penalty(attns, mask)
-        if cov is not None:
-            cov_total = cov.sum()
-            cov_sum = cov_total.detach().item()
-            if self.lambda_coverage:
-                loss = loss + self.lambda_coverage * cov_total
+        with float32_region(ll):
+            nll = -widen(ll).sum()
+            loss = nll
+            cov_sum = 0.0
+            cov = coverage_penalty(attns, mask)
+            if cov is not None:
+                cov_total = cov.sum()
+                cov_sum = cov_total.detach().item()
+                if self.lambda_coverage:
+                    loss = loss + self.lambda_coverage * cov_total
         with torch.no_grad():
             correct = ((pred == gold) & mask).sum()
         stats = Statistics(loss=nll.detach().item(), n_words=int(mask.sum()), n_correct=int(correct),

@@ -1,0 +1,262 @@
+"""Several processes, one model: who runs where, the process group, and the few collectives the trainer
+needs (docs/DESIGN.md, "Several processes").
+
+A run has `world_size` ranks. It is distributed when torchrun's environment says so (RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT with WORLD_SIZE > 1), or when `-world_size N` (N > 1) is given
+without it: train.py then spawns the N ranks on this machine itself (`spawn`), as OpenNMT-py does.
+A rank computes on cuda:LOCAL_RANK (NCCL) when it has GPUs (under torchrun: whenever CUDA is available,
+unless `-gpu -1` is given; spawned: with `-gpu_ranks`), else on the CPU (gloo).
+
+What makes R ranks equal one process: every rank builds the model from the same seed and rank 0's
+parameters are broadcast anyway; each rank reads its own batches (ShardedDataset rank / world_size,
+equal shares); each loss is divided by the target tokens of the whole update (every batch of every
+rank, `all_reduce_sum`) and the gradients are SUMMED over the ranks (`sum_gradients`), so R ranks with
+batches b_1..b_R make the update of one batch b_1 + ... + b_R. Sampling (dropout, scheduled sampling,
+RL rollouts) draws from a different seed on each rank (`seed_rank`).
+"""
+import contextlib
+import datetime
+import os
+import random
+import socket
+from typing import NamedTuple
+
+import torch
+
+from onmt.utils.cli import UserError
+
+SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
+
+
+class World(NamedTuple):
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = torch.device("cpu")
+    spawn: bool = False       # -world_size N without torchrun: the caller spawns the N ranks (`spawn`)
+
+    @property
+    def distributed(self):
+        return self.world_size > 1 and not self.spawn
+
+
+def _torchrun_env():
+    """(rank, world_size, local_rank) from torchrun's environment, or None outside it."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        return None
+    try:
+        rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", rank))
+    except ValueError:
+        raise UserError("RANK, WORLD_SIZE and LOCAL_RANK must be integers (they are torchrun's)") from None
+    return rank, size, local
+
+
+def resolve(opt, device):
+    """The World of this process for the options `opt` (-world_size, -gpu_ranks, -gpu) and the
+    environment; `device` is the one -gpu alone gives."""
+    env = _torchrun_env()
+    gpu_ranks = list(getattr(opt, "gpu_ranks", None) or [])
+    world_size = getattr(opt, "world_size", 1)
+    if env is not None and env[1] > 1:
+        rank, size, local = env
+        given_size = getattr(opt, "_given", frozenset())
+        if "world_size" in given_size and world_size != size:
+            raise UserError(f"-world_size {world_size} differs from torchrun's WORLD_SIZE {size}: "
+                            "leave -world_size out under torchrun")
+        if os.environ.get(SPAWNED) == "1":   # spawned by -world_size N: GPUs with -gpu_ranks, as asked
+            cuda = bool(gpu_ranks)
+        else:                               # torchrun: GPUs when there are, unless -gpu -1 is given
+            cuda = torch.cuda.is_available() and not ("gpu" in given_size and opt.gpu < 0 and not gpu_ranks)
+        if cuda and torch.cuda.is_available():
+            if local >= torch.cuda.device_count():
+                raise UserError(f"LOCAL_RANK {local} but only {torch.cuda.device_count()} GPUs here: "
+                                "run at most that many processes per node")
+            return World(rank, size, local, torch.device(f"cuda:{local}"))
+        if gpu_ranks:
+            raise UserError("-gpu_ranks given but CUDA is not available")
+        return World(rank, size, local, torch.device("cpu"))
+    if world_size > 1:
+        if env is None and gpu_ranks and sorted(gpu_ranks) != list(range(world_size)):
+            raise UserError(f"-world_size {world_size} -gpu_ranks {' '.join(map(str, gpu_ranks))}: this "
+                            f"machine spawns every rank (-gpu_ranks {' '.join(map(str, range(world_size)))}); "
+                            "for several machines use torchrun (README, Several GPUs)")
+        if gpu_ranks and torch.cuda.device_count() < world_size:
+            raise UserError(f"-world_size {world_size} with -gpu_ranks needs {world_size} GPUs, "
+                            f"this machine has {torch.cuda.device_count()}")
+        return World(0, world_size, 0, torch.device("cuda:0" if gpu_ranks else "cpu"), spawn=True)
+    if gpu_ranks:
+        return World(0, 1, 0, torch.device(f"cuda:{gpu_ranks[0]}"))
+    if env is not None and torch.cuda.is_available() and not ("gpu" in getattr(opt, "_given", ()) and opt.gpu < 0):
+        local = env[2]  # torchrun --nproc_per_node 1: its GPU, as for several ranks
+        return World(0, 1, local, torch.device(f"cuda:{local}") if device.type == "cpu" else device)
+    return World(0, 1, 0, device)
+
+
+@contextlib.contextmanager
+def process_group(world, timeout_s=1800):
+    """Join the process group of `world` (nothing for one process); leave it on exit."""
+    if not world.distributed:
+        yield
+        return
+    import torch.distributed as dist
+    if world.device.type == "cuda":
+        torch.cuda.set_device(world.device)
+    backend = "nccl" if world.device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, init_method="env://", rank=world.rank, world_size=world.world_size,
+                            timeout=datetime.timedelta(seconds=timeout_s))
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------------- start-up
+def broadcast_model(model, world):
+    """Rank 0's parameters and buffers on every rank (they are built from the same seed anyway)."""
+    if not world.distributed:
+        return
+    import torch.distributed as dist
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            dist.broadcast(t.data, src=0)
+
+
+def seed_rank(seed, world):
+    """Rank r > 0 samples from seed + r (dropout, scheduled sampling, rollouts); rank 0 keeps the
+    stream of `seed`, so a one-process run is unchanged."""
+    if world.rank > 0:
+        torch.manual_seed(seed + world.rank)
+        random.seed(seed + world.rank)
+
+
+def resume_state(ckpt, world):
+    """(data position, RNG state or None) of this rank from a checkpoint.
+
+    The data position (epoch, batches of ONE rank) is the same on every rank (equal shares). Saved
+    by another number of ranks, it is converted through the global batch count (exact when that
+    count divides); the RNG state is this rank's when the checkpoint has one per rank, rank 0's for
+    rank 0, else None (the rank keeps its own seed)."""
+    from onmt.utils.logging import logger
+    epoch, pos = (int(x) for x in ckpt.get("data_pos", (0, 0)))
+    saved = int(ckpt.get("world_size", 1))
+    if saved != world.world_size:
+        global_pos = pos * saved
+        if global_pos % world.world_size:
+            logger.warning(f"the checkpoint's {saved} ranks had read {global_pos} batches of epoch {epoch}; "
+                           f"{world.world_size} ranks resume after {global_pos // world.world_size * world.world_size}")
+        pos = global_pos // world.world_size
+    per_rank = ckpt.get("rng_ranks")
+    if per_rank is not None and len(per_rank) == world.world_size:
+        return (epoch, pos), per_rank[world.rank]
+    if world.rank == 0:
+        return (epoch, pos), ckpt.get("rng")
+    return (epoch, pos), None
+
+
+def check_batches(train_data, world):
+    """UserError when some rank would get no training batch in an epoch (fewer batches than ranks)."""
+    if world.distributed and train_data.num_batches(0) == 0:
+        raise UserError(f"the training data makes fewer batches than -world_size {world.world_size}: "
+                        "lower -batch_size or use fewer processes")
+
+
+# ---------------------------------------------------------------------- collectives of a training step
+def all_reduce_sum(value, device):
+    """The sum over ranks of the number `value` (int) of this rank."""
+    import torch.distributed as dist
+    t = torch.tensor([value], dtype=torch.int64, device=device)
+    dist.all_reduce(t)
+    return int(t.item())
+
+
+def sum_gradients(params):
+    """Replace every gradient by its sum over the ranks: one flat all_reduce per parameter dtype.
+
+    A parameter without a gradient on a rank counts as zero there; it is left without one only when no
+    rank has one (so an optimizer skips it exactly as one process would). Flags of who has a
+    gradient travel at the end of the first flat buffer."""
+    import torch.distributed as dist
+    params = [p for p in params if p.requires_grad]
+    if not params:
+        return
+    groups = {}
+    for p in params:
+        if p.grad is not None and p.grad.is_sparse:
+            raise RuntimeError("sparse gradients are not supported with several processes")
+        groups.setdefault(p.dtype, []).append(p)
+    flags = None
+    for i, (dtype, group) in enumerate(groups.items()):
+        parts = [p.grad.reshape(-1) if p.grad is not None else p.new_zeros(p.numel()) for p in group]
+        if i == 0:
+            parts.append(torch.tensor([p.grad is not None for p in params], dtype=dtype,
+                                      device=group[0].device))  # (n_params,) 1 where this rank has one
+        flat = torch.cat(parts)  # (sum of numels [+ n_params],)
+        dist.all_reduce(flat)
+        if i == 0:
+            flags = dict(zip(map(id, params), (flat[-len(params):] > 0).tolist()))
+        offset = 0
+        for p in group:
+            n = p.numel()
+            if flags[id(p)]:
+                summed = flat[offset:offset + n].view_as(p)
+                if p.grad is None:
+                    p.grad = summed.clone()
+                else:
+                    p.grad.copy_(summed)
+            offset += n
+
+
+def gather_objects(obj, world):
+    """[obj of rank 0, obj of rank 1, ...] on every rank ([obj] for one process)."""
+    if not world.distributed:
+        return [obj]
+    import torch.distributed as dist
+    out = [None] * world.world_size
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def sum_statistics(stats, world):
+    """The Statistics of every rank summed (`stats` itself for one process)."""
+    if not world.distributed:
+        return stats
+    from onmt.utils.statistics import Statistics
+    total = Statistics()
+    for s in gather_objects(stats, world):
+        total.update(s)
+    return total
+
+
+# ---------------------------------------------------------------------- -world_size N without torchrun
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawned(index, fn, argv, world_size, addr, port):
+    from onmt.utils.cli import run_main
+    os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
+                       "MASTER_ADDR": addr, "MASTER_PORT": str(port), SPAWNED: "1"})
+    run_main(fn, argv)  # a user error: one line and exit code 1, which stops the other ranks
+
+
+def spawn(fn, argv, world_size, start_method="spawn"):
+    """Run `fn(argv)` in `world_size` new processes of this machine, as ranks 0..world_size-1 with
+    torchrun's variables set (MASTER_ADDR / MASTER_PORT: the environment's, else localhost and a free
+    port). When one rank fails the others are stopped, and this raises a one-line UserError.
+    start_method "spawn" starts fresh interpreters (what CUDA needs); the CPU tests fork."""
+    import torch.multiprocessing as mp
+    addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    port = os.environ.get("MASTER_PORT") or free_port()
+    try:
+        mp.start_processes(_spawned, args=(fn, argv, world_size, addr, port), nprocs=world_size, join=True,
+                           start_method=start_method)
+    except mp.ProcessExitedException as e:
+        raise UserError(f"rank {e.error_index} of {world_size} exited with code {e.exit_code}; "
+                        "the other ranks were stopped") from None
+    except mp.ProcessRaisedException as e:
+        last = str(e).strip().splitlines()[-1] if str(e).strip() else "an exception"
+        raise UserError(f"rank {e.error_index} of {world_size} failed ({last}); "
+                        "the other ranks were stopped") from None
