@@ -84,24 +84,29 @@ def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold, logi
     from onmt.modules.gold_softmax import gold_log_softmax
     z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE, logits)  # (N,) ...
     log_gen_switch, log_copy_switch = F.logsigmoid(gen_logit), F.logsigmoid(-gen_logit)  # (N, 1)
-    gen_gold = z + log_gen_switch.squeeze(1)  # (N,) log p(u=0) p(gold | u=0)
+    V = weight.size(0)
+    # (N,) log p(u=0) p(gold | u=0); exactly IMPOSSIBLE (no gradient) for an OOV slot, as in the full
+    # distribution, whatever the logits
+    gen_gold = torch.where(gold < V, z + log_gen_switch.squeeze(1), z.new_full((), IMPOSSIBLE))
     copy_gold = (attn * (src_ex == gold.unsqueeze(1))).sum(1)  # (N,) p(gold | u=1)
     tiny = torch.finfo(copy_gold.dtype).tiny
     log_copy = log_copy_switch.squeeze(1) + torch.log(copy_gold.clamp_min(tiny))  # (N,)
     ll = torch.where(copy_gold > 0, torch.logaddexp(gen_gold, log_copy), gen_gold)  # (N,)
     with torch.no_grad():
         copy = copy_at_sources(attn, first_pos)  # (N, S)
-        pred = mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
+        pred = mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex, V)
     return ll, pred
 
 
-def mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex):
+def mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex, vocab_size):
     """The best word is the best generated word or a source word (copy only adds mass there).
     top, top_id (N,): largest generation logit and its id; at_src (N, S): logits at the source ids;
-    lse (N,): their log-sum-exp. Ties go to the smaller id, as argmax over the full distribution does."""
+    lse (N,): their log-sum-exp; a source id >= vocab_size (an OOV) has generation part IMPOSSIBLE.
+    Ties go to the smaller id, as argmax over the full distribution does."""
     norm = (lse.unsqueeze(1) - log_gen_switch)  # (N, 1)
     best_gen = top - norm.squeeze(1)  # (N,)
-    mixed = mix_at_sources(at_src - norm, log_copy_switch, copy)  # (N, S)
+    gen_at_src = torch.where(src_ex < vocab_size, at_src - norm, at_src.new_full((), IMPOSSIBLE))  # (N, S)
+    mixed = mix_at_sources(gen_at_src, log_copy_switch, copy)  # (N, S)
     best_src = mixed.max(1, keepdim=True).values  # (N, 1)
     src_id = src_ex.masked_fill(mixed < best_src, torch.iinfo(src_ex.dtype).max).amin(1)  # (N,)
     best_src = best_src.squeeze(1)

@@ -123,7 +123,8 @@ class PointerGenerator(nn.Module):
                 logits = weight(o)  # (N, V)
             lse, top, top_id, at_src = logit_stats(logits, src_ex, IMPOSSIBLE)  # (N,) x3, (N, S)
             log_copy_switch, log_gen_switch, copy = self._switch_and_copy(o, attn, first_pos)
-            return mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex)
+            return mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex,
+                                  logits.size(1))
 
     def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None, return_p_copy=False):
         """o (N, D); attn (N, S) encoder attention (0 on padding); src_ex (N, S) extended ids;
@@ -138,6 +139,7 @@ class PointerGenerator(nn.Module):
             log_copy_switch, log_gen_switch, _ = self._switch_and_copy(o, attn, first_pos)  # (N, 1) x2
             norm = torch.logsumexp(logits[:, : self.vocab_size], dim=1, keepdim=True)  # (N, 1)
             gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0)
+            gen[:, self.vocab_size:] = IMPOSSIBLE  # an OOV slot is never generated, whatever the logits
             logp = scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X)
             if return_p_copy:
                 return logp, log_copy_switch.detach().squeeze(1).exp()  # (N,)
