@@ -742,6 +742,44 @@ def test_sigterm_during_training_saves_the_step_and_resumes_exactly(tiny, tmp_pa
     assert _same_params(_params(tmp_path / "a_step_60.pt"), _params(tmp_path / "b_step_60.pt"))
 
 
+def test_sigkill_mid_training_resumes_from_the_last_checkpoint_exactly(tiny, tmp_path):
+    """SIGKILL (the out-of-memory killer, a lost node) cannot be caught: whatever moment it strikes,
+    even during a checkpoint write, the newest complete checkpoint loads and resuming it gives the
+    uninterrupted run's parameters bit for bit; no partial checkpoint is ever left under its final name."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from e2e_helpers import ROOT, torch_threads
+    steps = ["-train_steps", "60", "-report_every", "1", "-valid_steps", "0", "-save_checkpoint_steps", "3"]
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), "-data", tiny["prefix"],
+                             "-save_model", str(tmp_path / "b"), *TINY, *steps], cwd=ROOT, stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        with deadline(120):
+            for line in proc.stderr:
+                if "Step 7/60" in line:           # two checkpoints written, the third on its way
+                    proc.send_signal(signal.SIGKILL)
+                    break
+            proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    saved = sorted(tmp_path.glob("b_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+    assert saved
+    for path in saved:                            # a killed write leaves at most a temporary file
+        _params(path)
+    newest = saved[-1]
+    assert int(newest.stem.rsplit("_", 1)[1]) < 60
+    with torch_threads(1):
+        run_main(train_bin.main, ["-data", tiny["prefix"], "-save_model", str(tmp_path / "b"), *TINY, *steps,
+                                  "-train_from", str(newest)])
+        run_main(train_bin.main, ["-data", tiny["prefix"], "-save_model", str(tmp_path / "a"), *TINY, *steps])
+    assert _same_params(_params(tmp_path / "a_step_60.pt"), _params(tmp_path / "b_step_60.pt"))
+
+
 def _signal_at_step(monkeypatch, at, signum, times=1):
     """Make the training step `at` end with `times` signals `signum` sent to this process."""
     import os
