@@ -821,3 +821,13 @@ def test_a_second_signal_stops_at_once_without_saving(capsys, tiny, tmp_path, mo
                                   "-train_steps", "50"])
     assert exc.value.code == 130 and capsys.readouterr().err.strip().endswith("interrupted")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_min_length_above_the_checkpoints_max_length_is_refused(capsys, tiny, tmp_path):
+    """-min_length alone, above the maximum length the checkpoint's data allows (its rule when
+    -max_length is not given), was silently ignored: max_length wins in the search."""
+    out = tmp_path / "pred.txt"
+    err = one_line_error(capsys, translate_bin.main, ["-model", tiny["ckpt"], "-src", tiny["src"],
+                                                      "-output", str(out), "-min_length", "60"])
+    assert "-min_length 60 is above the maximum prediction length 50" in err and not out.exists()
+

@@ -67,6 +67,9 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, on_record=None, 
     for note in notes:
         logger.info(note)
     opt.max_length, opt.block_ngram_repeat = rules.max_length, rules.block_ngram_repeat
+    if opt.min_length > opt.max_length:
+        raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length {opt.max_length} "
+                        "(the checkpoint's rule: give -max_length)")
     translator = Translator.from_opt(opt, session.model, session.vocabs, show_progress=show_progress)
     return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc),
                                 prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc),
