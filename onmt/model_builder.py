@@ -92,6 +92,24 @@ def _load_pretrained(model, opt, vocabs):
         logger.info("%s embeddings: %d of %d words found in %s", side, found, len(vocab), path)
 
 
+def _fix_embeddings(model, opt):
+    """-fix_word_vecs_enc / -dec: the encoder's / decoder's embedding parameters are not trained."""
+    from onmt.opts import model_option
+    for side in ("encoder", "decoder"):
+        if not model_option(opt, f"fix_word_vecs_{side[:3]}"):
+            continue
+        owner = getattr(model, side, None)
+        emb = getattr(owner, "embeddings", None) or getattr(owner, "embedding", None)
+        if not isinstance(emb, nn.Module):
+            raise UserError(f"-fix_word_vecs_{side[:3]}: the {name_of(model)} model's {side} has no embeddings")
+        for p in emb.parameters():
+            p.requires_grad_(False)
+
+
+def name_of(model):
+    return type(model).__name__
+
+
 def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False):
     """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on CPU.
 
@@ -120,6 +138,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
             logger.info("new parameters, initialized as for a fresh model: %s", ", ".join(missing))
     else:
         _load_pretrained(model, opt, vocabs)
+    _fix_embeddings(model, opt)
     n_params = sum(p.numel() for p in model.parameters())
     logger.info("built %s model with %d parameters", name, n_params)
     return model

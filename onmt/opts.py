@@ -13,7 +13,6 @@ class OptionError(ValueError):
 # Upstream OpenNMT-py options a user may bring: -> (this project's option, or None when there is no
 # counterpart, and a few words on it). Used only to explain an unknown option.
 UPSTREAM_OPTIONS = {
-    "hidden_size": ("-rnn_size", "the hidden size"),
     "enc_hid_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
     "dec_hid_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
     "enc_rnn_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
@@ -22,7 +21,6 @@ UPSTREAM_OPTIONS = {
     "tgt_word_vec_size": ("-word_vec_size", "one size for both sides"),
     "gpuid": ("-gpu", "the GPU id, -1 for the CPU"),
     "max_shard_size": ("-shard_size", "counted in examples"),
-    "encoder_type": ("-brnn", "-encoder_type brnn is -brnn; rnn is the default"),
     "decoder_type": (None, "the decoder is always an RNN"),
     "model_type": (None, "text only"),
     "data_type": (None, "text only"),
@@ -125,6 +123,22 @@ def config_opts(parser):
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
 
 
+def save_config_opts(parser):
+    parser.add("-save_config", "--save_config", default=None,
+               help="write the options of this command (given and defaults) to this YAML file, usable as "
+                    "-config, and exit without doing anything else (OpenNMT-py's)")
+
+
+def write_config(opt, path):
+    """-save_config: the options of `opt` as YAML (None values and empty lists left out: their
+    defaults), readable back with -config."""
+    import yaml
+    values = {k: v for k, v in saved_options(opt).items()
+              if k not in ("config", "save_config") and v is not None and v != []}
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump(values, f, default_flow_style=False, sort_keys=True, allow_unicode=True)
+
+
 def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
     """One-line OptionErrors for impossible numbers: each name of `positive` must be > 0, of
     `non_negative` >= 0, of `unit` in [0, 1], of `unit_open` in [0, 1); NaN and infinity never pass."""
@@ -190,6 +204,12 @@ def preprocess_opts(parser):
           help="progress is a bar on a terminal, else a log line about every 10%% of a pass; for an input "
                "without a size (a pipe), a log line every N lines")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
+    g.add("-overwrite", "--overwrite", action="store_true",
+          help="accepted for OpenNMT-py's configs: a run always replaces the dataset of -save_data, "
+               "atomically (the old one stays until the new one is complete)")
+    g.add("-filter_valid", "--filter_valid", action="store_true",
+          help="accepted for OpenNMT-py's configs: the valid split is always filtered by the length "
+               "rules of the training split here (OpenNMT-py filters it only with this flag)")
     g.add("-num_threads", "--num_threads", type=int, default=1, help="worker processes for counting and numericalizing")
     g = parser.add_argument_group("Vocabulary")
     g.add("-src_vocab_size", "--src_vocab_size", type=int, default=50000, help="source vocabulary size (specials included)")
@@ -199,6 +219,12 @@ def preprocess_opts(parser):
     g.add("-share_vocab", "--share_vocab", action="store_true",
           help="one frequency-ordered word list; the target vocabulary is its prefix")
     g.add("-dynamic_dict", "--dynamic_dict", action="store_true", help="per-example OOV lists, src_ex and tgt_ex (copy)")
+    g.add("-src_vocab", "--src_vocab", default=None,
+          help="take the source vocabulary from this file: one word a line, optionally 'word count' (a "
+               "vocabulary file of this project or OpenNMT-py's), in its order, cut to -src_vocab_size; with "
+               "-share_vocab the one shared list")
+    g.add("-tgt_vocab", "--tgt_vocab", default=None,
+          help="take the target vocabulary from this file (as -src_vocab; not with -share_vocab)")
     g.add("-lower", "--lower", action="store_true", help="lowercase the text")
     g = parser.add_argument_group("Pruning")
     g.add("-src_seq_length", "--src_seq_length", type=int, default=50, help="drop examples with a longer source")
@@ -218,6 +244,8 @@ def validate_preprocess_opts(opt):
         raise OptionError(f"-num_threads must be positive, got {opt.num_threads}")
     if (opt.valid_src is None) != (opt.valid_tgt is None):
         raise OptionError("-valid_src and -valid_tgt go together")
+    if opt.share_vocab and opt.tgt_vocab:
+        raise OptionError("-share_vocab takes one vocabulary file: give -src_vocab, not -tgt_vocab")
     if opt.share_vocab and opt.tgt_vocab_size > opt.src_vocab_size:
         raise OptionError("-share_vocab needs -tgt_vocab_size <= -src_vocab_size "
                           "(the target vocabulary is a prefix of the source vocabulary)")
@@ -233,7 +261,10 @@ def model_opts(parser):
     g.add("-enc_layers", "--enc_layers", type=int, default=2, help="encoder layers")
     g.add("-dec_layers", "--dec_layers", type=int, default=2, help="decoder layers")
     g.add("-brnn", "--brnn", action="store_true", help="bidirectional encoder (each direction gets rnn_size/2)")
-    g.add("-rnn_size", "--rnn_size", type=int, default=500, help="decoder hidden size = encoder output size")
+    g.add("-encoder_type", "--encoder_type", dest="brnn", type=_encoder_type, metavar="rnn|brnn",
+          help="OpenNMT-py's name: -encoder_type brnn is -brnn, rnn a unidirectional encoder (the default)")
+    g.add("-rnn_size", "--rnn_size", "-hidden_size", "--hidden_size", type=int, default=500,
+          help="decoder hidden size = encoder output size (-hidden_size: OpenNMT-py's name, the same option)")
     g.add("-word_vec_size", "--word_vec_size", type=int, default=500, help="word embedding size")
     g.add("-dropout", "--dropout", type=float, default=0.3, help="dropout probability")
     g.add("-global_attention", "--global_attention", default="general", choices=["none", "dot", "general", "mlp"],
@@ -247,6 +278,22 @@ def model_opts(parser):
     g.add("-pre_word_vecs_enc", "--pre_word_vecs_enc", default=None, help="GloVe-format text file for encoder embeddings")
     g.add("-pre_word_vecs_dec", "--pre_word_vecs_dec", default=None, help="GloVe-format text file for decoder embeddings")
     g.add("-param_init", "--param_init", type=float, default=0.1, help="uniform init range (0: PyTorch defaults)")
+    g = parser.add_argument_group("Model, OpenNMT-py's options (README, Upstream OpenNMT-py flags)")
+    g.add("-share_decoder_embeddings", "--share_decoder_embeddings", action="store_true",
+          help="the generator's output matrix is the decoder embedding (needs -word_vec_size = -rnn_size); "
+               "-reinforced ties W_out = tanh(E_tgt W_proj) already: implied there")
+    g.add("-fix_word_vecs_enc", "--fix_word_vecs_enc", action="store_true",
+          help="do not train the encoder embeddings (with -share_embeddings: the one shared matrix)")
+    g.add("-fix_word_vecs_dec", "--fix_word_vecs_dec", action="store_true",
+          help="do not train the decoder embeddings (with -share_embeddings: the one shared matrix)")
+    g.add("-bridge", "--bridge", action="store_true",
+          help="a linear layer + ReLU between the encoder's final states and the decoder's initial states "
+               "(one per state, h and c of an LSTM, over each example's layers concatenated)")
+    g.add("-reuse_copy_attn", "--reuse_copy_attn", action="store_true",
+          help="accepted, changes nothing: the pointer-generator always copies with the decoder's attention")
+    g.add("-copy_attn_type", "--copy_attn_type", default=None, choices=["none", "dot", "general", "mlp"],
+          help="accepted only equal to -global_attention: the copy distribution IS the decoder's attention "
+               "(default: -global_attention, as in OpenNMT-py)")
     g = parser.add_argument_group("Reinforced model")
     g.add("-no_temporal_attn", "--no_temporal_attn", action="store_true", help="ablation: plain (not intra-temporal) encoder attention")
     g.add("-no_intra_decoder_attn", "--no_intra_decoder_attn", action="store_true", help="ablation: no intra-decoder attention")
@@ -257,13 +304,38 @@ def model_opts(parser):
           help="how the model's own prediction is chosen for scheduled sampling")
 
 
+ENCODER_TYPES = {"rnn": False, "brnn": True}
+
+
+def _encoder_type(value):
+    """-encoder_type rnn|brnn -> the value of -brnn (the option stores into opt.brnn)."""
+    import argparse
+    if value not in ENCODER_TYPES:
+        raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from rnn, brnn)")
+    return ENCODER_TYPES[value]
+
+
+# Model options added after checkpoints existed -> the value that gives the model such a checkpoint
+# was trained with. A checkpoint without one of them means that value (train.py -train_from,
+# translate.py): read them with `model_option`.
+ADDED_MODEL_OPTIONS = {"share_decoder_embeddings": False, "fix_word_vecs_enc": False, "fix_word_vecs_dec": False,
+                       "bridge": False, "reuse_copy_attn": False, "copy_attn_type": None}
+
+
+def model_option(opt, name):
+    """opt.<name> for an ADDED_MODEL_OPTIONS name, its old meaning when `opt` (a checkpoint's) lacks it."""
+    return vars(opt).get(name, ADDED_MODEL_OPTIONS[name])
+
+
 # What the reinforced model's family cannot honour (checked when given explicitly), and the options
 # that only it reads.
 _REINFORCED_REFUSES = (("rnn_type", lambda v: v != "LSTM", "the paper's model is an LSTM"),
                        ("global_attention", lambda v: True, "it uses intra-temporal attention"),
                        ("input_feed", lambda v: not v, "its decoder always reads its previous output"),
                        ("coverage_attn", lambda v: bool(v), "it has intra-temporal attention instead"),
-                       ("lambda_coverage", lambda v: True, "it has no coverage"))
+                       ("lambda_coverage", lambda v: True, "it has no coverage"),
+                       ("bridge", lambda v: bool(v), "its decoder starts from the encoder's final states"),
+                       ("copy_attn_type", lambda v: True, "it copies with its intra-temporal attention"))
 _REINFORCED_ONLY = ("scheduled_sampling", "scheduled_sampling_mode", "no_temporal_attn",
                     "no_intra_decoder_attn", "no_tied_output")
 
@@ -287,6 +359,9 @@ def validate_model_opts(opt):
             why = "; ".join(f"-{name}: {reason}" for name, bad, reason in _REINFORCED_REFUSES
                             if given(opt, name) and bad(getattr(opt, name)))
             raise OptionError(f"-reinforced (Paulus et al.'s model) cannot honour {', '.join(refused)} ({why})")
+        if given(opt, "brnn") and not opt.brnn:
+            raise OptionError("-reinforced (Paulus et al.'s model) cannot honour -encoder_type rnn "
+                              "(its encoder is bidirectional)")
         opt.share_embeddings = opt.copy_attn = opt.brnn = True
         if not any(given(opt, n) for n in ("layers", "enc_layers", "dec_layers")):
             opt.layers = 1
@@ -299,6 +374,20 @@ def validate_model_opts(opt):
     if opt.reinforced and opt.enc_layers != opt.dec_layers:
         raise OptionError(f"-reinforced needs as many encoder as decoder layers (the encoder's final states "
                           f"start the decoder), got -enc_layers {opt.enc_layers} -dec_layers {opt.dec_layers}")
+    if opt.share_decoder_embeddings:
+        if opt.reinforced and opt.no_tied_output:
+            raise OptionError("-share_decoder_embeddings contradicts -no_tied_output")
+        if not opt.reinforced and opt.word_vec_size != opt.rnn_size:
+            raise OptionError(f"-share_decoder_embeddings needs -word_vec_size equal to -rnn_size (the generator's "
+                              f"matrix is the decoder embedding), got {opt.word_vec_size} and {opt.rnn_size}")
+    if opt.reuse_copy_attn and not opt.copy_attn:
+        raise OptionError("-reuse_copy_attn needs -copy_attn")
+    if opt.copy_attn_type is not None and not opt.reinforced:
+        if not opt.copy_attn:
+            raise OptionError("-copy_attn_type needs -copy_attn")
+        if opt.copy_attn_type != opt.global_attention:
+            raise OptionError(f"-copy_attn_type {opt.copy_attn_type}: the copy distribution is the decoder's "
+                              f"attention here, -global_attention {opt.global_attention}")
     if given(opt, "lambda_coverage") and not opt.coverage_attn:
         raise OptionError("-lambda_coverage needs -coverage_attn")
     if opt.brnn and opt.rnn_size % 2:
@@ -375,10 +464,31 @@ def train_opts(parser):
     g.add("-adam_beta1", "--adam_beta1", type=float, default=0.9)
     g.add("-adam_beta2", "--adam_beta2", type=float, default=0.999)
     g.add("-max_grad_norm", "--max_grad_norm", type=float, default=5.0, help="clip gradients to this norm (0: off)")
+    g.add("-decay_method", "--decay_method", default="none", choices=["none", "noam", "rsqrt"],
+          help="OpenNMT-py's schedules (onmt/utils/optim.py): noam = lr * rnn_size^-0.5 * min(step^-0.5, "
+               "step * warmup_steps^-1.5); rsqrt = lr / sqrt(max(step, warmup_steps)); none = constant, or "
+               "exponential decay when one of the three options below is given")
+    g.add("-learning_rate_decay", "--learning_rate_decay", type=float, default=None,
+          help="-decay_method none: multiply the rate by this at -start_decay_steps and every -decay_steps "
+               "after (OpenNMT-py's default 0.5 when one of the three is given; none given: constant rate)")
+    g.add("-start_decay_steps", "--start_decay_steps", type=int, default=None,
+          help="-decay_method none: the first decayed step (OpenNMT-py's default 50000 when one of the "
+               "three is given)")
+    g.add("-decay_steps", "--decay_steps", type=int, default=None,
+          help="-decay_method none: steps between decays (OpenNMT-py's default 10000 when one of the three "
+               "is given)")
+    g.add("-warmup_steps", "--warmup_steps", type=int, default=4000, help="warm-up of -decay_method noam and rsqrt")
     g.add("-reset_optim", "--reset_optim", default="none", choices=["none", "all", "states", "keep_states"],
           help="with -train_from: none = the checkpoint's optimizer options (those given here win) and state; "
                "all = options from here, fresh state; states = the checkpoint's options (those given here "
                "win), fresh state; keep_states = options from here, the checkpoint's state")
+    g = parser.add_argument_group("Loss")
+    g.add("-normalization", "--normalization", default="tokens", choices=["tokens", "sents"],
+          help="divide a step's summed loss by its target tokens or by its examples (OpenNMT-py's default "
+               "is sents; this project's, tokens)")
+    g.add("-copy_loss_by_seqlength", "--copy_loss_by_seqlength", action="store_true",
+          help="copy models: each example's ML loss (and coverage loss) divided by its target length, "
+               "then the usual -normalization")
     g = parser.add_argument_group("Inspection")
     g.add("-sample_every", "--sample_every", type=int, default=0,
           help="every N steps, log one validation example's source, reference and greedy prediction "
@@ -387,6 +497,11 @@ def train_opts(parser):
           help="write TensorBoard scalars (needs the tensorboard package: pip install .[tensorboard])")
     g.add("-tensorboard_log_dir", "--tensorboard_log_dir", default="runs/onmt",
           help="folder of the TensorBoard event files")
+    g.add("-profile", "--profile", type=int, default=0,
+          help="profile N training steps (after 2 warm-up steps) with torch.profiler: log the top 25 operators "
+               "by self CPU (and CUDA) time, write a Chrome trace to -profile_trace, then stop (0: off)")
+    g.add("-profile_trace", "--profile_trace", default="",
+          help="the -profile Chrome trace (JSON; default: {save_model}_profile.json)")
     g = parser.add_argument_group("Reinforcement learning (self-critical policy gradient)")
     g.add("-rl_gamma", "--rl_gamma", type=float, default=None,
           help="train gamma * L_rl + (1 - gamma) * L_ml (absent: ML only; the paper: 0.9984; 1: RL only)")
@@ -406,6 +521,8 @@ def validate_train_opts(opt):
                    non_negative=("train_steps", "epochs", "max_grad_norm", "adagrad_accumulator_init"),
                    unit_open=("adam_beta1", "adam_beta2"))
     check_model_numbers(opt)
+    if opt.profile < 0:
+        raise OptionError(f"-profile must be >= 0, got {opt.profile}")
     if opt.train_steps <= 0 and opt.epochs <= 0:
         raise OptionError("one of -train_steps or -epochs must be positive")
     if opt.rl_gamma is not None and not 0.0 <= opt.rl_gamma <= 1.0:
@@ -414,6 +531,15 @@ def validate_train_opts(opt):
         raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
     if opt.sample_every < 0:
         raise OptionError(f"-sample_every must be >= 0, got {opt.sample_every}")
+    _check_numbers(opt, positive=("learning_rate_decay", "decay_steps", "warmup_steps"),
+                   non_negative=("start_decay_steps",))
+    if not opt.train_from:   # a resume may change one schedule option of the checkpoint's schedule
+        exponential = [f"-{n}" for n in ("learning_rate_decay", "start_decay_steps", "decay_steps") if given(opt, n)]
+        if exponential and opt.decay_method != "none":
+            raise OptionError(f"{' '.join(exponential)}: exponential decay is -decay_method none's, "
+                              f"not {opt.decay_method}'s")
+        if given(opt, "warmup_steps") and opt.decay_method == "none":
+            raise OptionError("-warmup_steps applies to -decay_method noam or rsqrt")
     if opt.reset_optim != "none" and not opt.train_from:
         raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
     if any(r < 0 or r >= opt.world_size for r in opt.gpu_ranks) or len(set(opt.gpu_ranks)) < len(opt.gpu_ranks):
@@ -457,6 +583,15 @@ def translate_opts(parser):
     g.add("-max_length", "--max_length", type=int, default=100, help="maximum prediction length")
     g.add("-length_penalty", "--length_penalty", default="none", choices=["none", "avg", "wu"], help="length penalty")
     g.add("-alpha", "--alpha", type=float, default=0.0, help="length penalty parameter for wu")
+    g.add("-coverage_penalty", "--coverage_penalty", default="none", choices=["none", "wu", "summary"],
+          help="coverage penalty of a hypothesis's summed attention cov_i: wu: -beta*sum_i log(min(cov_i, 1)); "
+               "summary: beta*(sum_i max(cov_i, 1) - S) (onmt/translate/decoding.py)")
+    g.add("-beta", "--beta", type=float, default=0.0, help="coverage penalty parameter")
+    g.add("-stepwise_penalty", "--stepwise_penalty", action="store_true",
+          help="apply the coverage penalty to the running scores at every step, not only to finished hypotheses")
+    g.add("-dump_beam", "--dump_beam", default="",
+          help="write the beam search's history (per example and step: token ids, words, scores, backpointers) "
+               "to this JSON file")
     g.add("-block_ngram_repeat", "--block_ngram_repeat", type=int, default=0, help="never repeat an n-gram of this size (0: off)")
     g.add("-avoid_trigram_repetition", "--avoid_trigram_repetition", action="store_true", help="same as -block_ngram_repeat 3")
     g.add("-ignore_when_blocking", "--ignore_when_blocking", nargs="+", default=[], help="tokens ignored by n-gram blocking")
@@ -470,6 +605,11 @@ def translate_opts(parser):
     g.add("-attn_debug", "--attn_debug", default="",
           help="dump the raw attention arrays and p(copy) of every example to this file "
                "(re-plot with tools/plot_attention.py)")
+    g.add("-profile", "--profile", type=int, default=0,
+          help="profile the first N batches with torch.profiler: log the top 25 operators by self CPU (and "
+               "CUDA) time and write a Chrome trace to -profile_trace; the translation goes on (0: off)")
+    g.add("-profile_trace", "--profile_trace", default="",
+          help="the -profile Chrome trace (JSON; default: the -output path without extension + _profile.json)")
     g = parser.add_argument_group("Input as in training (defaults: the checkpoint's preprocessing)")
     g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
           help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
@@ -484,7 +624,13 @@ def validate_translate_opts(opt):
         opt.block_ngram_repeat = 3
     if opt.beam_size < 1:
         raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
-    _check_numbers(opt, positive=("max_length",), non_negative=("min_length", "alpha", "block_ngram_repeat"))
+    _check_numbers(opt, positive=("max_length",), non_negative=("min_length", "alpha", "beta", "block_ngram_repeat"))
+    if opt.profile < 0:
+        raise OptionError(f"-profile must be >= 0, got {opt.profile}")
+    if opt.stepwise_penalty and opt.coverage_penalty == "none":
+        raise OptionError("-stepwise_penalty needs -coverage_penalty wu or summary")
+    if given(opt, "beta") and opt.coverage_penalty == "none":
+        raise OptionError("-beta is the coverage penalty's parameter: give -coverage_penalty wu or summary")
     if given(opt, "min_length") and given(opt, "max_length") and opt.min_length > opt.max_length:
         raise OptionError(f"-min_length {opt.min_length} is above -max_length {opt.max_length}")
     if not 1 <= opt.n_best <= opt.beam_size:
@@ -544,6 +690,7 @@ def validate_evaluate_opts(opt):
 def preprocess_parser():
     p = _parser("Text -> vocabulary + numericalized shards")
     config_opts(p)
+    save_config_opts(p)
     preprocess_opts(p)
     return p
 
@@ -551,6 +698,7 @@ def preprocess_parser():
 def train_parser():
     p = _parser("Shards -> checkpoints")
     config_opts(p)
+    save_config_opts(p)
     model_opts(p)
     train_opts(p)
     return p

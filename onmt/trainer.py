@@ -14,6 +14,7 @@ from onmt.utils.checkpoint import atomic_torch_save, checkpoint_path, prune_chec
 from onmt.utils.cli import UserError
 from onmt.utils.distributed import World, all_reduce_sum, gather_objects, sum_gradients, sum_statistics
 from onmt.utils.logging import logger
+from onmt.utils.optim import learning_rate_schedule
 from onmt.utils.statistics import Statistics
 
 
@@ -26,7 +27,8 @@ class Trainer:
                  valid_steps=10000, save_checkpoint_steps=5000, keep_checkpoint=-1, report_every=50,
                  max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0, tensorboard=None,
                  world_size=1, accum_count=1,
-                 sample_every=0, sample_max_length=100, amp_dtype="bf16"):
+                 sample_every=0, sample_max_length=100, amp_dtype="bf16", lr_schedule=None, learning_rate=None,
+                 normalization="tokens"):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.save_model = save_model
         self.train_steps, self.epochs = train_steps, epochs
@@ -51,6 +53,10 @@ class Trainer:
         self.sample_every = sample_every  # log a validation example's greedy prediction every N steps
         self.sample_max_length = sample_max_length  # the sample's greedy search stops there
         self._sample_batch = None
+        # -decay_method & co. (utils/optim.py learning_rate_schedule): step -> multiplier of
+        # `learning_rate`, set before each optimizer step; None: the optimizer's rate is left alone
+        self.lr_schedule, self.learning_rate = lr_schedule, learning_rate
+        self.normalization = normalization  # -normalization: divide the summed loss by tokens or sentences
 
     @classmethod
     def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None, rank=0,
@@ -62,7 +68,8 @@ class Trainer:
                    amp=opt.amp, checkpoint_meta=checkpoint_meta, tensorboard=tensorboard,
                    rank=rank, world_size=world_size, accum_count=opt.accum_count,
                    sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100,
-                   amp_dtype=opt.amp_dtype)
+                   amp_dtype=opt.amp_dtype, lr_schedule=learning_rate_schedule(opt),
+                   learning_rate=opt.learning_rate, normalization=getattr(opt, "normalization", "tokens"))
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
@@ -119,6 +126,38 @@ class Trainer:
             self.save(step, (epoch, pos))
         return step
 
+    def profile(self, train_data, n_steps, path, start_step=0, data_pos=(0, 0), warmup=2):
+        """-profile N: `warmup` training steps, then `n_steps` steps under torch.profiler
+        (onmt/utils/profiling.py: tables logged by rank 0, Chrome trace written to `path`). No
+        checkpoint is written: training stops there. Returns the number of profiled steps."""
+        from onmt.utils.profiling import Profiler
+        profiler = Profiler(n_steps, path, self.device, "training steps", log=logger.info) if self.rank == 0 else None
+        epoch, pos = data_pos
+        step, group, total = start_step, [], warmup + n_steps
+        while step - start_step < total:
+            got = 0
+            for batch in train_data.iter_epoch(epoch, start=pos):
+                got += 1
+                group.append(batch)
+                if len(group) < self.accum_count:
+                    continue
+                if profiler is not None and step - start_step == warmup:
+                    profiler.start()
+                step += 1
+                self.train_step(group, step)
+                group = []
+                if profiler is not None:
+                    profiler.done_one()
+                if step - start_step >= total:
+                    break
+            else:
+                if got == 0 and pos == 0:
+                    raise TrainingError(f"epoch {epoch} gave this process no training batch")
+                epoch, pos = epoch + 1, 0
+        if profiler is not None:
+            profiler.stop()
+        return n_steps
+
     def _stop_if_signalled(self, step, data_pos):
         """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its data
         position, unless just saved, and raise Stopped (one line; -train_from it resumes exactly)."""
@@ -150,11 +189,12 @@ class Trainer:
         Normalization: each loss (a sum over target tokens) is divided by the target tokens of the
         whole step, every batch of every rank (counted before any forward pass, Batch.n_tgt_tokens,
         which the loss's Statistics.n_words must equal), and gradients are summed over batches and
-        ranks: the gradient of one batch holding them all, not a mean of per-batch means."""
+        ranks: the gradient of one batch holding them all, not a mean of per-batch means. With
+        -normalization sents the divisor is the step's examples (Batch.batch_size) instead."""
         self.model.train()
         batches = [batches] if isinstance(batches, Batch) else list(batches)
         counts = [b.n_tgt_tokens for b in batches]
-        normalizer = sum(counts)
+        normalizer = sum(counts) if self.normalization == "tokens" else sum(b.batch_size for b in batches)
         if self.world.distributed:
             normalizer = all_reduce_sum(normalizer, self.device)
         normalizer = max(normalizer, 1)
@@ -175,12 +215,17 @@ class Trainer:
             else:
                 loss.backward()
             stats.update(batch_stats)
+            stats.n_src_words += int(batch.src_lengths.sum())
         if self.world.distributed:
             sum_gradients(self.model.parameters())  # before unscaling: an inf on any rank skips the step on all
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         if self.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+        if self.lr_schedule is not None:
+            lr = self.learning_rate * self.lr_schedule(step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
         if self.scaler is not None:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -200,7 +245,10 @@ class Trainer:
         stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
             at = f" (step {step})" if step is not None else ""
-            logger.info(f"Validation perplexity: {stats.ppl():.2f}; accuracy: {stats.accuracy():.2f}{at}")
+            # OpenNMT-py's two lines first (scripts read them), then this project's
+            logger.info(f"Validation perplexity: {stats.ppl():g}")
+            logger.info(f"Validation accuracy: {stats.accuracy():g}")
+            logger.info(f"Validation xent: {stats.xent():.4f}{at}")
             rouge = stats.valid_rouge_report()
             if rouge:
                 logger.info(rouge + at)
@@ -227,15 +275,20 @@ class Trainer:
                                      max_length=self.sample_max_length))
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
+        """One line in OpenNMT-py's form, then this project's figures:
+        `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0[; p(copy) 0.31][; RL figures]`
+        (tok/s: source/target tokens, padding excluded, per second of this report window; sec: since
+        training started)."""
         if self.rank != 0:
             return
         lr = self.optimizer.param_groups[0]["lr"]
         tok_s = stats.n_words / max(window_s, 1e-9)
+        src_s = stats.n_src_words / max(window_s, 1e-9)
         rl = stats.rl_report()
         p_copy = stats.mean_p_copy()
-        logger.info(f"Step {step}/{total}; epoch {epoch}; acc: {stats.accuracy():6.2f}; "
-                    f"ppl: {stats.ppl():8.2f}; xent: {stats.xent():5.2f}; lr: {lr:.2e}; "
-                    f"{tok_s:.0f} tgt tok/s; {elapsed_s:.0f} sec"
+        logger.info(f"Step {step}/{total}; acc: {stats.accuracy():.2f}; "
+                    f"ppl: {stats.ppl():.2f}; xent: {stats.xent():.2f}; lr: {lr:.2e}; "
+                    f"{src_s:.0f}/{tok_s:.0f} tok/s; {elapsed_s:.0f} sec; epoch {epoch}"
                     + (f"; p(copy) {p_copy:.2f}" if p_copy is not None else "")
                     + (f"; {rl}" if rl else ""))
         if self.tensorboard is not None:

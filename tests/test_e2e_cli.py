@@ -64,9 +64,15 @@ def test_one_prediction_per_input_line_and_empty_in_empty_out(pipeline):
 
 def test_training_log_and_validation_stats_are_finite(pipeline):
     text = pipeline["log"].read_text(encoding="utf-8")
-    steps = re.findall(r"Step (\d+)/\d+;.*?acc:\s*([-\d.a-z]+); ppl:\s*([-\d.a-z]+); xent:\s*([-\d.a-z]+)", text)
+    # OpenNMT-py's report line: Step N/T; acc: A; ppl: P; xent: X; lr: L; S/T tok/s; N sec (then extras)
+    steps = re.findall(r"Step (\d+)/\d+; acc: ([-\d.a-z]+); ppl: ([-\d.a-z]+); xent: ([-\d.a-z]+); "
+                       r"lr: \d\.\d\de[-+]\d+; (\d+)/(\d+) tok/s; \d+ sec", text)
     assert [int(s[0]) for s in steps] == [10, 20, 30, 40]
-    valid = re.findall(r"Validation perplexity: ([-\d.a-z]+); accuracy: ([-\d.a-z]+)", text)
+    assert all(int(s[4]) > 0 and int(s[5]) > 0 for s in steps)     # source and target tokens per second
+    steps = [s[:4] for s in steps]
+    # OpenNMT-py's validation lines: each figure on its own line
+    valid = list(zip(re.findall(r"Validation perplexity: ([-\d.a-z]+)\n", text),
+                     re.findall(r"Validation accuracy: ([-\d.a-z]+)\n", text)))
     assert len(valid) == 2
     for row in [s[1:] for s in steps] + valid:
         assert all(math.isfinite(float(x)) for x in row), row

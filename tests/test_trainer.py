@@ -119,3 +119,19 @@ def test_reinforced_refuses_data_without_shared_vocab(tmp_path):
     with pytest.raises(UserError, match="rerun preprocess.py with -share_vocab"):
         train_bin.main(["-data", prefix, "-reinforced", "-brnn", "-layers", "1", "-rnn_size", "8",
                         "-word_vec_size", "4", "-train_steps", "1", "-save_model", str(tmp_path / "m")])
+
+
+def test_profile_logs_operators_and_writes_a_chrome_trace(data, tmp_path):
+    """-profile 2: the top-operator table (aten ops) in the log, a valid JSON trace, then a stop
+    without checkpoint."""
+    import json
+    log = tmp_path / "log.txt"
+    _train(data, str(tmp_path / "p"), "-train_steps", "50", "-profile", "2", "-log_file", str(log))
+    text = log.read_text()
+    assert "top 25 operators by self CPU time" in text and "aten::" in text
+    trace = json.loads((tmp_path / "p_profile.json").read_text())
+    assert trace.get("traceEvents")
+    assert not glob.glob(str(tmp_path / "p_step_*.pt")) and "Step " not in text
+    custom = tmp_path / "t.json"
+    _train(data, str(tmp_path / "q"), "-train_steps", "50", "-profile", "1", "-profile_trace", str(custom))
+    assert json.loads(custom.read_text()).get("traceEvents")

@@ -139,3 +139,105 @@ def test_cuda_matches_cpu():
     for a, b in zip(cpu, gpu):
         assert [t.tokens for t in a] == [t.tokens for t in b]
         assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-4)
+
+
+def test_cli_dump_beam_coverage_penalty_and_n_best(tmp_path):
+    """-n_best N: N consecutive lines per input, best first; -dump_beam: valid JSON whose steps trace
+    the best prediction; -coverage_penalty / -beta / -stepwise_penalty reach the search."""
+    pytest.importorskip("onmt.model_builder")
+    import json
+    from onmt.bin.translate import main
+    model, opt = real_copy_model()
+    ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    torch.save(ckpt, tmp_path / "m.pt")
+    (tmp_path / "src.txt").write_text("w1 w2 w9\n\nw3 w11 w4 w5\n")
+    out, dump = tmp_path / "pred.txt", tmp_path / "beam.json"
+    base = ["-model", str(tmp_path / "m.pt"), "-src", str(tmp_path / "src.txt"), "-output", str(out),
+            "-beam_size", "3", "-n_best", "2", "-max_length", "5"]
+    results = main(base + ["-dump_beam", str(dump), "-coverage_penalty", "summary", "-beta", "0.5",
+                           "-stepwise_penalty"])
+    lines = out.read_text().split("\n")[:-1]
+    assert lines == [" ".join(t.tokens) for nbest in results for t in nbest] and len(lines) == 6
+    assert all(n[0].score >= n[1].score for n in (results[0], results[2]))
+    data = json.loads(dump.read_text())
+    assert data["beam_size"] == 3 and [e["line"] for e in data["examples"]] == [0, 1, 2]
+    assert data["examples"][1]["steps"] == [] and data["examples"][0]["src"] == ["w1", "w2", "w9"]
+    for e in (0, 2):
+        steps = data["examples"][e]["steps"]
+        assert all(len(s[k]) == 3 for s in steps for k in ("tokens", "words", "scores", "backpointers"))
+        best = results[e][0].tokens
+        n = len(best)
+        traced = []
+        for k in range(3):
+            if steps[n]["words"][k] != "</s>":
+                continue
+            seq, t, j = [], n, k
+            while t > 0:
+                j = steps[t]["backpointers"][j]
+                t -= 1
+                seq.append(steps[t]["words"][j])
+            traced.append(seq[::-1])
+        assert best in traced
+    plain = main(base)
+    assert [[t.tokens for t in n] for n in plain] != [] and not [p for p in os.listdir(tmp_path) if ".tmp" in p]
+    from onmt.utils.cli import UserError
+    from onmt.opts import OptionError
+    for bad in (["-stepwise_penalty"], ["-beta", "0.3"], ["-coverage_penalty", "wu", "-beta", "-1"]):
+        with pytest.raises((OptionError, UserError, SystemExit)):
+            main(base + bad)
+
+
+def test_pred_avg_score_and_ppl_as_opennmt_py():
+    """PRED AVG SCORE = sum of the n_best scores / sum of their word counts (</s> not counted);
+    PRED PPL = exp(-PRED AVG SCORE); empty source lines left out."""
+    import math
+    import re
+    model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=2)
+    logs = []
+    src = ["w1 w9 w2", "", "w3 w4 w5 w1"]
+    out = make(model, beam_size=3, n_best=2, max_length=6, length_penalty="wu", alpha=0.8,
+               log=logs.append).translate(src)
+    preds = [t for i in (0, 2) for t in out[i]]
+    avg = sum(t.score for t in preds) / sum(len(t.tokens) for t in preds)
+    line = [x for x in logs if x.startswith("PRED AVG SCORE")][0]
+    got = re.fullmatch(r"PRED AVG SCORE: (\S+), PRED PPL: (\S+)", line)
+    assert float(got[1]) == pytest.approx(avg, abs=1e-4) and float(got[2]) == pytest.approx(math.exp(-avg), rel=1e-3)
+    logs.clear()
+    make(model, beam_size=2, max_length=6, log=logs.append).translate(["", " "])
+    assert "PRED No words predicted" in logs
+
+
+def test_cli_profile_first_batches(tmp_path):
+    pytest.importorskip("onmt.model_builder")
+    import json
+    from onmt.bin.translate import main
+    model, opt = real_copy_model()
+    ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    torch.save(ckpt, tmp_path / "m.pt")
+    (tmp_path / "src.txt").write_text("\n".join(random_lines(7, seed=2)) + "\n")
+    log = tmp_path / "log.txt"
+    base = ["-model", str(tmp_path / "m.pt"), "-src", str(tmp_path / "src.txt"), "-beam_size", "2",
+            "-max_length", "4", "-batch_size", "2"]
+    plain = main(base + ["-output", str(tmp_path / "plain.txt")])
+    prof = main(base + ["-output", str(tmp_path / "pred.txt"), "-profile", "2", "-log_file", str(log)])
+    assert [[t.tokens for t in n] for n in plain] == [[t.tokens for t in n] for n in prof]
+    text = log.read_text()
+    assert "Profile of 2 translation batches" in text and "aten::" in text
+    assert json.loads((tmp_path / "pred_profile.json").read_text()).get("traceEvents")
+
+
+def test_cli_checks_dump_beam_and_profile_paths_first(tmp_path, monkeypatch):
+    pytest.importorskip("onmt.model_builder")
+    from onmt.bin.translate import main
+    from onmt.utils.cli import UserError
+    import onmt.translate.session as session
+    model, opt = real_copy_model()
+    torch.save({"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0},
+               tmp_path / "m.pt")
+    (tmp_path / "src.txt").write_text("w1 w2\n")
+    monkeypatch.setattr(session, "translate_lines", lambda *a, **k: pytest.fail("translated"))
+    base = ["-model", str(tmp_path / "m.pt"), "-src", str(tmp_path / "src.txt"), "-output", str(tmp_path / "p.txt")]
+    for flag in (["-dump_beam", str(tmp_path / "no" / "b.json")],
+                 ["-profile", "1", "-profile_trace", str(tmp_path / "no" / "t.json")]):
+        with pytest.raises(UserError, match="does not exist"):
+            main(base + flag)

@@ -19,6 +19,10 @@ def main(argv=None):
     opt = opts.preprocess_parser().parse_args(argv)
     opts.validate_preprocess_opts(opt)
     logger = init_logger(opt.log_file)
+    if opt.save_config:
+        opts.write_config(opt, opt.save_config)
+        logger.info("wrote the options to %s", opt.save_config)
+        return
     reuse_freed_memory()
     for h in logger.handlers:           # progress and summary on stdout: stderr is for errors only
         if type(h) is logging.StreamHandler:

@@ -19,8 +19,9 @@ MODEL_OPTIONS_A_RESUME_MAY_CHANGE = ("scheduled_sampling", "scheduled_sampling_m
                                      "coverage_attn")
 # Training options a resume takes from the checkpoint unless given again (exact resume by default).
 OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
-                     "max_grad_norm")
-OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length")
+                     "max_grad_norm", "decay_method", "learning_rate_decay", "start_decay_steps", "decay_steps",
+                     "warmup_steps")
+OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization", "copy_loss_by_seqlength")
 
 
 def model_option_names():
@@ -34,12 +35,16 @@ def restore_options(opt, ckpt_opt):
     """Options of a resumed run: the checkpoint's model (its shape, always), and its training choices
     unless given here; optimizer options come from here alone with -reset_optim all / keep_states.
     A model option the checkpoint lacks must be given here (a default could silently change the model)."""
-    lacking = [n for n in model_option_names() if n not in ckpt_opt and not opts.given(opt, n)]
+    lacking = [n for n in model_option_names()
+               if n not in ckpt_opt and not opts.given(opt, n) and n not in opts.ADDED_MODEL_OPTIONS]
     if lacking:
         raise UserError(f"checkpoint {opt.train_from} is damaged or from another program: its options lack "
                         f"{', '.join(lacking)} (give {' '.join('-' + n for n in lacking[:3])} to say what they were)")
     from_here = set(MODEL_OPTIONS_A_RESUME_MAY_CHANGE) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
     for name in model_option_names() + list(OBJECTIVE_OPTIONS) + list(OPTIMIZER_OPTIONS):
+        if name not in ckpt_opt and name in opts.ADDED_MODEL_OPTIONS and name not in from_here:
+            setattr(opt, name, opts.ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option
+            continue
         if name not in ckpt_opt or (name in from_here and opts.given(opt, name)):
             continue
         if name in OPTIMIZER_OPTIONS and opt.reset_optim in ("all", "keep_states"):
@@ -82,7 +87,15 @@ def check_training_examples(data, meta):
 
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
+    if opt.save_config:
+        opts.write_config(opt, opt.save_config)
+        logger.info(f"wrote the options to {opt.save_config}")
+        return
     check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save
+    if getattr(opt, "profile", 0):
+        from onmt.utils.files import check_output
+        from onmt.utils.profiling import trace_path
+        check_output(trace_path(opt, opt.save_model), f"-profile_trace {trace_path(opt, opt.save_model)}")
     world = distributed.resolve(opt, device)
     if world.spawn:  # -world_size N outside torchrun: N processes on this machine, each running main
         distributed.spawn(main, list(sys.argv[1:] if argv is None else argv), world.world_size)
@@ -114,6 +127,8 @@ def train_rank(opt, world):
             raise UserError(f"the vocabulary of {opt.train_from} differs from that of -data {opt.data}; "
                             "train from a checkpoint made on the same preprocessed data")
     opts.validate_model_opts(opt)
+    if opt.copy_loss_by_seqlength and not opt.copy_attn:
+        raise UserError("-copy_loss_by_seqlength needs a copy model (-copy_attn or -reinforced)")
     entry = model_entry(opt)
     entry.check_data(opt, meta)
     if not opt.max_gen_length:
@@ -158,6 +173,11 @@ def train_rank(opt, world):
     trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
                                          rank=world.rank, world_size=world.world_size)
     try:
+        if getattr(opt, "profile", 0):   # profile N steps, then stop (exit status 0, no checkpoint)
+            from onmt.utils.profiling import trace_path
+            trainer.profile(train_data, opt.profile, trace_path(opt, opt.save_model), start_step=start_step,
+                            data_pos=data_pos)
+            return
         trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
     finally:
         if board is not None:

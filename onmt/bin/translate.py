@@ -3,7 +3,8 @@
 Writes one line per input line (n_best consecutive lines per input line when -n_best > 1), to a
 temporary file renamed to -output when complete. With -attn_debug FILE, the inspection record of
 every line (onmt/inspection/records.py) goes into FILE; with -attn_plot DIR, the first -attn_plot_n
-lines are plotted into DIR (onmt/inspection/plots.py). Output paths are checked before any work.
+lines are plotted into DIR (onmt/inspection/plots.py). With -dump_beam FILE, the beam search's
+history goes into FILE (`write_beam_dump`). Output paths are checked before any work.
 The Python API (onmt/api.py) shares this path: onmt/translate/session.py.
 """
 import os
@@ -55,6 +56,10 @@ def check_outputs(opt):
     check_output(opt.output, f"-output {opt.output}")
     if opt.attn_debug:
         check_output(opt.attn_debug, f"-attn_debug {opt.attn_debug}")
+    if getattr(opt, "dump_beam", ""):
+        check_output(opt.dump_beam, f"-dump_beam {opt.dump_beam}")
+    if getattr(opt, "profile", 0):
+        check_output(profile_trace(opt), f"-profile_trace {profile_trace(opt)}")
     if opt.attn_plot:
         if os.path.exists(opt.attn_plot) and not os.path.isdir(opt.attn_plot):
             raise UserError(f"-attn_plot {opt.attn_plot}: not a folder")
@@ -62,6 +67,12 @@ def check_outputs(opt):
             check_output(opt.attn_plot, f"-attn_plot {opt.attn_plot}")   # its parent folder
         from onmt.inspection.plots import require_matplotlib
         require_matplotlib("-attn_plot")
+
+
+def profile_trace(opt):
+    """-profile's trace: -profile_trace, else the -output path without extension + _profile.json."""
+    from onmt.utils.profiling import trace_path
+    return trace_path(opt, os.path.splitext(opt.output)[0])
 
 
 def main(argv=None):
@@ -75,14 +86,37 @@ def main(argv=None):
     if tgt_lines is not None and len(tgt_lines) != len(src_lines):
         raise UserError(f"-src has {len(src_lines)} lines but -tgt has {len(tgt_lines)}")
     session = load_session(opt.model, device)
+    beam_history = [] if getattr(opt, "dump_beam", "") else None
     with Inspection(opt) as inspection:
-        results = translate_lines(opt, session, src_lines, tgt_lines, **inspection.translate_kwargs())
+        profiler = None
+        if getattr(opt, "profile", 0):
+            from onmt.utils.profiling import Profiler
+            profiler = Profiler(opt.profile, profile_trace(opt), device, "translation batches")
+        results = translate_lines(opt, session, src_lines, tgt_lines, beam_history=beam_history,
+                                  profiler=profiler, **inspection.translate_kwargs())
     write_lines_atomic(opt.output, [" ".join(t.tokens) for nbest in results for t in nbest])
+    if beam_history is not None:
+        write_beam_dump(opt.dump_beam, opt, beam_history)
     logger.info(f"Translated {len(src_lines)} lines into {opt.output}")
     inspection.finish()
     if opt.report_rouge:
         report_rouge([" ".join(nbest[0].tokens) for nbest in results], tgt_lines)
     return results
+
+
+def write_beam_dump(path, opt, examples):
+    """-dump_beam: one JSON object, written atomically:
+    {"beam_size": K, "n_best": N, "examples": [{"line": 0-based input line, "src": [source words],
+     "steps": [{"tokens": [K ids, extended vocabulary], "words": [K words], "scores": [K running
+     scores, null for -inf], "backpointers": [K indices into the previous step's K]}, ...]}, ...]}.
+    Step t holds the K hypotheses kept after the t-th topk (a hypothesis ending in </s> at step t
+    appears there, then its slot is emptied); an empty input line has no steps. Scores are sums of
+    log-probabilities (minus the coverage penalty with -stepwise_penalty), before length penalty."""
+    import json
+    from onmt.utils.files import write_text_atomic
+    write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best, "examples": examples}),
+                      f"-dump_beam {path}")
+    logger.info(f"Beam search history of {len(examples)} lines in {path}")
 
 
 class Inspection:

@@ -18,9 +18,15 @@ class RNNEncoder(nn.Module):
         embeddings: an Embeddings module (ids -> (B, S, E)).
         bidirectional: -brnn.
         dropout: dropout between layers.
+        bridge: -bridge, OpenNMT-py's: each final state s (L, B, H) becomes
+            relu(W [s_1; ..; s_L] + b) per example (one W (LH, LH) per state: h, and c for an LSTM),
+            split back into L layers. (OpenNMT-py reshapes the (L*dirs, B, H/dirs) tensor without
+            transposing, which mixes examples when it has more than one layer or direction; here the
+            layers of one example are concatenated.)
     """
 
-    def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False, dropout=0.0):
+    def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False, dropout=0.0,
+                 bridge=False):
         super().__init__()
         if bidirectional and hidden_size % 2:
             raise ValueError(f"a bidirectional encoder needs an even hidden size, got {hidden_size}")
@@ -32,6 +38,18 @@ class RNNEncoder(nn.Module):
             input_size=embeddings.embedding_size, hidden_size=hidden_size // n_dir,
             num_layers=num_layers, dropout=dropout if num_layers > 1 else 0.0,
             bidirectional=bidirectional, batch_first=True)
+        if bridge:
+            n_states = 2 if rnn_type == "LSTM" else 1
+            self.bridge = nn.ModuleList(nn.Linear(num_layers * hidden_size, num_layers * hidden_size)
+                                        for _ in range(n_states))
+        else:
+            self.bridge = None
+
+    def _bridge(self, linear, s):
+        """(L, B, H) -> (L, B, H): relu(linear([s_1; ..; s_L])) per example."""
+        L, B, H = s.shape
+        out = torch.relu(linear(s.transpose(0, 1).reshape(B, L * H)))  # (B, L*H)
+        return out.view(B, L, H).transpose(0, 1).contiguous()  # (L, B, H)
 
     def _merge_directions(self, h):
         """(L*2, B, H/2) -> (L, B, H): [forward; backward] per layer."""
@@ -53,6 +71,9 @@ class RNNEncoder(nn.Module):
             final = tuple(self._merge_directions(x) for x in final)  # (h, c), each (L, B, H)
         else:
             final = self._merge_directions(final)  # (L, B, H)
+        if self.bridge is not None:
+            final = (tuple(self._bridge(lin, x) for lin, x in zip(self.bridge, final)) if isinstance(final, tuple)
+                     else self._bridge(self.bridge[0], final))
         positions = torch.arange(S, device=src.device).unsqueeze(0)  # (1, S)
         mask = positions < lengths.to(src.device).unsqueeze(1)  # (B, S)
         return EncoderOutput(memory=memory, final=final, mask=mask)

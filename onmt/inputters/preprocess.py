@@ -32,7 +32,7 @@ from onmt.inputters.parallel import ordered_map
 from onmt.inputters.pass_progress import PassProgress
 from onmt.inputters.shards import concat_chunks, shard_name, write_shard
 from onmt.inputters.token_cache import TokenCache, chunk_stats, count_and_cache, numericalize_cached
-from onmt.inputters.vocab_builder import build_vocabs, meta_path, save_vocabs, write_json_atomic
+from onmt.inputters.vocab_builder import build_vocabs, meta_path, read_word_list, save_vocabs, write_json_atomic
 from onmt.utils.cli import UserError
 
 logger = logging.getLogger("onmt.preprocess")
@@ -291,8 +291,14 @@ def _preprocess(opt, cache, save_data):
     src_c, tgt_c = count_words(opt.train_src, opt.train_tgt, filt, opt.share_vocab, cache, workers,
                                opt.report_every)
     n_types = len(src_c) if opt.share_vocab else (len(src_c), len(tgt_c))
+    given = {side: read_word_list(path) if path else None
+             for side, path in (("src", getattr(opt, "src_vocab", None)), ("tgt", getattr(opt, "tgt_vocab", None)))}
+    for side, path in (("src", getattr(opt, "src_vocab", None)), ("tgt", getattr(opt, "tgt_vocab", None))):
+        if path:
+            logger.info("%s vocabulary from %s (%d words)", side, path, len(given[side]))
     vocabs, counts = build_vocabs(src_c, tgt_c, opt.src_vocab_size, opt.tgt_vocab_size, opt.share_vocab,
-                                  opt.src_words_min_frequency, opt.tgt_words_min_frequency)
+                                  opt.src_words_min_frequency, opt.tgt_words_min_frequency,
+                                  src_words=given["src"], tgt_words=given["tgt"])
     del src_c, tgt_c
     save_vocabs(save_data, vocabs, counts)
     logger.info("vocabulary: %s word types; source %d, target %d entries (shared: %s)",

@@ -45,22 +45,56 @@ def _cut(ranked, size, min_freq):
     return out
 
 
+def read_word_list(path):
+    """-src_vocab / -tgt_vocab (OpenNMT-py's): [(word, count)] of a file with one word a line, optionally
+    followed by its count (`word count` or `word<TAB>count`, e.g. a vocabulary file of this project or
+    of OpenNMT-py); count 0 where none is given. Kept in the file's order, first occurrence of a word;
+    the special tokens and empty lines are skipped (the specials always come first, with fixed ids)."""
+    out, seen = [], set(SPECIALS)
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
+                raise UserError(f"{path}, line {lineno}: expected 'word' or 'word count', got {line.strip()!r}")
+            word = parts[0]
+            if word in seen:
+                continue
+            seen.add(word)
+            out.append((word, int(parts[1]) if len(parts) == 2 else 0))
+    return out
+
+
+def _cut_given(words, size):
+    """A given word list cut to `size` entries (specials included); min-frequency does not apply."""
+    return words[:max(0, size - N_SPECIALS)]
+
+
 def build_vocabs(src_counts, tgt_counts, src_vocab_size, tgt_vocab_size, share_vocab,
-                 src_min_freq=0, tgt_min_freq=0):
+                 src_min_freq=0, tgt_min_freq=0, src_words=None, tgt_words=None):
     """-> (Vocabs, {"src": counts list, "tgt": counts list}) from Counters of the training data.
 
     With share_vocab, `tgt_counts` may be None when `src_counts` already holds both sides.
+    src_words / tgt_words: a given word list ([(word, count)], read_word_list) for that side, taken in
+    its order and cut to the vocabulary size only (with share_vocab: src_words is the shared list).
     """
     if share_vocab:
-        total = Counter(src_counts)
-        if tgt_counts is not None:
-            total.update(tgt_counts)
-        ranked = ranked_words(drop_specials(total))
-        src_list = _cut(ranked, src_vocab_size, src_min_freq)
-        tgt_list = _cut(src_list, tgt_vocab_size, tgt_min_freq)
+        if src_words is not None:
+            src_list = _cut_given(src_words, src_vocab_size)
+            tgt_list = _cut_given(src_list, tgt_vocab_size)
+        else:
+            total = Counter(src_counts)
+            if tgt_counts is not None:
+                total.update(tgt_counts)
+            ranked = ranked_words(drop_specials(total))
+            src_list = _cut(ranked, src_vocab_size, src_min_freq)
+            tgt_list = _cut(src_list, tgt_vocab_size, tgt_min_freq)
     else:
-        src_list = _cut(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size, src_min_freq)
-        tgt_list = _cut(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size, tgt_min_freq)
+        src_list = (_cut_given(src_words, src_vocab_size) if src_words is not None else
+                    _cut(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size, src_min_freq))
+        tgt_list = (_cut_given(tgt_words, tgt_vocab_size) if tgt_words is not None else
+                    _cut(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size, tgt_min_freq))
     src = Vocab(SPECIALS + [w for w, _ in src_list])
     tgt = Vocab(SPECIALS + [w for w, _ in tgt_list])
     counts = {"src": [0] * N_SPECIALS + [c for _, c in src_list],

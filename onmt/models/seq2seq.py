@@ -8,6 +8,7 @@ from onmt.inputters.vocab import UNK
 from onmt.models.interface import gold_from_forward, gold_targets, rollout_from_steps
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
+from onmt.opts import model_option
 from onmt.utils.cli import UserError
 
 
@@ -41,15 +42,16 @@ class NMTModel(nn.Module):
         else:
             tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout)
         encoder = RNNEncoder(opt.rnn_type, enc_layers, opt.rnn_size, src_emb,
-                             bidirectional=opt.brnn, dropout=opt.dropout)
+                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=model_option(opt, "bridge"))
         decoder = RNNDecoder(opt.rnn_type, dec_layers, opt.rnn_size, tgt_emb,
                              attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
                              coverage=opt.coverage_attn, dropout=opt.dropout)
         V = len(vocabs.tgt)
+        tied = tgt_emb if model_option(opt, "share_decoder_embeddings") else None
         if cls.copy:
-            generator = CopyGenerator(opt.rnn_size, V, opt.word_vec_size)
+            generator = CopyGenerator(opt.rnn_size, V, opt.word_vec_size, tied_embeddings=tied)
         else:
-            generator = Generator(opt.rnn_size, V)
+            generator = Generator(opt.rnn_size, V, tied_embeddings=tied)
         return cls(encoder, decoder, generator, V)
 
     # ------------------------------------------------------------------ interface

@@ -31,12 +31,40 @@ def _vocab_logits(linear, out):
     return logits
 
 
-class Generator(nn.Module):
-    """log_softmax(W h~ + b) over the target vocabulary."""
+class TiedLinear(nn.Module):
+    """x -> x E[:V]^T + b: a vocabulary projection whose matrix is the first V rows of an embedding's
+    (-share_decoder_embeddings). The embedding is not a submodule here (its owner, the decoder, holds
+    it), so the state dict has it once; this module's own parameter is the bias."""
 
-    def __init__(self, hidden_size, vocab_size):
+    def __init__(self, embeddings, vocab_size):
         super().__init__()
-        self.linear = nn.Linear(hidden_size, vocab_size)
+        self._embeddings = (embeddings,)   # a tuple: not registered as a submodule
+        self.vocab_size = vocab_size
+        self.bias = nn.Parameter(torch.zeros(vocab_size))
+
+    @property
+    def weight(self):
+        return self._embeddings[0].weight[:self.vocab_size]  # (V, E) view of the embedding's rows
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+def vocab_projection(hidden_size, vocab_size, tied_embeddings=None):
+    """nn.Linear(hidden_size, vocab_size), or a TiedLinear on `tied_embeddings` when given."""
+    if tied_embeddings is None:
+        return nn.Linear(hidden_size, vocab_size)
+    if tied_embeddings.embedding_size != hidden_size:
+        raise ValueError(f"a tied projection needs embeddings of size {hidden_size}, got {tied_embeddings.embedding_size}")
+    return TiedLinear(tied_embeddings, vocab_size)
+
+
+class Generator(nn.Module):
+    """log_softmax(W h~ + b) over the target vocabulary (W the decoder embedding with `tied_embeddings`)."""
+
+    def __init__(self, hidden_size, vocab_size, tied_embeddings=None):
+        super().__init__()
+        self.linear = vocab_projection(hidden_size, vocab_size, tied_embeddings)
 
     def forward(self, dec, src_ex=None, n_oov=0, first_pos=None):
         """dec: DecoderOutput -> (B, [T,] V) log-probabilities (the copy arguments are ignored)."""
@@ -53,10 +81,10 @@ class CopyGenerator(nn.Module):
         emb_size: size of the decoder input embedding x_t.
     """
 
-    def __init__(self, hidden_size, vocab_size, emb_size):
+    def __init__(self, hidden_size, vocab_size, emb_size, tied_embeddings=None):
         super().__init__()
         self.vocab_size = vocab_size
-        self.linear = nn.Linear(hidden_size, vocab_size)
+        self.linear = vocab_projection(hidden_size, vocab_size, tied_embeddings)
         self.switch = nn.Linear(2 * hidden_size + emb_size, 1)
 
     def forward(self, dec, src_ex, n_oov, first_pos=None, return_p_copy=False):

@@ -10,6 +10,17 @@ exactly greedy):
   N-grams holding a token of `ignore_ids` are not considered. `</s>` is never blocked.
 Scores are sums of log-probabilities (the final `</s>` included), divided by the length penalty of
 the number of produced tokens counting `</s>`.
+
+Coverage penalty (OpenNMT-py's `-coverage_penalty`, `-beta`, `-stepwise_penalty`): cov_i is the sum,
+over the hypothesis's steps (the one producing `</s>` included), of its source attention on position
+i of the example's S real source positions (padding never counts):
+- wu (Wu et al. 2016, GNMT):  pen = -beta * sum_i log(max(min(cov_i, 1), 1e-20))   (>= 0)
+- summary:                    pen =  beta * (sum_i max(cov_i, 1) - S)               (>= 0)
+Without -stepwise_penalty a finished hypothesis scores log_prob / lp(length) - pen (the live beams are
+ranked by their log-probability, as upstream). With -stepwise_penalty the penalty of the coverage so
+far is part of the running score at every step: a live hypothesis is ranked by log_prob - pen(cov up
+to this step) and a finished one scores (log_prob - pen) / lp(length). (Upstream skips the penalty at
+the very first step; here it applies from the first step on.) Hypothesis.log_prob stays the raw sum.
 """
 from dataclasses import dataclass
 from typing import List, Optional
@@ -50,6 +61,37 @@ def length_penalty(kind, length, alpha=0.0):
     if kind == "wu":
         return ((5.0 + (length.float() if torch.is_tensor(length) else length)) / 6.0) ** alpha
     raise ValueError(f"unknown length penalty {kind!r}")
+
+
+COVERAGE_EPS = 1e-20
+
+
+def coverage_penalty(kind, cov, beta=0.0, mask=None):
+    """The coverage penalty (module docstring) of attention sums `cov` (..., S) -> (...,), >= 0.
+    mask (..., S) bool: the real source positions (None: all). kind "none" gives zeros."""
+    if kind == "none":
+        return cov.new_zeros(cov.shape[:-1])
+    if kind == "wu":
+        per_pos = -cov.clamp(max=1.0).clamp(min=COVERAGE_EPS).log()       # (..., S)
+    elif kind == "summary":
+        per_pos = cov.clamp(min=1.0) - 1.0                                 # (..., S)
+    else:
+        raise ValueError(f"unknown coverage penalty {kind!r}")
+    if mask is not None:
+        per_pos = per_pos.masked_fill(~mask, 0.0)
+    return beta * per_pos.sum(-1)
+
+
+def coverage_floor(kind, pen):
+    """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only grows,
+    so the wu penalty may fall to 0 and the summary penalty never falls."""
+    return pen if kind == "summary" else torch.zeros_like(pen)
+
+
+def source_mask(batch):
+    """(B, S) bool: the real (non-padding) source positions of `batch`."""
+    S = batch.src.size(1)
+    return torch.arange(S, device=batch.src.device).unsqueeze(0) < batch.src_lengths.to(batch.src.device).unsqueeze(1)
 
 
 def max_penalty(kind, lo, hi, alpha=0.0):

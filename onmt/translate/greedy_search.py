@@ -1,18 +1,20 @@
 """Greedy decoding, batched over examples: the most probable token at every step.
 
 Follows the token rules of `onmt.translate.decoding`, so it returns exactly what beam search
-returns with beam size 1.
+returns with beam size 1. A coverage penalty (see `decoding`) changes only the scores: with one
+hypothesis per example, the penalty of a step is the same for every candidate token.
 """
 import torch
 
 from onmt.inputters.vocab import BOS, EOS
-from onmt.translate.decoding import (Hypothesis, apply_rules, attention_of, extend_inspection,
-                                     hypothesis_extras, inspected_step, length_penalty)
+from onmt.translate.decoding import (Hypothesis, apply_rules, attention_of, coverage_penalty, extend_inspection,
+                                     hypothesis_extras, inspected_step, length_penalty, source_mask)
 
 
 @torch.no_grad()
 def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_kind="none", alpha=0.0,
-                  block_ngram_repeat=0, ignore_ids=None, keep_attn=False, keep_inspection=False):
+                  block_ngram_repeat=0, ignore_ids=None, keep_attn=False, keep_inspection=False,
+                  coverage_penalty_kind="none", beta=0.0, stepwise_penalty=False):
     """Decode `batch` greedily; returns, per example, a one-element list of Hypothesis.
     keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
     step's "p_copy" / "intra" (Hypothesis.extras, see decoding.Hypothesis)."""
@@ -28,11 +30,18 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
     lengths = torch.zeros(B, dtype=torch.long, device=device)            # (B,) tokens incl. </s>
     attn_steps = []
     inspected = None                                                     # keep_inspection histories
+    cov = None                                                           # (B, S) attention sums
     for step in range(max_length + 1):
         logp, state, attns = model.decode_step(inputs, state)            # (B, X)
         logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
                            block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
         best_lp, token = logp.max(dim=1)                                 # (B,), (B,)
+        if coverage_penalty_kind != "none":
+            attn_now = attention_of(attns)
+            if attn_now is None:
+                raise ValueError("a coverage penalty needs a model with source attention")
+            attn_now = attn_now.float().masked_fill(finished.unsqueeze(1), 0.0)   # (B, S)
+            cov = attn_now if cov is None else cov + attn_now
         log_prob += torch.where(finished, torch.zeros_like(best_lp), best_lp)
         lengths += (~finished).long()
         history = torch.cat([history, token.unsqueeze(1)], dim=1)        # (B, t+1)
@@ -48,6 +57,10 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
             break
     attn_all = torch.stack(attn_steps, dim=1) if attn_steps else None    # (B, T, S)
     scores = log_prob / length_penalty(length_penalty_kind, lengths, alpha)  # (B,)
+    if cov is not None:
+        pen = coverage_penalty(coverage_penalty_kind, cov, beta, source_mask(batch))  # (B,)
+        scores = (log_prob - pen) / length_penalty(length_penalty_kind, lengths, alpha) if stepwise_penalty \
+            else scores - pen
     results = []
     hist, lens, scores_l, lp_l = history.tolist(), lengths.tolist(), scores.tolist(), log_prob.tolist()
     for b in range(B):

@@ -33,12 +33,20 @@ class Translator:
     def __init__(self, model, vocabs, *, beam_size=5, n_best=1, min_length=0, max_length=100,
                  length_penalty="none", alpha=0.0, block_ngram_repeat=0, ignore_when_blocking=(),
                  replace_unk=False, batch_size=30, verbose=False, keep_attn=False, batch_fn=None,
-                 log=None, show_progress=False):
+                 log=None, show_progress=False, coverage_penalty="none", beta=0.0, stepwise_penalty=False,
+                 beam_history=None, profiler=None):
         self.model, self.vocabs = model, vocabs
         self.beam_size, self.n_best = beam_size, n_best
         self.search_kwargs = dict(min_length=min_length, max_length=max_length,
                                   length_penalty_kind=length_penalty, alpha=alpha,
                                   block_ngram_repeat=block_ngram_repeat)
+        if coverage_penalty != "none":   # (absent otherwise: the searches' defaults)
+            self.search_kwargs.update(coverage_penalty_kind=coverage_penalty, beta=beta,
+                                      stepwise_penalty=stepwise_penalty)
+        # -dump_beam: a list that `translate` fills with one entry per input line (see `_history_entry`);
+        # the beam search then runs even with beam size 1 (it returns what greedy search returns)
+        self.beam_history = beam_history
+        self.profiler = profiler   # -profile: onmt.utils.profiling.Profiler of the first N batches
         ids = sorted({vocabs.tgt.stoi[w] for w in ignore_when_blocking if w in vocabs.tgt.stoi})
         self.ignore_ids = torch.tensor(ids, dtype=torch.long)
         self.replace_unk, self.keep_attn = replace_unk, keep_attn or replace_unk
@@ -55,6 +63,8 @@ class Translator:
                    max_length=opt.max_length, length_penalty=opt.length_penalty, alpha=opt.alpha,
                    block_ngram_repeat=opt.block_ngram_repeat, ignore_when_blocking=opt.ignore_when_blocking,
                    replace_unk=opt.replace_unk, batch_size=opt.batch_size, verbose=opt.verbose,
+                   coverage_penalty=getattr(opt, "coverage_penalty", "none"), beta=getattr(opt, "beta", 0.0),
+                   stepwise_penalty=getattr(opt, "stepwise_penalty", False),
                    **{"show_progress": True, **kwargs})
 
     # ------------------------------------------------------------------ decoding
@@ -85,26 +95,40 @@ class Translator:
         self.model.eval()
         ignore = self.ignore_ids.to(self.device)
         batches = self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size)
+        history = {} if self.beam_history is not None else None   # line -> its steps
+        if self.profiler is not None and keep:
+            self.profiler.start()
         for batch in progress(batches, desc="translate", unit="sent", total=len(keep),
                               weight=lambda b: b.batch_size, disable=not self.show_progress):
             batch = batch.to(self.device)
             lines = [keep[ex] for ex in batch.indices.tolist()]
             inspect = any(wanted(line) for line in lines)
-            if self.beam_size == 1:
+            steps = [] if history is not None else None
+            if self.beam_size == 1 and steps is None:
                 hyps = greedy_search(self.model, batch, ignore_ids=ignore, keep_attn=self.keep_attn,
                                      keep_inspection=inspect, **self.search_kwargs)
             else:
                 hyps = beam_search(self.model, batch, beam_size=self.beam_size, n_best=self.n_best,
                                    ignore_ids=ignore, keep_attn=self.keep_attn, keep_inspection=inspect,
-                                   **self.search_kwargs)
+                                   beam_history=steps, **self.search_kwargs)
             for b, line in enumerate(lines):
                 nbest = [Translation(self._words(h.tokens, h.attn, batch.oovs[b], src_tokens[line]),
                                      h.score, h.attn if self.keep_attn else None, h.log_prob) for h in hyps[b]]
                 if inspect and wanted(line):
                     on_record(self._record(line, src_tokens[line], nbest[0].tokens if nbest else [],
                                            hyps[b][0] if hyps[b] else None))
+                if steps is not None:
+                    history[line] = [dict(s, words=self._words(s["tokens"], None, batch.oovs[b], []))
+                                     for s in steps[b]]
                 missing = self.n_best - len(nbest)        # only when nearly every token was forbidden
                 results[line] = nbest + [Translation([], float("-inf"), None, float("-inf"))] * missing
+            if self.profiler is not None:
+                self.profiler.done_one()
+        if self.profiler is not None:
+            self.profiler.stop()    # fewer batches than asked
+        if history is not None:
+            self.beam_history.extend({"line": i, "src": toks, "steps": history.get(i, [])}
+                                     for i, toks in enumerate(src_tokens))
         gold = self.score_gold(src_lines, tgt_lines) if tgt_lines is not None else None
         self._report(src_tokens, results, tgt_lines, gold)
         return results
@@ -166,16 +190,29 @@ class Translator:
                     msg.append("BEST HYP:")
                     msg += [f"[{t.score:.4f}] {' '.join(t.tokens)}" for t in nbest]
                 self.log("\n".join(msg) + "\n")
-        # PRED: log-probability of the best hypothesis per produced token (</s> included)
-        words = sum(len(r[0].tokens) + 1 for r, s in zip(results, src_tokens) if s)
-        total = sum(r[0].log_prob for r, s in zip(results, src_tokens) if s)
-        self._report_score("PRED", total, words)
+        self.log(self.pred_score_line(src_tokens, results))
         if gold is not None:
             self._report_score("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold))
 
+    @staticmethod
+    def pred_score_line(src_tokens, results):
+        """OpenNMT-py's `PRED AVG SCORE: x, PRED PPL: y`, with its definitions: over all the n_best
+        predictions of every line, x = (sum of their scores) / (sum of their lengths) and
+        y = exp(-x). A score is the search's final score (summed log-probabilities, the final </s>'s
+        included, divided by the length penalty, minus any coverage penalty); a length counts the
+        predicted words, </s> not counted. Lines with an empty source (not decoded) and the -inf
+        fillers of a short n-best list are left out. `PRED No words predicted` when no word was."""
+        preds = [t for r, s in zip(results, src_tokens) if s for t in r if math.isfinite(t.score)]
+        return Translator._score_line("PRED", sum(t.score for t in preds), sum(len(t.tokens) for t in preds))
+
     def _report_score(self, name, total, words):
+        """GOLD: total = sum of log p(gold token) with </s>, words = gold tokens with </s> (as OpenNMT-py)."""
+        self.log(self._score_line(name, total, words))
+
+    @staticmethod
+    def _score_line(name, total, words):
         if words == 0:
-            return
+            return f"{name} No words predicted"
         avg = total / words
         ppl = math.exp(-avg) if -avg < 700 else float("inf")
-        self.log(f"{name} AVG SCORE: {avg:.4f}, {name} PPL: {ppl:.4f}")
+        return f"{name} AVG SCORE: {avg:.4f}, {name} PPL: {ppl:.4f}"

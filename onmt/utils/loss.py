@@ -48,12 +48,17 @@ def gold_log_likelihood(model, batch):
 class MLLoss:
     """Teacher-forced negative log-likelihood (summed), plus lambda_coverage * coverage loss."""
 
-    def __init__(self, lambda_coverage=0.0):
+    def __init__(self, lambda_coverage=0.0, by_seqlength=False):
         self.lambda_coverage = lambda_coverage
+        # -copy_loss_by_seqlength (OpenNMT-py's): the loss is sum_b (nll_b + lambda_coverage * cov_b) / n_b,
+        # n_b the target tokens of example b (those counted in n_words; OpenNMT-py counts <s> too).
+        # The statistics keep the plain sums.
+        self.by_seqlength = by_seqlength
 
     @classmethod
     def from_opt(cls, opt):
-        return cls(lambda_coverage=opt.lambda_coverage if opt.coverage_attn else 0.0)
+        return cls(lambda_coverage=opt.lambda_coverage if opt.coverage_attn else 0.0,
+                   by_seqlength=bool(getattr(opt, "copy_loss_by_seqlength", False)))
 
     def __call__(self, model, batch):
         """-> (scalar loss to backpropagate, Statistics of this batch)."""
@@ -69,6 +74,11 @@ class MLLoss:
                 cov_sum = cov_total.detach().item()
                 if self.lambda_coverage:
                     loss = loss + self.lambda_coverage * cov_total
+            if self.by_seqlength:
+                per_example = -widen(ll).sum(-1)  # (B,)
+                if cov is not None and self.lambda_coverage:
+                    per_example = per_example + self.lambda_coverage * cov
+                loss = (per_example / mask.sum(-1).clamp_min(1)).sum()
         with torch.no_grad():
             correct = ((pred == gold) & mask).sum()
         stats = Statistics(loss=nll.detach().item(), n_words=int(mask.sum()), n_correct=int(correct),

@@ -1,4 +1,7 @@
-"""Optimizers from options."""
+"""Optimizers and learning-rate schedules from options."""
+import functools
+import math
+
 import torch
 
 
@@ -42,3 +45,52 @@ def load_optimizer_state(optimizer, state, opt, ckpt_names=None, names=None):
         group["lr"] = opt.learning_rate
         if "betas" in group:
             group["betas"] = (opt.adam_beta1, opt.adam_beta2)
+
+
+# --------------------------------------------------------------------------- learning-rate schedules
+# OpenNMT-py's, with its formulas. The rate of optimizer step s (1, 2, ...; the step being taken) is
+# -learning_rate * scale(s):
+#   -decay_method noam:  scale(s) = rnn_size^-0.5 * min(s^-0.5, s * warmup_steps^-1.5)
+#   -decay_method rsqrt: scale(s) = 1 / sqrt(max(s, warmup_steps))
+#   -decay_method none with exponential decay: upstream's exponential_decay,
+#       scale(s) = learning_rate_decay ^ (max(s - start_decay_steps + decay_steps, 0) // decay_steps),
+#     i.e. 1 before step start_decay_steps, then one more factor of learning_rate_decay at
+#     start_decay_steps, start_decay_steps + decay_steps, ...
+# Where this project differs on purpose: upstream decays exponentially by default (its
+# -start_decay_steps defaults to 50000); here -decay_method none keeps the rate constant (as it
+# always did) unless one of -learning_rate_decay, -start_decay_steps, -decay_steps is given, and then
+# the others take upstream's defaults (0.5, 50000, 10000).
+EXP_DECAY_DEFAULTS = {"learning_rate_decay": 0.5, "start_decay_steps": 50000, "decay_steps": 10000}
+
+
+def noam_scale(step, warmup_steps, model_size):
+    return model_size ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+def rsqrt_scale(step, warmup_steps):
+    return 1.0 / math.sqrt(max(step, warmup_steps))
+
+
+def exponential_scale(step, rate, decay_steps, start_step):
+    return rate ** (max(step - start_step + decay_steps, 0) // decay_steps)
+
+
+def exponential_decay_on(opt):
+    """-decay_method none decays only when one of its three options has a value (module comment)."""
+    return any(getattr(opt, name, None) is not None for name in EXP_DECAY_DEFAULTS)
+
+
+def learning_rate_schedule(opt):
+    """step -> learning-rate multiplier for these options, or None for a constant rate (the default)."""
+    method = getattr(opt, "decay_method", "none") or "none"
+    warmup = getattr(opt, "warmup_steps", None) or 4000
+    if method == "noam":
+        return functools.partial(noam_scale, warmup_steps=warmup, model_size=opt.rnn_size)
+    if method == "rsqrt":
+        return functools.partial(rsqrt_scale, warmup_steps=warmup)
+    if not exponential_decay_on(opt):
+        return None
+    value = {n: getattr(opt, n, None) if getattr(opt, n, None) is not None else d
+             for n, d in EXP_DECAY_DEFAULTS.items()}
+    return functools.partial(exponential_scale, rate=value["learning_rate_decay"],
+                             decay_steps=value["decay_steps"], start_step=value["start_decay_steps"])

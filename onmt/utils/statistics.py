@@ -14,6 +14,7 @@ class Statistics:
     n_correct: int = 0           # of which the argmax was the gold token
     coverage_loss: float = 0.0   # sum over tokens of sum_i min(a_ti, cov_ti) (unweighted)
     n_examples: int = 0          # examples seen
+    n_src_words: int = 0         # source tokens read (padding excluded; the trainer counts them)
     extra: dict = field(default_factory=dict)  # other sums (e.g. rewards), added key by key
 
     def update(self, other):
@@ -23,6 +24,7 @@ class Statistics:
         self.n_correct += other.n_correct
         self.coverage_loss += other.coverage_loss
         self.n_examples += other.n_examples
+        self.n_src_words += other.n_src_words
         for k, v in other.extra.items():
             self.extra[k] = self.extra.get(k, 0.0) + v
         return self

@@ -1,0 +1,87 @@
+"""-profile N (train.py and translate.py): N training steps or translation batches under torch.profiler.
+
+At the end: the top 25 operators by self CPU time (and by self CUDA time on a GPU) are logged as
+torch.profiler tables, and a Chrome trace (chrome://tracing, https://ui.perfetto.dev) is written to
+the trace path, atomically (a temporary file renamed when complete).
+"""
+import os
+
+import torch
+
+from onmt.utils.files import check_output
+from onmt.utils.logging import logger
+
+TOP_OPERATORS = 25
+
+
+def trace_path(opt, prefix):
+    """The trace path: -profile_trace, else `{prefix}_profile.json`."""
+    return opt.profile_trace or f"{prefix}_profile.json"
+
+
+class Profiler:
+    """Profile `n` units of work (steps or batches): `start()`, then `done_one()` after each unit;
+    after the n-th, the profiler stops and `report()` runs (tables logged, trace written). `log`:
+    where the tables go (logger.info by default)."""
+
+    def __init__(self, n, path, device, what="steps", log=None):
+        self.n, self.path, self.what = n, path, what
+        self.cuda = torch.device(device).type == "cuda" and torch.cuda.is_available()
+        self.log = log or logger.info
+        self.count = 0
+        self.prof = None
+        check_output(path, f"-profile_trace {path}")
+
+    def start(self):
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
+        self.prof = profile(activities=activities)
+        self.prof.start()
+
+    @property
+    def active(self):
+        return self.prof is not None
+
+    def done_one(self):
+        """After one unit of work; True once the n-th is done (the profile then reported)."""
+        if self.prof is None:
+            return False
+        self.count += 1
+        if self.count < self.n:
+            return False
+        self.stop()
+        return True
+
+    def stop(self):
+        if self.prof is None:
+            return
+        if self.cuda:
+            torch.cuda.synchronize()
+        prof, self.prof = self.prof, None
+        prof.stop()
+        self.report(prof)
+
+    def report(self, prof):
+        averages = prof.key_averages()
+        self.log(f"Profile of {self.count} {self.what}: top {TOP_OPERATORS} operators by self CPU time\n"
+                 + averages.table(sort_by="self_cpu_time_total", row_limit=TOP_OPERATORS))
+        if self.cuda:
+            self.log(f"Profile of {self.count} {self.what}: top {TOP_OPERATORS} operators by self CUDA time\n"
+                     + averages.table(sort_by=_device_key(averages), row_limit=TOP_OPERATORS))
+        tmp = f"{self.path}.tmp{os.getpid()}"
+        try:
+            prof.export_chrome_trace(tmp)
+            os.replace(tmp, self.path)
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            from onmt.utils.files import write_error
+            raise write_error(self.path, e, "-profile_trace") from None
+        self.log(f"Chrome trace of the profiled {self.what} in {self.path}")
+
+
+def _device_key(averages):
+    """The self CUDA time's sort key: self_device_time_total (torch >= 2.4), else self_cuda_time_total."""
+    first = next(iter(averages), None)
+    return "self_device_time_total" if first is None or hasattr(first, "self_device_time_total") \
+        else "self_cuda_time_total"
