@@ -114,12 +114,17 @@ class _Bar(_Base):
         # a terminal that reports no width (e.g. a pseudo-terminal never sized) would get an empty bar
         width = {"dynamic_ncols": True} if columns > 0 else {"ncols": 100, "nrows": 24}
         self._bar = tqdm(total=total, desc=desc or None, unit=unit, file=sys.stderr, **width)
+        # while the bar is drawn, the toolkit's log lines go through tqdm.write: above the bar, not into it
+        from tqdm.contrib.logging import logging_redirect_tqdm
+        self._redirect = logging_redirect_tqdm(loggers=[logger])
+        self._redirect.__enter__()
 
     def update(self, n=1):
         self._bar.update(n)
 
     def close(self):
         if not self._closed:
+            self._redirect.__exit__(None, None, None)
             self._bar.close()
         super().close()
 
