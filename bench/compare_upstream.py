@@ -1,0 +1,378 @@
+"""This project against upstream OpenNMT-py 3.5.1: the same data, the same model sizes, one table.
+
+    .venv/bin/python bench/compare_upstream.py [-steps 300] [-translate_n 500] [-rounds 2]
+                                               [-workdir runs/compare_upstream] [-skip_install]
+
+The model is See et al.'s pointer-generator with coverage: a bidirectional LSTM encoder (2 x 128),
+an LSTM decoder of 256, embeddings 128 shared between encoder and decoder, MLP attention, copy
+attention and coverage (lambda 1), dropout 0.3, uniform init 0.1, Adam 1e-3, gradient norm 5,
+batch 32 sentences, loss normalized by target tokens. Upstream gets
+`-encoder_type brnn -copy_attn -reuse_copy_attn -coverage_attn -lambda_coverage 1 -global_attention
+mlp -share_embeddings`: -reuse_copy_attn because without it upstream builds a second attention for
+copying (263k more parameters); the pointer-generator (and this project) copies with the decoder's
+attention. Both sides use one vocabulary file (upstream's `onmt_build_vocab`, shared, at most
+-vocab_size words), all training pairs (no length filter) and all validation pairs. Both parameter
+counts are printed.
+
+Runs ours, upstream, ours, upstream, ... (-rounds), each a fresh process with OMP_NUM_THREADS=1,
+one at a time: training for -steps (validation at the last step), then beam-5 translation of the
+first -translate_n validation sources at batch 32 with -min_length = -max_length = -length, so every
+hypothesis has the same length whatever the model learned. Figures: training target tokens/s (mean
+of the logged rates after the first report), translation sentences/s (the translation call alone,
+no start-up or model load), peak RSS of each process tree (polled from /proc), validation
+perplexity (token NLL, no coverage term), and ROUGE of both last-round outputs with
+`onmt_evaluate -pred ours -pred upstream -bootstrap 1000` (paired bootstrap).
+
+Upstream is installed under -workdir/venv_upstream (OpenNMT-py==3.5.1 --no-deps beside torch==2.13.0
+and its other requirements; upstream pins torch<2.3 but runs on this torch), and run through
+bench/upstream_wrapper.py, which patches upstream at import time (see its docstring for each
+workaround); nothing in upstream's site-packages is edited.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+UPSTREAM_PACKAGES = ["torch==2.13.0", "configargparse", "pyyaml", "sacrebleu", "six", "pyonmttok", "rapidfuzz",
+                     "pyahocorasick", "tensorboard", "ctranslate2", "spacy", "fasttext-wheel"]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def fail(msg):
+    print(f"compare_upstream: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+# ---------------------------------------------------------------- processes
+
+def _tree(pid):
+    """pid and its descendants (via /proc/<pid>/task/<tid>/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return out
+
+
+def _rss(pid):
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def run(cmd, log_path, cwd=ROOT, env_extra=None):
+    """Run cmd (stdout+stderr to log_path), one thread; (exit code, wall s, peak RSS of the tree in MiB, log text)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1",
+               PYTHONWARNINGS="ignore", **(env_extra or {}))
+    env.pop("PYTHONPATH", None)
+    t = time.perf_counter()
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+        peak = 0
+        while True:
+            peak = max(peak, sum(_rss(p) for p in _tree(proc.pid)))
+            try:
+                wpid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if wpid != 0:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                peak = max(peak, ru.ru_maxrss * 1024)  # the largest single process, KiB
+                break
+            time.sleep(0.1)
+    wall = time.perf_counter() - t
+    with open(log_path) as f:
+        text = f.read()
+    return proc.returncode, wall, peak / 2 ** 20, text
+
+
+def must(rc, text, what, log_path):
+    if rc != 0:
+        last = [ln for ln in text.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
+        fail(f"{what} failed (exit {rc}): {last[0].strip()[:300]}  [log: {log_path}]")
+
+
+# ---------------------------------------------------------------- install and data
+
+def install(venv):
+    py = os.path.join(venv, "bin", "python")
+    if not os.path.exists(py):
+        r = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
+        if r.returncode:
+            fail(f"creating {venv} failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    for pkgs, extra in ((UPSTREAM_PACKAGES, []), (["OpenNMT-py==3.5.1"], ["--no-deps"])):
+        r = subprocess.run([py, "-m", "pip", "install", "-q", *extra, *pkgs], capture_output=True, text=True)
+        if r.returncode:
+            errs = [ln for ln in r.stderr.splitlines() if ln.startswith("ERROR")] or r.stderr.strip().splitlines()
+            fail(f"pip install {' '.join(extra + pkgs)} into {venv} failed: {(errs or ['?'])[0][:300]}")
+    return py
+
+
+def write_lines(path, lines):
+    with open(path, "w") as f:
+        f.write("".join(ln + "\n" for ln in lines))
+
+
+def head(path, n):
+    with open(path) as f:
+        return [next(f).rstrip("\n") for _ in range(n)]
+
+
+def upstream_config(a, w, data, kind):
+    g = lambda name: os.path.join(data, name)  # noqa: E731
+    lines = [f"save_data: {w}/upstream/data", f"src_vocab: {w}/vocab.txt", f"tgt_vocab: {w}/vocab.txt",
+             "share_vocab: true", f"src_vocab_size: {a.vocab_size}", f"tgt_vocab_size: {a.vocab_size}",
+             "overwrite: true", "data:", "  corpus_1:", f"    path_src: {g('train.src.txt')}",
+             f"    path_tgt: {g('train.tgt.txt')}", "    weight: 1", "  valid:", f"    path_src: {g('valid.src.txt')}",
+             f"    path_tgt: {g('valid.tgt.txt')}"]
+    if kind == "vocab":
+        lines.append("n_sample: -1")
+    else:
+        report = max(1, a.steps // 10)
+        lines += ["encoder_type: brnn", "decoder_type: rnn", "rnn_type: LSTM", "layers: 1", "word_vec_size: 128",
+                  "hidden_size: 256", "copy_attn: true", "reuse_copy_attn: true", "coverage_attn: true",
+                  "lambda_coverage: 1.0", "global_attention: mlp", "share_embeddings: true", "dropout: 0.3",
+                  "param_init: 0.1", "optim: adam", "learning_rate: 0.001", "max_grad_norm: 5",
+                  "batch_size: 32", "batch_type: sents", "valid_batch_size: 32", "normalization: tokens",
+                  "bucket_size: 10000", "num_workers: 0", "seed: 3435",
+                  f"train_steps: {a.steps}", f"valid_steps: {a.steps}", f"save_checkpoint_steps: {a.steps}",
+                  f"report_every: {report}", f"save_model: {w}/upstream/model"]
+    path = os.path.join(w, f"upstream_{kind}.yaml")
+    write_lines(path, lines)
+    return path
+
+
+# ---------------------------------------------------------------- log parsing
+
+STEP_RE = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/(\d+) tok/s;\s*(\d+) sec")
+
+
+def train_figures(text, side):
+    steps = [(int(s), int(src), int(tgt), int(sec)) for s, src, tgt, sec in STEP_RE.findall(text)]
+    after = steps[1:] or steps
+    fig = {"tgt_tok_s": sum(x[2] for x in after) / max(len(after), 1)}
+    if len(steps) >= 2 and steps[-1][3] > steps[0][3]:
+        fig["sents_s"] = 32 * (steps[-1][0] - steps[0][0]) / (steps[-1][3] - steps[0][3])
+    m = re.findall(r"Validation perplexity:\s*([0-9.]+)", text)
+    fig["valid_ppl"] = float(m[-1]) if m else float("nan")
+    pat = r"Model copy: (\d+) parameters" if side == "ours" else r"number of parameters: (\d+)"
+    m = re.search(pat, text)
+    fig["params"] = int(m.group(1)) if m else 0
+    m = re.search(r"src vocab size = (\d+)", text)
+    fig["vocab"] = int(m.group(1)) if m else 0
+    return fig
+
+
+# ---------------------------------------------------------------- our side's translation timing
+
+def ours_translate(argv):
+    """Run in this project's python: translate.py, printing the time of translate_lines alone."""
+    import onmt.bin.translate as T
+    inner = T.translate_lines
+
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        out = inner(*args, **kwargs)
+        print(f"COMPARE_TRANSLATE_SECONDS={time.perf_counter() - t:.3f}", file=sys.stderr, flush=True)
+        return out
+
+    T.translate_lines = timed
+    from onmt.utils.cli import run_main
+    sys.argv = ["translate.py"] + argv
+    run_main(T.main)
+
+
+# ---------------------------------------------------------------- main
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-steps", type=int, default=300, help="training steps of each side (validation at the last)")
+    p.add_argument("-translate_n", type=int, default=500, help="validation sentences translated")
+    p.add_argument("-rounds", type=int, default=2, help="ours, upstream, ours, upstream, ...: this many pairs")
+    p.add_argument("-workdir", default=os.path.join(ROOT, "runs", "compare_upstream"))
+    p.add_argument("-skip_install", action="store_true", help="use -workdir/venv_upstream as it is")
+    p.add_argument("-data", default=os.path.join(os.path.dirname(ROOT), "shared", "data", "gigaword"),
+                   help="folder with {train,valid}.{src,tgt}.txt")
+    p.add_argument("-vocab_size", type=int, default=20000, help="shared vocabulary, words (specials apart)")
+    p.add_argument("-length", type=int, default=20, help="-min_length = -max_length of the translations")
+    p.add_argument("-bootstrap", type=int, default=1000)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--ours-translate"]:
+        return ours_translate(argv[1:])
+    a = parse(argv)
+    w = os.path.abspath(a.workdir)
+    os.makedirs(os.path.join(w, "upstream"), exist_ok=True)
+    os.makedirs(os.path.join(w, "ours"), exist_ok=True)
+    os.makedirs(os.path.join(w, "logs"), exist_ok=True)
+    for name in ("train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"):
+        if not os.path.exists(os.path.join(a.data, name)):
+            fail(f"{os.path.join(a.data, name)} is missing (-data)")
+    venv = os.path.join(w, "venv_upstream")
+    upy = os.path.join(venv, "bin", "python")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores; every process runs alone with "
+          f"OMP_NUM_THREADS=1; load before start {os.getloadavg()[0]:.2f}", flush=True)
+    if a.skip_install:
+        if not os.path.exists(upy):
+            fail(f"-skip_install but {upy} does not exist")
+    else:
+        print(f"installing upstream OpenNMT-py 3.5.1 into {venv} ...", flush=True)
+        upy = install(venv)
+    r = subprocess.run([upy, "-c", "import onmt, torch; print(onmt.__version__, torch.__version__)"],
+                       capture_output=True, text=True, cwd=w)
+    if r.returncode:
+        fail(f"upstream's python cannot import onmt: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    versions = r.stdout.split()
+    print(f"upstream OpenNMT-py {versions[0]} on torch {versions[1]}", flush=True)
+
+    # data: one vocabulary for both, the first translate_n validation pairs for translation
+    logs = os.path.join(w, "logs")
+    cfg = upstream_config(a, w, a.data, "vocab")
+    rc, _, _, text = run([os.path.join(venv, "bin", "onmt_build_vocab"), "-config", cfg],
+                         f"{logs}/build_vocab.log", cwd=w)
+    must(rc, text, "upstream onmt_build_vocab", f"{logs}/build_vocab.log")
+    cmd = [sys.executable, os.path.join(ROOT, "preprocess.py"), "-train_src", f"{a.data}/train.src.txt",
+           "-train_tgt", f"{a.data}/train.tgt.txt", "-valid_src", f"{a.data}/valid.src.txt",
+           "-valid_tgt", f"{a.data}/valid.tgt.txt", "-save_data", f"{w}/ours/data", "-share_vocab", "-dynamic_dict",
+           "-src_vocab", f"{w}/vocab.txt", "-src_vocab_size", str(a.vocab_size + 4),
+           "-tgt_vocab_size", str(a.vocab_size + 4), "-src_seq_length", "100000", "-tgt_seq_length", "100000"]
+    rc, _, _, text = run(cmd, f"{logs}/preprocess.log")
+    must(rc, text, "preprocess.py", f"{logs}/preprocess.log")
+    m = re.search(r"vocabularies (\d+) \(src\)", text)
+    ours_vocab = int(m.group(1)) if m else 0
+    test_src, test_tgt = f"{w}/test.src.txt", f"{w}/test.tgt.txt"
+    write_lines(test_src, head(f"{a.data}/valid.src.txt", a.translate_n))
+    write_lines(test_tgt, head(f"{a.data}/valid.tgt.txt", a.translate_n))
+    train_cfg = upstream_config(a, w, a.data, "train")
+
+    results = {"ours": [], "upstream": []}
+    report = max(1, a.steps // 10)
+    tr_opts = ["-beam_size", "5", "-batch_size", "32", "-min_length", str(a.length), "-max_length", str(a.length)]
+    for rnd in range(a.rounds):
+        for side in ("ours", "upstream"):
+            tag = f"{side}_r{rnd + 1}"
+            if side == "ours":
+                cmd = [sys.executable, os.path.join(ROOT, "train.py"), "-data", f"{w}/ours/data",
+                       "-save_model", f"{w}/ours/model", "-copy_attn", "-coverage_attn", "-brnn",
+                       "-global_attention", "mlp", "-share_embeddings", "-word_vec_size", "128", "-rnn_size", "256",
+                       "-layers", "1", "-optim", "adam", "-learning_rate", "0.001", "-batch_size", "32",
+                       "-lambda_coverage", "1", "-dropout", "0.3", "-param_init", "0.1", "-max_grad_norm", "5",
+                       "-normalization", "tokens", "-seed", "3435", "-train_steps", str(a.steps),
+                       "-valid_steps", str(a.steps), "-save_checkpoint_steps", str(a.steps),
+                       "-report_every", str(report)]
+                model = f"{w}/ours/model_step_{a.steps}.pt"
+                tcmd = [sys.executable, os.path.abspath(__file__), "--ours-translate", "-model", model,
+                        "-src", test_src, "-output", f"{w}/ours/pred.txt"] + tr_opts
+                cwd = ROOT
+            else:
+                wrapper = os.path.join(HERE, "upstream_wrapper.py")
+                cmd = [upy, wrapper, "train", "-config", train_cfg]
+                model = f"{w}/upstream/model_step_{a.steps}.pt"
+                tcmd = [upy, wrapper, "translate", "-model", model, "-src", test_src,
+                        "-output", f"{w}/upstream/pred.txt", "-batch_type", "sents", "-gpu", "-1"] + tr_opts
+                cwd = w  # not the repository root: upstream's `onmt` must not meet this project's
+            if os.path.exists(model):
+                os.remove(model)
+            print(f"round {rnd + 1}: {side} training {a.steps} steps ...", flush=True)
+            rc, wall, rss, text = run(cmd, f"{logs}/{tag}_train.log", cwd=cwd)
+            must(rc, text, f"{side} training", f"{logs}/{tag}_train.log")
+            fig = train_figures(text, side)
+            if side == "ours":
+                fig["vocab"] = ours_vocab
+            fig.update(train_wall=wall, train_rss=rss)
+            print(f"round {rnd + 1}: {side} translating {a.translate_n} sentences ...", flush=True)
+            rc, wall, rss, text = run(tcmd, f"{logs}/{tag}_translate.log", cwd=cwd)
+            must(rc, text, f"{side} translation", f"{logs}/{tag}_translate.log")
+            m = re.findall(r"COMPARE_TRANSLATE_SECONDS=([0-9.]+)", text)
+            secs = float(m[-1]) if m else wall
+            with open(f"{w}/{side}/pred.txt") as f:
+                outs = [ln.split() for ln in f]
+            fig.update(tr_sents_s=a.translate_n / secs, tr_wall=wall, tr_rss=rss,
+                       out_len=sum(map(len, outs)) / max(len(outs), 1))
+            results[side].append(fig)
+            print(f"  {json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in fig.items()})}",
+                  flush=True)
+
+    # ROUGE of the last round's outputs
+    ev_json = f"{w}/rouge.json"
+    if os.path.exists(ev_json):
+        os.remove(ev_json)
+    cmd = [sys.executable, "-m", "onmt.bin.evaluate", "-pred", f"{w}/ours/pred.txt", "-pred", f"{w}/upstream/pred.txt",
+           "-ref", test_tgt, "-bootstrap", str(a.bootstrap), "-json", ev_json]
+    rc, _, _, text = run(cmd, f"{logs}/evaluate.log")
+    must(rc, text, "onmt_evaluate", f"{logs}/evaluate.log")
+    with open(ev_json) as f:
+        ev = json.load(f)
+    print_table(a, results, ev)
+
+
+def print_table(a, res, ev):
+    def cells(side, key, fmt):
+        vals = [r[key] for r in res[side]]
+        return " / ".join(fmt.format(v) for v in vals)
+
+    def ratio(key):
+        o = sum(r[key] for r in res["ours"]) / len(res["ours"])
+        u = sum(r[key] for r in res["upstream"]) / len(res["upstream"])
+        return f"{o / u:.2f}×" if u else "-"
+
+    rows = [
+        ("parameters", "params", "{:,}", False),
+        ("vocabulary (shared, with specials)", "vocab", "{:,}", False),
+        ("training target tokens/s", "tgt_tok_s", "{:.0f}", True),
+        ("training sentences/s", "sents_s", "{:.1f}", True),
+        ("training process: wall s (incl. start-up, validation, save)", "train_wall", "{:.0f}", True),
+        ("training peak RSS, MiB", "train_rss", "{:.0f}", True),
+        (f"validation perplexity after {a.steps} steps", "valid_ppl", "{:.2f}", False),
+        (f"translation sentences/s (beam 5, batch 32, length {a.length})", "tr_sents_s", "{:.2f}", True),
+        ("translation peak RSS, MiB", "tr_rss", "{:.0f}", True),
+        ("translation output length (tokens, mean)", "out_len", "{:.1f}", False),
+    ]
+    print()
+    print(f"Ours vs upstream OpenNMT-py 3.5.1, {a.steps} steps, {a.translate_n} sentences, {a.rounds} round(s) "
+          f"A B{' A B' * (a.rounds - 1)} (values per round)")
+    print("| figure | ours | upstream | ours / upstream |")
+    print("| --- | --- | --- | --- |")
+    for label, key, fmt, show_ratio in rows:
+        if not all(key in r for side in res for r in res[side]):
+            continue
+        print(f"| {label} | {cells('ours', key, fmt)} | {cells('upstream', key, fmt)} | "
+              f"{ratio(key) if show_ratio else ''} |")
+    names = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L"}
+    for m, name in names.items():
+        o, u, p = ev[m], ev["pred2"][m], ev["paired"][m]
+        print(f"| {name} F1 (last round; paired bootstrap p of ours > upstream) | {o['f']:.2f} | {u['f']:.2f} | "
+              f"Δ {p['delta_f']:+.2f}, p = {p['p_value_f']:.3f} |")
+    print()
+    print("Notes: OMP_NUM_THREADS=1 per process, one process at a time; peak RSS of each process tree polled from "
+          "/proc every 0.1 s. Tokens/s: each side's logged target-token rate, mean after the first report "
+          "(both count the target tokens of the loss, </s> included). Translation: the translation call alone "
+          "(no start-up or model load), fixed output length, so the speed does not depend on what was learned; "
+          "ROUGE is of these forced-length outputs (a speed setting, not a quality one). Upstream: "
+          "-reuse_copy_attn (sizes as the pointer-generator), perplexity without its coverage term, "
+          "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1, copy checkpoint keys moved (issue #2503) and the inference "
+          "iterator built with copy support (KeyError 'src_map'), patched at import time by "
+          "bench/upstream_wrapper.py; its site-packages are untouched.")
+
+
+if __name__ == "__main__":
+    main()
