@@ -69,7 +69,7 @@ class Trainer:
                    rank=rank, world_size=world_size, accum_count=opt.accum_count,
                    sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100,
                    amp_dtype=opt.amp_dtype, lr_schedule=learning_rate_schedule(opt),
-                   learning_rate=opt.learning_rate, normalization=getattr(opt, "normalization", "tokens"))
+                   learning_rate=opt.learning_rate, normalization=opt.normalization)
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
