@@ -5,8 +5,9 @@ import time
 import torch
 
 from onmt import opts
+from onmt.constants import BOS, EOS, N_SPECIALS
 from onmt.inputters.batch import Batch
-from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, Vocab, Vocabs
+from onmt.inputters.vocab import Vocab, Vocabs
 
 
 def synthetic_vocabs(src_size, tgt_size):

@@ -18,8 +18,8 @@ import time
 import torch
 
 from bench.reinforced_step_bench import add_size_args, build_model, make_batch, sync
-from onmt.reinforced.losses import MixedLoss
-from onmt.utils.loss import MLLoss
+from onmt.losses.ml import MLLoss
+from onmt.losses.rl import MixedLoss
 from onmt.utils.memory import reuse_freed_memory
 
 

@@ -22,10 +22,11 @@ from types import SimpleNamespace
 
 import torch
 
+from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
 from onmt.inputters.batch import Batch
-from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, PAD, SPECIALS, Vocab, Vocabs
+from onmt.inputters.vocab import Vocab, Vocabs
+from onmt.losses.ml import MLLoss
 from onmt.reinforced.model import ReinforcedModel
-from onmt.utils.loss import MLLoss
 from onmt.utils.memory import reuse_freed_memory
 
 

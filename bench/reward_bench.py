@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from onmt.reinforced.rewards import reward_function
+from onmt.losses.rewards import reward_function
 
 
 def random_ids(batch_size, length, vocab, zipf, g):

@@ -26,7 +26,7 @@ os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
 
 
 def patch_statistics():
-    from onmt.utils.loss import LossCompute
+    from onmt.losses.ml import LossCompute
     coverage_loss = LossCompute._compute_coverage_loss
     stats = LossCompute._stats
 

@@ -1,9 +1,10 @@
 """The model registry: the one place that maps options to a model family, its loss and trainer.
 
-    MODEL_REGISTRY[name] = ModelEntry(name, model_cls, loss_cls, trainer_cls, needs_dynamic_dict)
-        model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/models/interface.py
+    MODEL_REGISTRY[name] = ModelEntry(name, model_cls, loss_cls, needs_dynamic_dict, ...)
+        model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/interface.py
         loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
-        trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None)
+
+Every family trains with the one Trainer (onmt/trainer.py), which knows no model.
 
 `model_type(opt)` picks the name and `model_entry(opt)` the entry; nothing else in the toolkit
 branches on the model type.
@@ -13,14 +14,12 @@ from typing import NamedTuple
 
 import torch.nn as nn
 
+from onmt.errors import UserError
+from onmt.losses.ml import MLLoss
+from onmt.losses.rl import MixedLoss
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
-from onmt.reinforced.losses import MixedLoss
 from onmt.reinforced.model import ReinforcedModel
-from onmt.reinforced.trainer import RTrainer
-from onmt.trainer import Trainer
-from onmt.utils.cli import UserError
-from onmt.utils.loss import MLLoss
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +28,6 @@ class ModelEntry(NamedTuple):
     name: str
     model_cls: type
     loss_cls: type
-    trainer_cls: type
     needs_dynamic_dict: bool = False   # the model reads src_ex / tgt_ex (copy)
     needs_shared_vocab: bool = False   # the model shares one embedding (PartialEmbedding)
     block_ngram_repeat: int = 0        # translate.py's n-gram blocking unless -block_ngram_repeat is given
@@ -47,9 +45,9 @@ class ModelEntry(NamedTuple):
 
 
 MODEL_REGISTRY = {
-    "rnn": ModelEntry("rnn", NMTModel, MLLoss, Trainer),
-    "copy": ModelEntry("copy", CopyNMTModel, MLLoss, Trainer, needs_dynamic_dict=True),
-    "reinforced": ModelEntry("reinforced", ReinforcedModel, MLLoss, RTrainer, needs_dynamic_dict=True,
+    "rnn": ModelEntry("rnn", NMTModel, MLLoss),
+    "copy": ModelEntry("copy", CopyNMTModel, MLLoss, needs_dynamic_dict=True),
+    "reinforced": ModelEntry("reinforced", ReinforcedModel, MLLoss, needs_dynamic_dict=True,
                              needs_shared_vocab=True, block_ngram_repeat=3),   # the paper's no-repeated-trigram rule
 }
 

@@ -5,10 +5,7 @@ Every option can also come from a YAML file given with ``-config``.
 """
 import configargparse
 
-
-class OptionError(ValueError):
-    """An invalid combination of options; the entry points print it as one line."""
-
+from onmt.errors import OptionError
 
 # Upstream OpenNMT-py options a user may bring: -> (this project's option, or None when there is no
 # counterpart, and a few words on it). Used only to explain an unknown option.
@@ -234,7 +231,7 @@ def preprocess_opts(parser):
 
 
 def validate_preprocess_opts(opt):
-    from onmt.inputters.vocab import N_SPECIALS
+    from onmt.constants import N_SPECIALS
     for name in ("src_vocab_size", "tgt_vocab_size"):
         if getattr(opt, name) <= N_SPECIALS:
             raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the {N_SPECIALS} special tokens")

@@ -9,9 +9,9 @@ import time
 
 import torch
 
+from onmt.errors import UserError
 from onmt.inputters.batch import Batch
 from onmt.utils.checkpoint import atomic_torch_save, checkpoint_path, prune_checkpoints, rng_state
-from onmt.utils.cli import UserError
 from onmt.utils.distributed import World, all_reduce_sum, gather_objects, sum_gradients, sum_statistics
 from onmt.utils.logging import logger
 from onmt.utils.optim import learning_rate_schedule
@@ -291,6 +291,10 @@ class Trainer:
                     f"{src_s:.0f}/{tok_s:.0f} tok/s; {elapsed_s:.0f} sec; epoch {epoch}"
                     + (f"; p(copy) {p_copy:.2f}" if p_copy is not None else "")
                     + (f"; {rl}" if rl else ""))
+        if "sampled_inputs" in stats.extra:   # a model trained with scheduled sampling (the reinforced one)
+            share = 100.0 * stats.extra["sampled_inputs"] / max(stats.n_words, 1)
+            logger.info(f"Step {step}: {share:.1f}% of decoder inputs were the model's own predictions "
+                        "(scheduled sampling)")
         if self.tensorboard is not None:
             scalars = {**stats.scalars(), "lr": lr, "tgt_per_sec": tok_s}
             self.tensorboard.add_scalars("progress", step, scalars)

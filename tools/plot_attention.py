@@ -11,9 +11,9 @@ import os
 
 def main(argv=None):
     from onmt import opts
+    from onmt.errors import UserError
     from onmt.inspection.plots import plot_records, require_matplotlib
-    from onmt.inspection.records import read_dump
-    from onmt.utils.cli import UserError
+    from onmt.translate.records import read_dump
     from onmt.utils.files import check_output
     from onmt.utils.logging import init_logger
     opt = opts.parse_with_given(opts.plot_attention_parser(), argv)

@@ -11,14 +11,14 @@ metric for "the first file scores higher".
 """
 import gzip
 import json
-import os
 
 import numpy as np
 
 from onmt import opts
+from onmt.errors import UserError
 from onmt.evaluation import METRICS, score, score_sentences, summarize
 from onmt.evaluation.text import read_sent_per_line
-from onmt.utils.cli import UserError, run_main
+from onmt.utils.cli import run_main
 from onmt.utils.files import check_output, write_text_atomic
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}

@@ -6,10 +6,13 @@ import sys
 import torch
 
 from onmt import opts
+from onmt.bin.common import start
+from onmt.errors import UserError
 from onmt.inputters.vocab import Vocabs
+from onmt.trainer import Trainer
 from onmt.utils import distributed
 from onmt.utils.checkpoint import load_checkpoint, set_rng_state
-from onmt.utils.cli import UserError, run_main, start
+from onmt.utils.cli import run_main
 from onmt.utils.files import check_prefix
 from onmt.utils.logging import init_logger, logger
 
@@ -170,8 +173,8 @@ def train_rank(opt, world):
                     f"most {opt.max_gen_length} tokens) + {1 - opt.rl_gamma:g} * ML")
     meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(), "preprocess": input_options(meta),
                  "param_names": [n for n, _ in model.named_parameters()]}
-    trainer = entry.trainer_cls.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
-                                         rank=world.rank, world_size=world.world_size)
+    trainer = Trainer.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
+                               rank=world.rank, world_size=world.world_size)
     try:
         if getattr(opt, "profile", 0):   # profile N steps, then stop (exit status 0, no checkpoint)
             from onmt.utils.profiling import trace_path

@@ -13,8 +13,10 @@ import random
 import torch
 
 from onmt import opts
+from onmt.bin.common import start
+from onmt.errors import UserError
 from onmt.translate.session import load_session, model_from_checkpoint, translate_lines  # noqa: F401 (re-exported)
-from onmt.utils.cli import UserError, run_main, start
+from onmt.utils.cli import run_main
 from onmt.utils.logging import logger
 
 
@@ -113,6 +115,7 @@ def write_beam_dump(path, opt, examples):
     appears there, then its slot is emptied); an empty input line has no steps. Scores are sums of
     log-probabilities (minus the coverage penalty with -stepwise_penalty), before length penalty."""
     import json
+
     from onmt.utils.files import write_text_atomic
     write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best, "examples": examples}),
                       f"-dump_beam {path}")
@@ -133,7 +136,7 @@ class Inspection:
 
     def __enter__(self):
         if self.opt.attn_debug:
-            from onmt.inspection.records import DumpWriter
+            from onmt.translate.records import DumpWriter
             self.writer = DumpWriter(self.opt.attn_debug)
         return self
 

@@ -24,8 +24,14 @@ import numpy as np
 
 from onmt.evaluation.lcs import PackedReference, lcs_length, union_hits
 from onmt.evaluation.stemmer import Stemmer
-from onmt.evaluation.text import (dot_sentence_tokens_flat, limited_sentences, sentence_tokens, sentence_tokens_flat,
-                                  split_sentences, tokens)
+from onmt.evaluation.text import (
+    dot_sentence_tokens_flat,
+    limited_sentences,
+    sentence_tokens,
+    sentence_tokens_flat,
+    split_sentences,
+    tokens,
+)
 
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 

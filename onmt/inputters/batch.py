@@ -23,7 +23,7 @@ class Batch:
     @property
     def n_tgt_tokens(self):
         """Target tokens predicted by teacher forcing (everything after <s>, padding excluded)."""
-        from onmt.inputters.vocab import PAD
+        from onmt.constants import PAD
         return int((self.tgt[:, 1:] != PAD).sum()) if self.tgt is not None else 0
 
     def to(self, device):

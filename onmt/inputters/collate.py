@@ -1,9 +1,9 @@
 """Vectorized collation: rows of flat id tensors + offsets -> a padded, batch-first `Batch`."""
 import torch
 
+from onmt.constants import PAD, UNK
 from onmt.inputters.batch import Batch
 from onmt.inputters.numericalize import oov_lists
-from onmt.inputters.vocab import PAD, UNK
 
 
 def pad_rows(flat, offsets, idx, min_len=1):

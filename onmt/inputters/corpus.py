@@ -13,7 +13,7 @@ import os
 import zlib
 from itertools import islice
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 _GZ_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 

@@ -16,7 +16,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from onmt.inputters.vocab import BOS, EOS, N_SPECIALS, SPECIALS, UNK
+from onmt.constants import BOS, EOS, N_SPECIALS, SPECIALS, UNK
 
 
 def offsets_of(lengths):

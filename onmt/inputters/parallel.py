@@ -22,7 +22,7 @@ import signal
 import threading
 import traceback
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 JOIN_TIMEOUT = 10.0      # seconds a stopped or killed worker (or a feeder thread) is waited for
 

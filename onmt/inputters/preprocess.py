@@ -26,6 +26,7 @@ from collections import Counter
 
 import numpy as np
 
+from onmt.errors import UserError
 from onmt.inputters.corpus import read_parallel_chunks
 from onmt.inputters.numericalize import Numericalizer
 from onmt.inputters.parallel import ordered_map
@@ -33,7 +34,6 @@ from onmt.inputters.pass_progress import PassProgress
 from onmt.inputters.shards import concat_chunks, shard_name, write_shard
 from onmt.inputters.token_cache import TokenCache, chunk_stats, count_and_cache, numericalize_cached
 from onmt.inputters.vocab_builder import build_vocabs, meta_path, read_word_list, save_vocabs, write_json_atomic
-from onmt.utils.cli import UserError
 
 logger = logging.getLogger("onmt.preprocess")
 

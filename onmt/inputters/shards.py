@@ -15,7 +15,7 @@ import os
 import numpy as np
 import torch
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 _INT32 = ("src", "tgt", "src_ex", "tgt_ex")
 _INT64 = ("src_offsets", "tgt_offsets", "oov_offsets", "oov_byte_offsets", "indices")

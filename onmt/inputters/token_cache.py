@@ -18,10 +18,10 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from onmt.constants import UNK
+from onmt.errors import UserError
 from onmt.inputters.numericalize import WordTable, offsets_of
 from onmt.inputters.parallel import ordered_map
-from onmt.inputters.vocab import UNK
-from onmt.utils.cli import UserError
 
 _FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")     # int32 arrays of a cached chunk, in order
 _STATE = {}                                                # per-process state, set by fork

@@ -1,10 +1,7 @@
-"""Vocabularies: special ids, the shared frequency-ordered word list, plain-text storage."""
+"""Vocabularies: the shared frequency-ordered word list, plain-text storage."""
 import os
 
-UNK_WORD, PAD_WORD, BOS_WORD, EOS_WORD = "<unk>", "<blank>", "<s>", "</s>"
-SPECIALS = [UNK_WORD, PAD_WORD, BOS_WORD, EOS_WORD]
-UNK, PAD, BOS, EOS = 0, 1, 2, 3
-N_SPECIALS = len(SPECIALS)
+from onmt.constants import N_SPECIALS, SPECIALS, UNK
 
 
 class Vocab:

@@ -10,8 +10,9 @@ import json
 import os
 from collections import Counter
 
-from onmt.inputters.vocab import N_SPECIALS, SPECIALS, Vocab, Vocabs, read_vocab_file, write_vocab_file
-from onmt.utils.cli import UserError
+from onmt.constants import N_SPECIALS, SPECIALS
+from onmt.errors import UserError
+from onmt.inputters.vocab import Vocab, Vocabs, read_vocab_file, write_vocab_file
 
 
 def drop_specials(counter):

@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 FIG_SIZE = (16, 12)   # inches
 DPI = 100

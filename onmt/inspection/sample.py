@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from onmt.inputters.vocab import BOS, EOS, PAD, UNK_WORD
+from onmt.constants import BOS, EOS, PAD, UNK_WORD
 
 SHOWN_SOURCE = 60   # source words shown
 
@@ -44,8 +44,8 @@ def _words(ids, vocab, oovs=()):
 def predict_example(model, batch, vocabs, max_length=100):
     """Greedy prediction of the one-example `batch` with its inspection record; under no_grad in
     eval mode, the model's training mode restored. Returns (record, reference words or None)."""
-    from onmt.inspection.records import make_record
     from onmt.translate.greedy_search import greedy_search
+    from onmt.translate.records import make_record
     was_training = model.training
     model.eval()
     try:

@@ -2,14 +2,15 @@
 onmt/models/interface.py."""
 import torch.nn as nn
 
-from onmt.decoders.rnn_decoder import RNNDecoder
-from onmt.encoders.rnn_encoder import RNNEncoder
-from onmt.inputters.vocab import UNK
-from onmt.models.interface import gold_from_forward, gold_targets, rollout_from_steps
+from onmt.constants import UNK
+from onmt.errors import UserError
+from onmt.interface import gold_targets
+from onmt.models.generic import gold_from_forward, rollout_from_steps
+from onmt.models.rnn_decoder import RNNDecoder
+from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
 from onmt.opts import model_option
-from onmt.utils.cli import UserError
 
 
 class NMTModel(nn.Module):

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from onmt.inputters.vocab import PAD
+from onmt.constants import PAD
 from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, gold_mixture, scatter_mixture
 from onmt.modules.precision import float32_region, widen
 

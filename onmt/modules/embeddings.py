@@ -5,8 +5,8 @@ import logging
 import torch
 import torch.nn as nn
 
-from onmt.inputters.vocab import PAD
-from onmt.utils.cli import UserError
+from onmt.constants import PAD
+from onmt.errors import UserError
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ and the one-line errors when the folder holds none, several, or only part of one
 import os
 import re
 
+from onmt.errors import UserError
 from onmt.prepare.text import files_in, read_pairs
-from onmt.utils.cli import UserError
 
 SPLITS = ("train", "valid", "test")
 

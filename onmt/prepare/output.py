@@ -11,7 +11,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 from onmt.utils.logging import init_logger
 
 

@@ -6,8 +6,8 @@ import io
 import json
 import sys
 
+from onmt.errors import UserError
 from onmt.prepare.text import open_binary, read_lines
-from onmt.utils.cli import UserError
 
 
 def read_rows(path, columns):

@@ -5,8 +5,8 @@ list of target sentences into one output line (tokenized or not, lowercased or n
 import gzip
 import os
 
+from onmt.errors import UserError
 from onmt.prepare.tokenize import ptb_tokenize
-from onmt.utils.cli import UserError
 
 TAGS = frozenset(("<t>", "</t>", "<s>", "</s>"))
 END_CHARS = ".!?\"')]"

@@ -13,8 +13,8 @@ serialized tf.Example (no checksums: this is not the TFRecord format). The messa
 """
 import struct
 
+from onmt.errors import UserError
 from onmt.prepare.text import open_binary
-from onmt.utils.cli import UserError
 
 MAX_RECORD = 1 << 31
 

@@ -11,10 +11,10 @@ from typing import Optional, Tuple
 import torch
 import torch.nn as nn
 
-from onmt.inputters.vocab import UNK
-from onmt.models.interface import DecoderStateBase
-from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
+from onmt.constants import UNK
+from onmt.interface import DecoderStateBase
 from onmt.modules.copy_mixture import first_occurrence
+from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
 from onmt.reinforced.step_embedding import StepEmbedding
 from onmt.reinforced.step_source import StepSource
 

@@ -19,9 +19,9 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from onmt.encoders.rnn_encoder import RNNEncoder
-from onmt.inputters.vocab import BOS, EOS
-from onmt.models.interface import check_rollout_modes, finish_rollout, gold_targets
+from onmt.constants import BOS, EOS
+from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
+from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.sampling import sample_rows

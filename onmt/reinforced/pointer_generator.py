@@ -17,8 +17,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from onmt.modules.copy_mixture import (IMPOSSIBLE, copy_at_sources, first_occurrence,  # noqa: F401
-                                       gold_mixture, mixture_argmax, scatter_mixture)
+from onmt.modules.copy_mixture import (  # noqa: F401
+    IMPOSSIBLE,
+    copy_at_sources,
+    first_occurrence,
+    gold_mixture,
+    mixture_argmax,
+    scatter_mixture,
+)
 from onmt.modules.gold_softmax import logit_stats
 from onmt.modules.packed_linear import PackedLinear
 from onmt.modules.precision import float32_region, widen

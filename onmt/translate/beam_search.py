@@ -25,10 +25,21 @@ its running score, before its slot is emptied).
 """
 import torch
 
-from onmt.inputters.vocab import BOS, EOS
-from onmt.translate.decoding import (NEG_INF, Hypothesis, apply_rules, attention_of, coverage_floor,
-                                     coverage_penalty, extend_inspection, hypothesis_extras, inspected_step,
-                                     length_penalty, max_penalty, source_mask)
+from onmt.constants import BOS, EOS
+from onmt.translate.decoding import (
+    NEG_INF,
+    Hypothesis,
+    apply_rules,
+    attention_of,
+    coverage_floor,
+    coverage_penalty,
+    extend_inspection,
+    hypothesis_extras,
+    inspected_step,
+    length_penalty,
+    max_penalty,
+    source_mask,
+)
 
 
 @torch.no_grad()

@@ -27,7 +27,7 @@ from typing import List, Optional
 
 import torch
 
-from onmt.inputters.vocab import BOS, EOS, PAD
+from onmt.constants import BOS, EOS, PAD
 
 NEG_INF = float("-inf")
 

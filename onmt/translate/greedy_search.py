@@ -6,9 +6,18 @@ hypothesis per example, the penalty of a step is the same for every candidate to
 """
 import torch
 
-from onmt.inputters.vocab import BOS, EOS
-from onmt.translate.decoding import (Hypothesis, apply_rules, attention_of, coverage_penalty, extend_inspection,
-                                     hypothesis_extras, inspected_step, length_penalty, source_mask)
+from onmt.constants import BOS, EOS
+from onmt.translate.decoding import (
+    Hypothesis,
+    apply_rules,
+    attention_of,
+    coverage_penalty,
+    extend_inspection,
+    hypothesis_extras,
+    inspected_step,
+    length_penalty,
+    source_mask,
+)
 
 
 @torch.no_grad()

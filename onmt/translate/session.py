@@ -7,8 +7,8 @@ the translation of text lines with the checkpoint's test-time input rules (input
 import argparse
 from typing import NamedTuple, Optional
 
+from onmt.errors import UserError
 from onmt.inputters.vocab import Vocabs
-from onmt.utils.cli import UserError
 from onmt.utils.logging import logger
 
 

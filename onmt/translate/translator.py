@@ -8,7 +8,7 @@ from typing import List, NamedTuple, Optional
 
 import torch
 
-from onmt.inputters.vocab import PAD, UNK, UNK_WORD
+from onmt.constants import PAD, UNK, UNK_WORD
 from onmt.translate.beam_search import beam_search
 from onmt.translate.greedy_search import greedy_search
 from onmt.utils.logging import logger
@@ -79,7 +79,7 @@ class Translator:
         the order batches finish; only batches holding such a line pay for keeping it.
         """
         if tgt_lines is not None and len(tgt_lines) != len(src_lines):
-            from onmt.utils.cli import UserError
+            from onmt.errors import UserError
             raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
         src_tokens = [line.split() for line in src_lines]
         keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
@@ -88,7 +88,7 @@ class Translator:
         wanted = (lambda line: False) if on_record is None else \
             (lambda line: record_lines is None or line in record_lines)
         if on_record is not None:
-            from onmt.inspection.records import empty_record
+            from onmt.translate.records import empty_record
             for line, toks in enumerate(src_tokens):
                 if not toks and wanted(line):
                     on_record(empty_record(line, toks))
@@ -134,7 +134,7 @@ class Translator:
         return results
 
     def _record(self, line, src_words, pred_words, hyp):
-        from onmt.inspection.records import empty_record, make_record
+        from onmt.translate.records import empty_record, make_record
         if hyp is None:
             return empty_record(line, src_words)
         return make_record(line, src_words, pred_words, hyp, len(self.vocabs.tgt), self.model.copy)

@@ -5,7 +5,7 @@ import tempfile
 
 import torch
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 REQUIRED_KEYS = ("model", "opt", "vocab", "step")
 

@@ -1,20 +1,7 @@
 """Entry-point plumbing: user errors become one line on stderr and a non-zero exit."""
 import sys
 
-from onmt.opts import OptionError
-
-
-class UserError(Exception):
-    """Bad input or options: printed as one line, no traceback."""
-
-
-class Stopped(Exception):
-    """A run stopped by a signal after saving its work: `str(e)` is printed as one line, the exit
-    status is `code` (128 + the signal's number)."""
-
-    def __init__(self, message, code):
-        super().__init__(message)
-        self.code = code
+from onmt.errors import OptionError, Stopped, UserError
 
 
 def run_main(main_fn, argv=None):
@@ -83,18 +70,3 @@ def quiet_broken_pipe():
     except (AttributeError, OSError, ValueError):
         pass
     sys.exit(141)
-
-
-def start(parser, validate, argv=None):
-    """The common start of train and translate: parse and validate the options, start the log and the
-    allocator setting (memory.py). Returns (opt, torch.device of -gpu)."""
-    import torch
-
-    from onmt.utils.logging import init_logger
-    from onmt.utils.memory import reuse_freed_memory
-    from onmt.opts import parse_with_given
-    opt = parse_with_given(parser, argv)
-    init_logger(opt.log_file)
-    reuse_freed_memory()
-    validate(opt)
-    return opt, torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")

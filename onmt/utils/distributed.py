@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import torch
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 

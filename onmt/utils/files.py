@@ -11,7 +11,7 @@ disk included) leaves the target as it was, no temporary file, and one line nami
 import os
 import tempfile
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 
 def check_output(path, what):

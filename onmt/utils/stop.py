@@ -11,7 +11,7 @@ no partial file). The previous handlers come back when the block ends.
 import signal
 import threading
 
-from onmt.utils.cli import Stopped
+from onmt.errors import Stopped
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 

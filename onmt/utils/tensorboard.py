@@ -13,7 +13,7 @@ training is the same bit for bit with or without it.
 """
 import os
 
-from onmt.utils.cli import UserError
+from onmt.errors import UserError
 
 
 class TensorBoard:

@@ -1,0 +1,26 @@
+"""The toolkit's own exceptions: what the entry points print as one line, without a traceback.
+
+    UserError     bad input (a file, a line, a checkpoint) or an impossible request
+    OptionError   an invalid option or combination of options (a ValueError, as argparse's own)
+    Stopped       a run stopped by a signal after saving its work
+
+Every layer may raise them; `onmt.utils.cli.run_main` turns them into `prog: error: ...` and an exit
+status. This module imports nothing, so that the data layer does not pull in the option parser.
+"""
+
+
+class UserError(Exception):
+    """Bad input or options: printed as one line, no traceback."""
+
+
+class OptionError(ValueError):
+    """An invalid combination of options; the entry points print it as one line."""
+
+
+class Stopped(Exception):
+    """A run stopped by a signal after saving its work: `str(e)` is printed as one line, the exit
+    status is `code` (128 + the signal's number)."""
+
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code

@@ -1,0 +1,148 @@
+"""The one interface every model offers; the trainers, losses and translator call only this.
+
+    enc    = model.encode(batch)                      -> EncoderOutput
+    state  = model.init_state(batch, enc)             -> DecoderState (holds what decoding needs,
+                                                          encoder memory included)
+    logp, state, attns = model.decode_step(inputs, state)
+             inputs: (B,) ids in the extended vocabulary of the previous step; ids >= V_tgt are
+                     replaced by <unk> inside the model before embedding.
+             logp:   (B, X) log-probabilities over the extended vocabulary (X = V_tgt + n_oov for
+                     copy models, X = V_tgt otherwise).
+             attns:  dict of the step's by-products (inspection, -replace_unk, coverage):
+                     "std"      (B, S) the attention over the source, when the model attends;
+                     "coverage" (B, S) coverage models: the coverage before this step;
+                     "p_copy"   (B,)   copy models (reinforced, copy_attn): the pointer's
+                                probability 1 - p_gen of this step's distribution;
+                     "intra"    (B, t) the reinforced model with intra-decoder attention: its
+                                attention over the t previous decoder states (step t, from 0:
+                                (B, 0) at the first step); absent with -no_intra_decoder_attn.
+                     All are what the step computes anyway (returning them costs nothing); the
+                     searches keep them per hypothesis only when asked (keep_attn /
+                     keep_inspection).
+    logp, attns = model(batch)                         teacher forcing on batch.tgt
+             logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: "std" (B, T-1, S),
+             "coverage" (B, T-1, S) for coverage models (the coverage before each step),
+             "p_copy" (B, T-1) for copy models (no gradient; the reinforced model's benchmark-only
+             forward(naive=...) leaves it out), "sampled" (B, T-1) under scheduled sampling.
+    ll, pred, attns = model.gold_log_likelihood(batch)  what the ML loss needs, teacher forcing as
+                                                          in model(batch) (scheduled sampling included)
+             ll:     (B, T-1) log p(gold) with 0 at padding, gold = gold_targets(batch, X)
+             pred:   (B, T-1) argmax ids over the extended vocabulary (no gradient)
+             attns:  as model(batch) returns them ("p_copy" (B, T-1) included for copy models,
+                     padding steps too: mask with batch.tgt[:, 1:] != PAD).
+             Values and gradients equal those of model(batch) followed by a gather of the gold; a
+             model may compute them without the (B, T-1, X) distribution (the reinforced model does).
+    rollouts = model.rollout(batch, enc, max_length, modes)  free-running decoding from `enc` for the
+                                                          self-critical loss (no <s>, at most
+                                                          max_length tokens, </s> ends a sequence):
+             one `Rollout` per mode, in the order of `modes`, each mode "sample" or "greedy":
+             "sample": y_t drawn from the model's distribution, rollout.log_probs (B, L) holds
+                       log p(y_t | y_<t, x) (with gradient under autograd; 0 after the first </s>);
+             "greedy": the argmax at every step, no gradient, log_probs None.
+             A model may run the modes in lockstep (the reinforced model shares each step's
+             generator product); `rollout_from_steps` runs them one after the other through
+             decode_step.
+    state.reorder(index, within_source=False) -> DecoderState
+             index: (B',) rows to keep/repeat (beams); within_source=True promises that every new
+             row decodes the same source as the row it comes from (beam backpointers), so the
+             source-only fields need no copy.
+
+Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
+vocabulary).
+"""
+from dataclasses import dataclass, fields, replace
+from typing import Optional
+
+import torch
+
+from onmt.constants import EOS, PAD, UNK
+
+
+def gold_targets(batch, extended_size):
+    """(B, T-1) gold ids for teacher forcing, and the (B, T-1) mask of real tokens.
+
+    The gold is batch.tgt_ex[:, 1:] (batch.tgt without a dynamic dictionary) with ids >= X mapped to
+    <unk>: copy models (X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models
+    (X = V_tgt) learn <unk> for them.
+    """
+    tgt = batch.tgt_ex if batch.tgt_ex is not None else batch.tgt
+    gold = tgt[:, 1:]
+    gold = gold.masked_fill(gold >= extended_size, UNK)  # (B, T-1)
+    return gold, batch.tgt[:, 1:] != PAD
+
+
+@dataclass
+class Rollout:
+    """Sequences decoded free-running (the model's own outputs fed back), batch-first."""
+    tokens: torch.Tensor                 # (B, L) extended ids; PAD after the first </s>
+    lengths: torch.Tensor                # (B,) tokens before the first </s> (it is not counted)
+    mask: torch.Tensor                   # (B, L) True up to and including the first </s>
+    log_probs: Optional[torch.Tensor]    # (B, L) log p(token | prefix, x), 0 where ~mask; None (greedy)
+    copied: Optional[torch.Tensor] = None  # (B, L) True where the token was drawn by the pointer
+
+
+def finish_rollout(tokens, log_probs=None, copied=None):
+    """A Rollout from the (B, L) tokens of every step: masks after each row's first </s>."""
+    is_eos = tokens == EOS  # (B, L)
+    before = (is_eos.long().cumsum(1) - is_eos.long()) == 0  # (B, L) no </s> earlier in the row
+    lengths = (before & ~is_eos).sum(1)  # (B,)
+    if log_probs is not None:
+        log_probs = log_probs.masked_fill(~before, 0.0)
+    if copied is not None:
+        copied = copied & before & ~is_eos
+    return Rollout(tokens.masked_fill(~before, PAD), lengths, before, log_probs, copied)
+
+
+ROLLOUT_MODES = ("sample", "greedy")
+
+
+def check_rollout_modes(modes, max_length):
+    unknown = [m for m in modes if m not in ROLLOUT_MODES]
+    if unknown or not modes:
+        raise ValueError(f"rollout modes must be among {ROLLOUT_MODES}, got {modes}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+
+
+def extended_size(model, batch):
+    """X: the size of the model's output distribution for this batch."""
+    return model.tgt_vocab_size + (int(batch.n_oov) if model.copy else 0)
+
+
+@dataclass
+class EncoderOutput:
+    memory: torch.Tensor                 # (B, S, H) encoder states
+    final: Optional[object]              # decoder initial hidden state (tensor or (h, c)), (L, B, H)
+    mask: torch.Tensor                   # (B, S) True at real source positions
+
+
+def reorder_value(value, index, batch_dim=0):
+    """index_select along the batch dimension of a tensor, or of each tensor in a tuple/list."""
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        return value.index_select(batch_dim, index)
+    if isinstance(value, (tuple, list)):
+        return type(value)(reorder_value(v, index, batch_dim) for v in value)
+    return value
+
+
+class DecoderStateBase:
+    """A dataclass mix-in: reorder() selects rows of every tensor field.
+
+    Fields listed in `_batch_dims` use that dimension as their batch dimension (e.g. 1 for RNN
+    hidden states shaped (L, B, H)); all others use dimension 0. Non-tensor fields are copied.
+    Fields listed in `_source_fields` depend only on the source (encoder memory, keys, masks,
+    extended ids): a reorder `within_source=True` (each new row comes from a row decoding the same
+    source, as beam backpointers do) keeps them as they are instead of copying them every step.
+    """
+
+    _batch_dims = {}
+    _source_fields = frozenset()
+    _shared_fields = frozenset()  # not per row (e.g. a projection evaluated once per batch): never reordered
+
+    def reorder(self, index, within_source=False):
+        skip = self._shared_fields | (self._source_fields if within_source else frozenset())
+        changes = {f.name: reorder_value(getattr(self, f.name), index, self._batch_dims.get(f.name, 0))
+                   for f in fields(self) if f.name not in skip}
+        return replace(self, **changes)

@@ -1,0 +1,93 @@
+"""Maximum-likelihood loss with See et al.'s coverage penalty.
+
+Normalization: MLLoss returns the SUM over target tokens (and the coverage sum); the token count is
+in stats.n_words and the trainer divides by it (or by whatever it chooses).
+
+    L = sum_{b,t} -log p(y*_bt)  +  lambda_coverage * sum_{b,t} sum_i min(a_bti, cov_bti)
+
+over real target steps (gold not PAD) and real source positions (padding has a = cov = 0).
+The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk> (`gold_targets`): copy models
+(X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models (X = V_tgt) learn <unk>.
+The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/models/interface.py),
+so a model may skip the (B, T-1, X) distribution.
+Besides the loss, the statistics sum what the model's attns carry: the decoder inputs scheduled
+sampling replaced ("sampled") and the pointer probability p(copy) over the target tokens ("p_copy").
+Under autocast (-amp) the loss is a float32 island (onmt/modules/precision.py): the generators give
+float32 log p(gold), and the attention and coverage are widened before the coverage sum.
+"""
+import torch
+
+from onmt.interface import extended_size, gold_targets
+from onmt.modules.precision import float32_region, widen
+from onmt.utils.statistics import Statistics
+
+__all__ = ["MLLoss", "gold_targets", "gold_log_likelihood", "token_log_likelihood", "coverage_penalty"]
+
+
+def token_log_likelihood(logp, gold, mask):
+    """logp (B, T, X), gold (B, T), mask (B, T) -> (B, T) log p(gold), 0 at padding."""
+    ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return ll.masked_fill(~mask, 0.0)
+
+
+def coverage_penalty(attns, mask):
+    """(B,) sum over real steps of sum_i min(a_ti, cov_ti); zeros when the model has no coverage."""
+    attn, cov = attns.get("std"), attns.get("coverage")
+    if attn is None or cov is None:
+        return None
+    with float32_region(attn):
+        per_step = torch.minimum(widen(attn), widen(cov)).sum(-1)  # (B, T)
+        return per_step.masked_fill(~mask, 0.0).sum(-1)  # (B,)
+
+
+def gold_log_likelihood(model, batch):
+    """(B,) sum over target tokens of log p(gold) under teacher forcing (the translator's gold score)."""
+    return model.gold_log_likelihood(batch)[0].sum(-1)
+
+
+class MLLoss:
+    """Teacher-forced negative log-likelihood (summed), plus lambda_coverage * coverage loss."""
+
+    def __init__(self, lambda_coverage=0.0, by_seqlength=False):
+        self.lambda_coverage = lambda_coverage
+        # -copy_loss_by_seqlength (OpenNMT-py's): the loss is sum_b (nll_b + lambda_coverage * cov_b) / n_b,
+        # n_b the target tokens of example b (those counted in n_words; OpenNMT-py counts <s> too).
+        # The statistics keep the plain sums.
+        self.by_seqlength = by_seqlength
+
+    @classmethod
+    def from_opt(cls, opt):
+        return cls(lambda_coverage=opt.lambda_coverage if opt.coverage_attn else 0.0,
+                   by_seqlength=bool(getattr(opt, "copy_loss_by_seqlength", False)))
+
+    def __call__(self, model, batch):
+        """-> (scalar loss to backpropagate, Statistics of this batch)."""
+        ll, pred, attns = model.gold_log_likelihood(batch)  # (B, T-1) x2
+        gold, mask = gold_targets(batch, extended_size(model, batch))
+        with float32_region(ll):
+            nll = -widen(ll).sum()
+            loss = nll
+            cov_sum = 0.0
+            cov = coverage_penalty(attns, mask)
+            if cov is not None:
+                cov_total = cov.sum()
+                cov_sum = cov_total.detach().item()
+                if self.lambda_coverage:
+                    loss = loss + self.lambda_coverage * cov_total
+            if self.by_seqlength:
+                per_example = -widen(ll).sum(-1)  # (B,)
+                if cov is not None and self.lambda_coverage:
+                    per_example = per_example + self.lambda_coverage * cov
+                loss = (per_example / mask.sum(-1).clamp_min(1)).sum()
+        with torch.no_grad():
+            correct = ((pred == gold) & mask).sum()
+        stats = Statistics(loss=nll.detach().item(), n_words=int(mask.sum()), n_correct=int(correct),
+                           coverage_loss=cov_sum, n_examples=batch.batch_size)
+        if "sampled" in attns:  # scheduled sampling: inputs that were the model's own predictions
+            stats.extra["sampled_inputs"] = int((attns["sampled"] & mask).sum())
+        p_copy = attns.get("p_copy")  # (B, T-1) pointer probability 1 - p_gen; copy models only
+        if p_copy is not None:
+            stats.extra["p_copy"] = float(p_copy.detach().float().masked_fill(~mask, 0.0).sum())
+        return loss, stats
+
+    score = staticmethod(gold_log_likelihood)

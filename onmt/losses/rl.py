@@ -1,0 +1,103 @@
+"""The mixed objective of Paulus, Xiong & Socher (2017), eq. 15-16: self-critical policy gradient + ML.
+
+    L = gamma * L_rl + (1 - gamma) * L_ml
+    L_rl = sum_b (r(y^_b) - r(y^s_b)) * sum_t log p(y^s_bt | y^s_b,<t, x_b)
+    L_ml = sum_b sum_t -log p(y*_bt | y*_b,<t, x_b)          (the ML loss, scheduled sampling included)
+
+y^s is sampled from the model's own distribution (the pointer included) and y^ decoded greedily
+without gradient, both free-running from ONE encoding (`model.rollout`, interface.py), at most
+`max_length` tokens each; log-probabilities after a sequence's first </s> are masked (the </s> itself
+counts). r is the reward of a sequence against the reference (rewards.py, ROUGE-L F1 by default) on
+extended ids: the reference is batch.tgt_ex[:, 1:] before its </s>, with <unk> (a reference word
+outside the target vocabulary and absent from the source) made unmatchable. Minimizing L_rl raises
+log p(y^s) when y^s beats the greedy baseline (r(y^s) > r(y^)) and lowers it otherwise.
+
+Normalization: both terms are sums over a sequence, summed over the batch, so their ratio is the
+paper's; the trainer divides every loss by the batch's reference tokens (Statistics.n_words), which
+scales both by the same batch constant (as with the ML loss alone). gamma = 0 runs no rollout at all
+and returns the ML loss itself (bit for bit); gamma = 1 skips the ML term.
+
+Without autograd (validation) the loss gives the ML statistics and, with `valid_rouge`, the greedy
+ROUGE-L F1 of every example, so the RL phase's effect shows in the validation log.
+
+Precision: the rewards are float32 whatever the autocast state (integer counts, F1 in float64), and the
+RL term is a float32 island (onmt/modules/precision.py) on the widened log p(y^s): under -amp the loss
+is float32 like the ML loss.
+"""
+import torch
+
+from onmt.constants import PAD, UNK
+from onmt.losses.rewards import reward_function, rouge_l
+from onmt.modules.precision import float32_region, widen
+from onmt.utils.statistics import Statistics
+
+
+def reference_tokens(batch):
+    """The reference for the reward: (B, T-1) extended ids before </s> (<unk> as -1: it matches
+    nothing) and their (B,) lengths."""
+    ref = batch.tgt_ex if batch.tgt_ex is not None else batch.tgt
+    ref = ref[:, 1:]  # (B, T-1) without <s>
+    lengths = (batch.tgt[:, 1:] != PAD).sum(1) - 1  # (B,) without </s>
+    return ref.masked_fill(ref == UNK, -1), lengths
+
+
+class MixedLoss:
+    """gamma * self-critical RL + (1 - gamma) * `ml_loss` (an MLLoss); `loss(model, batch)`."""
+
+    def __init__(self, ml_loss, gamma=0.0, reward="rougeL", max_length=100, valid_rouge=False):
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        self.ml_loss, self.gamma, self.max_length = ml_loss, gamma, max_length
+        self.reward = reward_function(reward)
+        self.valid_rouge = valid_rouge
+
+    @classmethod
+    def from_opt(cls, opt, ml_loss):
+        valid_rouge = opt.valid_rouge if opt.valid_rouge is not None else opt.rl_gamma is not None
+        return cls(ml_loss, gamma=opt.rl_gamma or 0.0, reward=opt.rl_reward, max_length=opt.max_gen_length,
+                   valid_rouge=valid_rouge)
+
+    def __call__(self, model, batch):
+        """-> (loss to backpropagate, Statistics); see the module docstring."""
+        if not torch.is_grad_enabled():
+            return self._validate(model, batch)
+        if self.gamma == 0.0:
+            return self.ml_loss(model, batch)
+        if self.gamma < 1.0:
+            ml, stats = self.ml_loss(model, batch)
+            loss = (1.0 - self.gamma) * ml
+        else:
+            loss, stats = 0.0, Statistics(n_words=batch.n_tgt_tokens, n_examples=batch.batch_size)
+        rl, rl_stats = self.rl_term(model, batch)
+        stats.extra.update(rl_stats)
+        return loss + self.gamma * rl, stats
+
+    def rl_term(self, model, batch):
+        """-> (sum over the batch of L_rl per example (scalar, with gradient), dict of summed stats)."""
+        sampled, greedy = model.rollout(batch, model.encode(batch), self.max_length, ("sample", "greedy"))
+        with float32_region(sampled.tokens):
+            log_probs = widen(sampled.log_probs)  # (B, L)
+            with torch.no_grad():
+                ref, ref_len = reference_tokens(batch)
+                r_sample = self.reward(sampled.tokens, sampled.lengths, ref, ref_len)  # (B,)
+                r_greedy = self.reward(greedy.tokens, greedy.lengths, ref, ref_len)  # (B,)
+                advantage = (r_greedy - r_sample).to(log_probs.dtype)  # (B,)
+            per_example = advantage * log_probs.sum(1)  # (B,)
+            rl = per_example.sum()
+        n_tokens = int(sampled.mask.sum())
+        stats = {"rl_examples": batch.batch_size, "reward_sample": float(r_sample.sum()),
+                 "reward_greedy": float(r_greedy.sum()), "rl_loss": float(per_example.detach().sum()),
+                 "sampled_tokens": n_tokens,
+                 "copied_tokens": int(sampled.copied.sum()) if sampled.copied is not None else 0}
+        return rl, stats
+
+    @torch.no_grad()
+    def _validate(self, model, batch):
+        loss, stats = self.ml_loss(model, batch)
+        if self.valid_rouge:
+            greedy, = model.rollout(batch, model.encode(batch), self.max_length, ("greedy",))
+            ref, ref_len = reference_tokens(batch)
+            stats.extra["valid_rouge_examples"] = batch.batch_size
+            stats.extra["valid_rougeL"] = float(rouge_l(greedy.tokens, greedy.lengths, ref, ref_len).sum())
+            stats.extra["valid_greedy_tokens"] = int(greedy.lengths.sum())
+        return loss, stats

@@ -1,0 +1,50 @@
+"""The interface's generic implementations for models without a fused path (the baselines, test
+models): the gold log-likelihood from the full distribution, rollouts through decode_step."""
+import torch
+
+from onmt.constants import BOS, EOS
+from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
+from onmt.modules.sampling import sample_rows
+
+
+def gold_from_forward(model, batch):
+    """gold_log_likelihood computed from the full distribution of `model(batch)`: log p(gold)
+    (B, T-1) with 0 at padding, argmax ids (B, T-1), attns. For models without a fused path."""
+    logp, attns = model(batch)  # (B, T-1, X)
+    gold, mask = gold_targets(batch, logp.size(-1))
+    ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)  # (B, T-1)
+    return ll, logp.detach().argmax(-1), attns
+
+
+def rollout_from_steps(model, batch, enc, max_length, modes=("sample",)):
+    """`model.rollout` through the interface's decode_step, one mode after the other: one (B, X)
+    distribution per step (with gradient when sampling under autograd). `copied` marks tokens
+    >= V_tgt (OOV copies: the step distribution does not say which the pointer produced)."""
+    check_rollout_modes(modes, max_length)
+    out = []
+    for mode in modes:
+        with torch.set_grad_enabled(torch.is_grad_enabled() and mode == "sample"):
+            out.append(_rollout_one(model, batch, enc, max_length, mode == "sample"))
+    return tuple(out)
+
+
+def _rollout_one(model, batch, enc, max_length, sample):
+    state = model.init_state(batch, enc)
+    B = batch.batch_size
+    inputs = torch.full((B,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
+    done = torch.zeros(B, dtype=torch.bool, device=inputs.device)  # (B,)
+    tokens, log_probs = [], []
+    for _ in range(max_length):
+        logp, state, _ = model.decode_step(inputs, state)  # (B, X)
+        with torch.no_grad():
+            chosen = sample_rows(logp.detach().exp()) if sample else logp.argmax(1)  # (B,)
+        tokens.append(chosen)
+        if sample:
+            log_probs.append(logp.gather(1, chosen.unsqueeze(1)).squeeze(1))  # (B,)
+        done = done | (chosen == EOS)
+        if bool(done.all()):
+            break
+        inputs = chosen
+    tokens = torch.stack(tokens, dim=1)  # (B, L)
+    copied = tokens >= model.tgt_vocab_size if model.copy else torch.zeros_like(tokens, dtype=torch.bool)
+    return finish_rollout(tokens, torch.stack(log_probs, dim=1) if sample else None, copied)

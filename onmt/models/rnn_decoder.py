@@ -1,0 +1,173 @@
+"""RNN decoder: input feeding (Luong) with global attention, or Cho et al.'s fixed-context model.
+
+At step t the RNN reads [emb(y_{t-1}); extra], where extra is
+  - the previous attentional vector h~_{t-1} with input feeding (-input_feed 1),
+  - the fixed context c (the encoder's top-layer final state) with -global_attention none,
+  - nothing otherwise.
+Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_t]) (c_t = c for the
+fixed-context model); dropout is applied to it before the generator and before it is fed back.
+"""
+from dataclasses import dataclass, fields, replace
+from typing import Optional
+
+import torch
+import torch.nn as nn
+
+from onmt.interface import DecoderStateBase
+from onmt.modules.copy_mixture import first_occurrence
+from onmt.modules.global_attention import GlobalAttention
+
+RNN_TYPES = {"LSTM": nn.LSTM, "GRU": nn.GRU}
+
+
+@dataclass
+class RNNDecoderState(DecoderStateBase):
+    hidden: object                            # (L, B, H) tensor (GRU) or (h, c) pair (LSTM)
+    memory: torch.Tensor                      # (B, S, H) encoder states
+    mask: torch.Tensor                        # (B, S) True at real source positions
+    keys: Optional[torch.Tensor] = None       # (B, S, H) precomputed attention keys
+    input_feed: Optional[torch.Tensor] = None  # (B, H) previous attentional vector
+    coverage: Optional[torch.Tensor] = None   # (B, S) sum of the previous attention distributions
+    context: Optional[torch.Tensor] = None    # (B, H) fixed context (-global_attention none)
+    src_ex: Optional[torch.Tensor] = None     # (B, S) extended-vocabulary ids (copy)
+    first_pos: Optional[torch.Tensor] = None  # (B, S) first position holding the same word (copy)
+    n_oov: int = 0                            # X = V_tgt + n_oov
+
+    _batch_dims = {"hidden": 1}
+    _source_fields = frozenset({"memory", "mask", "keys", "context", "src_ex", "first_pos"})
+
+
+@dataclass
+class DecoderOutput:
+    """What the generators need; every tensor is (B, ...) for one step or (B, T, ...) for a sequence."""
+    out: torch.Tensor                         # (B, H) attentional vector after dropout
+    rnn_out: torch.Tensor                     # (B, H) top-layer RNN output (the decoder state)
+    context: torch.Tensor                     # (B, H) context vector
+    emb: torch.Tensor                         # (B, E) embedding of the decoder input
+    attn: Optional[torch.Tensor] = None       # (B, S) attention
+    coverage: Optional[torch.Tensor] = None   # (B, S) coverage before this step
+
+    @staticmethod
+    def stack(steps):
+        """A list of T one-step outputs -> one output with (B, T, ...) tensors."""
+        stacked = {}
+        for f in fields(DecoderOutput):
+            values = [getattr(s, f.name) for s in steps]
+            stacked[f.name] = None if values[0] is None else torch.stack(values, dim=1)
+        return DecoderOutput(**stacked)
+
+
+def fit_layers(final, num_layers):
+    """Adapt an encoder final state (L_enc, B, H) to the decoder's layer count.
+
+    Keeps the top layers when the encoder is deeper; repeats its top layer when it is shallower.
+    """
+    if final is None:
+        return None
+    if isinstance(final, tuple):
+        return tuple(fit_layers(x, num_layers) for x in final)
+    L = final.size(0)
+    if L >= num_layers:
+        return final[L - num_layers:]
+    return torch.cat([final, final[-1:].expand(num_layers - L, -1, -1)], dim=0)  # (L_dec, B, H)
+
+
+class RNNDecoder(nn.Module):
+    """Args:
+        rnn_type: "LSTM" or "GRU".
+        num_layers: stacked layers.
+        hidden_size: H (equals the encoder output size).
+        embeddings: an Embeddings module for target ids.
+        attn_type: "none", "dot", "general" or "mlp".
+        input_feed: feed the previous attentional vector (ignored with attn_type "none").
+        coverage: coverage vector in the attention.
+        dropout: between RNN layers and on the attentional vector.
+    """
+
+    def __init__(self, rnn_type, num_layers, hidden_size, embeddings, attn_type="general",
+                 input_feed=True, coverage=False, dropout=0.0):
+        super().__init__()
+        if coverage and attn_type == "none":
+            raise ValueError("coverage needs attention")
+        self.embeddings = embeddings
+        self.num_layers, self.hidden_size = num_layers, hidden_size
+        self.attn_type = attn_type
+        self.input_feed = bool(input_feed) and attn_type != "none"
+        self.coverage = coverage
+        extra = hidden_size if (self.input_feed or attn_type == "none") else 0
+        self.rnn = RNN_TYPES[rnn_type](
+            input_size=embeddings.embedding_size + extra, hidden_size=hidden_size,
+            num_layers=num_layers, dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
+        if attn_type == "none":
+            self.attn = None
+            self.linear_out = nn.Linear(2 * hidden_size, hidden_size)
+        else:
+            self.attn = GlobalAttention(hidden_size, attn_type, coverage=coverage)
+        self.dropout = nn.Dropout(dropout)
+
+    def init_state(self, enc, src_ex=None, n_oov=0):
+        """enc: EncoderOutput -> RNNDecoderState at the start of decoding."""
+        B, S, H = enc.memory.shape
+        hidden = fit_layers(enc.final, self.num_layers)
+        top = hidden[0] if isinstance(hidden, tuple) else hidden
+        zeros = enc.memory.new_zeros
+        return RNNDecoderState(
+            hidden=hidden, memory=enc.memory, mask=enc.mask,
+            keys=self.attn.precompute_keys(enc.memory) if self.attn is not None else None,
+            input_feed=zeros(B, H) if self.input_feed else None,  # (B, H)
+            coverage=zeros(B, S) if self.coverage else None,  # (B, S)
+            context=top[-1] if self.attn is None else None,  # (B, H)
+            src_ex=src_ex, first_pos=first_occurrence(src_ex) if src_ex is not None else None,
+            n_oov=int(n_oov))
+
+    def _rnn_input(self, emb, state):
+        """emb (B, [T,] E) -> RNN input (B, [T,] E [+ H])."""
+        extra = state.input_feed if self.input_feed else state.context
+        if extra is None:
+            return emb
+        if emb.dim() == 3:
+            extra = extra.unsqueeze(1).expand(-1, emb.size(1), -1)  # (B, T, H)
+        return torch.cat([emb, extra], dim=-1)
+
+    def _attend(self, rnn_out, emb, state, coverage):
+        """One step's output from the top-layer RNN output rnn_out (B, H)."""
+        if self.attn is None:
+            context = state.context
+            out = torch.tanh(self.linear_out(torch.cat([context, rnn_out], dim=-1)))  # (B, H)
+            return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb)
+        out, attn, context = self.attn(rnn_out, state.memory, state.mask, keys=state.keys, coverage=coverage)
+        return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb,
+                             attn=attn, coverage=coverage)
+
+    def _next_coverage(self, coverage, attn):
+        return coverage + attn if coverage is not None else None
+
+    def step(self, emb, state):
+        """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state)."""
+        rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
+        rnn_out = rnn_out.squeeze(1)  # (B, H)
+        dec = self._attend(rnn_out, emb, state, state.coverage)
+        new_state = replace(state, hidden=hidden,
+                            input_feed=dec.out if self.input_feed else state.input_feed,
+                            coverage=self._next_coverage(state.coverage, dec.attn))
+        return dec, new_state
+
+    def forward(self, emb, state):
+        """Teacher forcing. emb (B, T, E) -> (DecoderOutput of (B, T, ...), final state).
+
+        Without input feeding the RNN runs over the whole sequence at once and only the attention
+        loops over steps; the numbers equal those of T calls to step().
+        """
+        if self.input_feed:
+            steps = []
+            for t in range(emb.size(1)):
+                dec, state = self.step(emb[:, t], state)
+                steps.append(dec)
+            return DecoderOutput.stack(steps), state
+        rnn_out, hidden = self.rnn(self._rnn_input(emb, state), state.hidden)  # (B, T, H)
+        coverage, steps = state.coverage, []
+        for t in range(emb.size(1)):
+            dec = self._attend(rnn_out[:, t], emb[:, t], state, coverage)
+            coverage = self._next_coverage(coverage, dec.attn)
+            steps.append(dec)
+        return DecoderOutput.stack(steps), replace(state, hidden=hidden, coverage=coverage)

@@ -1,0 +1,115 @@
+"""The Python API (onmt/api.py): the same summaries as translate.py, details as -attn_debug dumps."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers.checkpoints import save_tiny_checkpoint
+from helpers.paths import ROOT
+from onmt import Summarizer
+from onmt.errors import OptionError
+
+# recorded preprocessing: lowercased data, sources cut to 6 tokens, targets of at most 5 tokens
+PREPROCESS = {"lower": True, "src_seq_length_trunc": 6, "tgt_seq_length": 5}
+TEXTS = ["W1 w2 W9 w3 w11 w4 w5 w12 w1", "w7 w7 w3", "", "W13 w0 w2 w6 w8 w10 w3 w1 w2 w9", "w5",
+         "w2 w9 w9 w4 w13 w0 w1"]
+SETTINGS = [
+    {},
+    {"beam_size": 1},
+    {"beam_size": 3, "n_best": 2},
+    {"beam_size": 4, "length_penalty": "wu", "alpha": 0.8, "block_ngram_repeat": 2, "min_length": 2},
+    {"beam_size": 2, "replace_unk": True, "max_length": 4, "batch_size": 2},
+    {"beam_size": 3, "src_seq_length_trunc": 0, "avoid_trigram_repetition": True, "ignore_when_blocking": ["w3"]},
+]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    d = tmp_path_factory.mktemp("api")
+    (d / "src.txt").write_text("\n".join(TEXTS) + "\n")
+    ckpts = {f: save_tiny_checkpoint(d / f"{f}.pt", f, PREPROCESS, seed=4) for f in ("reinforced", "copy", "rnn")}
+    return d, ckpts
+
+
+def cli_args(settings):
+    args = []
+    for k, v in settings.items():
+        if v is True:
+            args.append(f"-{k}")
+        elif isinstance(v, list):
+            args += [f"-{k}", *v]
+        else:
+            args += [f"-{k}", str(v)]
+    return args
+
+
+def run_cli(d, ckpt, settings, *extra):
+    from onmt.bin.translate import main
+    out = d / "pred.txt"
+    main(["-model", ckpt, "-src", str(d / "src.txt"), "-output", str(out), *cli_args(settings), *extra])
+    return out.read_text().splitlines()
+
+
+@pytest.mark.parametrize("family", ["reinforced", "copy", "rnn"])
+def test_summaries_equal_translate_py(setup, family):
+    d, ckpts = setup
+    s = Summarizer.load(ckpts[family], device="cpu")
+    words = 0
+    for settings in SETTINGS:
+        got = s.summarize(TEXTS, **settings)
+        n_best = settings.get("n_best", 1)
+        flat = [x for g in got for x in g] if n_best > 1 else got
+        assert flat == run_cli(d, ckpts[family], settings), settings
+        assert got[2] in ("", ["", ""])                                # the empty text
+        words += sum(len(x.split()) for x in flat)
+    assert words > 20
+
+
+def test_input_rules_apply_as_in_translate_py(setup):
+    d, ckpts = setup
+    s = Summarizer.load(ckpts["copy"])
+    details = s.summarize(TEXTS[:1], beam_size=2, return_details=True)[0]
+    assert details["src"] == "w1 w2 w9 w3 w11 w4".split()          # lowercased, cut to 6 tokens
+    assert len(details["pred"]) <= 5                               # the data's target limit
+    whole = s.summarize(TEXTS[:1], beam_size=2, src_seq_length_trunc=0, return_details=True)[0]
+    assert len(whole["src"]) == 9
+    # one string in, one string out; any whitespace (newlines included) separates words
+    assert s.summarize("W1 w2\nW9  w3\tw11 w4 w5 w12 w1", beam_size=2) == details["summary"]
+
+
+def test_details_are_the_attn_debug_records(setup, tmp_path):
+    from onmt.translate.records import read_dump
+    d, ckpts = setup
+    settings = {"beam_size": 3, "n_best": 2}
+    dump = tmp_path / "d.npz"
+    run_cli(d, ckpts["reinforced"], settings, "-attn_debug", str(dump))
+    s = Summarizer.load(ckpts["reinforced"])
+    details = s.summarize(TEXTS, return_details=True, **settings)
+    summaries = s.summarize(TEXTS, **settings)
+    for rec, det, nbest in zip(read_dump(str(dump)), details, summaries):
+        assert det["summary"] == nbest[0] and [t for t, _ in det["n_best"]] == nbest
+        assert det["score"] == pytest.approx(rec["score"]) and det["n_best"][0][1] == det["score"]
+        for key in ("line", "src", "pred"):
+            assert det[key] == rec[key]
+        for key in ("ids", "copied", "attn", "intra", "p_copy"):
+            assert (det[key] is None and rec[key] is None) or np.array_equal(det[key], rec[key]), key
+    assert details[2]["pred"] == [] and details[0]["intra"].shape == (len(details[0]["pred"]),) * 2
+
+
+def test_bad_arguments(setup):
+    _, ckpts = setup
+    s = Summarizer.load(ckpts["rnn"])
+    with pytest.raises(TypeError, match="beam"):
+        s.summarize(["w1"], beam=3)
+    with pytest.raises(TypeError, match="unknown option"):
+        s.summarize(["w1"], output="x.txt")
+    with pytest.raises(OptionError, match="-beam_size must be >= 1"):
+        s.summarize(["w1"], beam_size=0)
+
+
+def test_import_onmt_stays_cheap():
+    code = ("import sys, onmt; assert 'torch' not in sys.modules, 'torch imported'; "
+            "from onmt import Summarizer; assert Summarizer.__module__ == 'onmt.api'")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,113 @@
+"""-train_from for a new phase of training: RL after ML, coverage after plain copy, new learning rate,
+-reset_optim; and the exact-resume guarantee of RL runs (train.py end to end on tiny data)."""
+import pytest
+import torch
+
+from helpers.e2e import random_pair_data
+from onmt.bin import train as train_bin
+from onmt.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return random_pair_data(str(tmp_path_factory.mktemp("resume")), seed=1, n_examples=96, max_len=8,
+                            target=lambda words: words[: max(2, len(words) - 2)])
+
+
+REINFORCED = ["-reinforced", "-rnn_size", "16", "-word_vec_size", "8", "-dropout", "0",
+              "-scheduled_sampling", "0.25"]
+COPY = ["-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn", "-copy_attn", "-dropout", "0"]
+
+
+def _train(data, model, save, *extra):
+    train_bin.main(["-data", data, "-save_model", save, *model, "-batch_size", "16", "-report_every", "2",
+                    "-valid_steps", "4", "-save_checkpoint_steps", "4", "-seed", "5", *extra])
+
+
+def _ckpt(path):
+    return torch.load(path, weights_only=True)
+
+
+def _same_params(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_rl_resume_is_bitwise_equal_and_logs_rewards(data, tmp_path):
+    rl = ["-optim", "adam", "-learning_rate", "0.01", "-rl_gamma", "0.5", "-max_gen_length", "6"]
+    log = tmp_path / "a.log"
+    _train(data, REINFORCED, str(tmp_path / "a"), *rl, "-train_steps", "8", "-log_file", str(log))
+    _train(data, REINFORCED, str(tmp_path / "b"), *rl, "-train_steps", "4")
+    _train(data, REINFORCED, str(tmp_path / "b"), *rl, "-train_steps", "8",
+           "-train_from", str(tmp_path / "b_step_4.pt"))
+    assert _same_params(_ckpt(tmp_path / "a_step_8.pt")["model"], _ckpt(tmp_path / "b_step_8.pt")["model"])
+    text = log.read_text()
+    steps = [line for line in text.splitlines() if "Step 2/8" in line and "acc:" in line]
+    assert steps and all(k in steps[0] for k in ("reward sample:", "reward greedy:", "ml loss:", "rl loss:",
+                                                  "copies:"))
+    assert "Validation ROUGE-L F1 (greedy)" in text and "0.5 * self-critical RL" in text
+
+
+def test_gamma_zero_trains_exactly_as_ml(data, tmp_path):
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4")
+    _train(data, REINFORCED, str(tmp_path / "g0"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4",
+           "-rl_gamma", "0")
+    assert _same_params(_ckpt(tmp_path / "ml_step_4.pt")["model"], _ckpt(tmp_path / "g0_step_4.pt")["model"])
+
+
+def test_rl_phase_from_ml_checkpoint_with_new_learning_rate(data, tmp_path):
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4")
+    ml = _ckpt(tmp_path / "ml_step_4.pt")
+    # -optim not given: the checkpoint's adam, with its state; the new learning rate wins
+    _train(data, REINFORCED, str(tmp_path / "rl"), "-train_steps", "6", "-rl_gamma", "0.9984",
+           "-learning_rate", "0.0001", "-train_from", str(tmp_path / "ml_step_4.pt"),
+           "-log_file", str(tmp_path / "rl.log"))
+    assert "Validation ROUGE-L F1 (greedy)" in (tmp_path / "rl.log").read_text()  # on with -rl_gamma
+    rl = _ckpt(tmp_path / "rl_step_6.pt")
+    assert rl["opt"]["optim"] == "adam" and rl["opt"]["rl_gamma"] == 0.9984
+    assert rl["optim"]["param_groups"][0]["lr"] == 0.0001
+    first = next(iter(rl["optim"]["state"].values()))
+    assert int(first["step"]) == 6  # the state went on from the checkpoint's 4 steps
+    assert not _same_params(ml["model"], rl["model"])
+
+
+def test_reset_optim_all_starts_a_fresh_state(data, tmp_path):
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4")
+    _train(data, REINFORCED, str(tmp_path / "r"), "-train_steps", "5", "-optim", "adagrad", "-learning_rate", "0.1",
+           "-reset_optim", "all", "-train_from", str(tmp_path / "ml_step_4.pt"))
+    ck = _ckpt(tmp_path / "r_step_5.pt")
+    assert ck["opt"]["optim"] == "adagrad" and ck["optim"]["param_groups"][0]["lr"] == 0.1
+    assert all(int(s["step"]) == 1 for s in ck["optim"]["state"].values())
+
+
+def test_changing_optim_without_reset_is_one_clear_error(data, tmp_path):
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "2")
+    with pytest.raises(UserError, match="-reset_optim all"):
+        _train(data, REINFORCED, str(tmp_path / "x"), "-train_steps", "3", "-optim", "sgd",
+               "-train_from", str(tmp_path / "ml_step_2.pt"))
+
+
+def test_coverage_added_on_resume(data, tmp_path):
+    _train(data, COPY, str(tmp_path / "c"), "-optim", "adagrad", "-learning_rate", "0.1", "-train_steps", "4")
+    before = _ckpt(tmp_path / "c_step_4.pt")
+    _train(data, COPY, str(tmp_path / "cov"), "-train_steps", "5", "-coverage_attn", "-lambda_coverage", "1",
+           "-train_from", str(tmp_path / "c_step_4.pt"))
+    after = _ckpt(tmp_path / "cov_step_5.pt")
+    new = set(after["model"]) - set(before["model"])
+    assert new and all("coverage" in k or "cov" in k for k in new)
+    assert after["opt"]["coverage_attn"] is True and after["opt"]["optim"] == "adagrad"
+    # the old parameters' optimizer state went on (5 steps of accumulated squares, not 1)
+    names = after["param_names"]
+    state = after["optim"]["state"]
+    old_ids = [i for i, n in enumerate(names) if n in before["model"]]
+    new_ids = [i for i, n in enumerate(names) if n not in before["model"]]
+    assert old_ids and all(int(state[i]["step"]) == 5 for i in old_ids)
+    assert new_ids and all(int(state[i]["step"]) == 1 for i in new_ids)
+
+
+def test_a_checkpoint_that_does_not_fit_is_refused(data, tmp_path):
+    _train(data, COPY + ["-coverage_attn"], str(tmp_path / "c"), "-optim", "adam", "-train_steps", "2")
+    ck = _ckpt(tmp_path / "c_step_2.pt")
+    ck["opt"]["coverage_attn"] = False  # claims no coverage, holds coverage parameters
+    torch.save(ck, tmp_path / "odd.pt")
+    with pytest.raises(UserError, match="does not fit"):
+        _train(data, COPY, str(tmp_path / "x"), "-train_steps", "3", "-train_from", str(tmp_path / "odd.pt"))

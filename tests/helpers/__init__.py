@@ -1,0 +1,1 @@
+"""Test helpers shared by tests/unit and tests/e2e (never test modules themselves)."""

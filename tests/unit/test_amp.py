@@ -1,0 +1,320 @@
+"""-amp: the float32 islands (onmt/modules/precision.py) under autocast, and the trainer's -amp on the CPU.
+
+The islands take their device from the tensors, so CPU bfloat16 autocast runs the same code as CUDA's:
+these tests run under `torch.autocast("cpu", dtype=torch.bfloat16)`, give the generators decoder outputs
+in bfloat16 (what CUDA autocast's LSTM and attention products hand them) and compare with a float64
+reference on the same (widened) inputs, and with a naive all-bfloat16 computation, to show the islands
+matter. (The baselines' nn.LSTM cannot run under CPU bfloat16 autocast on a CPU without AVX-512 BF16:
+oneDNN has no primitive for it; so their generators are tested on hand-made decoder outputs.)
+"""
+import glob
+import os
+
+import pytest
+import torch
+import torch.nn as nn
+
+from helpers.e2e import random_pair_data
+from helpers.models import build, make_batch, make_opt, make_vocabs
+from onmt.bin import train as train_bin
+from onmt.constants import PAD
+from onmt.interface import gold_targets
+from onmt.losses.ml import MLLoss, coverage_penalty
+from onmt.losses.rewards import REWARDS
+from onmt.losses.rl import MixedLoss
+from onmt.models.rnn_decoder import DecoderOutput
+from onmt.modules.copy_generator import CopyGenerator, Generator
+from onmt.modules.copy_mixture import first_occurrence, gold_mixture
+from onmt.modules.packed_linear import PackedLinear
+from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.modules.precision import float32_region, widen
+from onmt.reinforced.pointer_generator import PointerGenerator
+from onmt.trainer import Trainer
+
+BF16 = torch.bfloat16
+
+
+def bf16_autocast():
+    return torch.autocast("cpu", dtype=BF16)
+
+
+def test_widen_and_the_region():
+    x32, x64, ids = torch.randn(3, 4), torch.randn(3, 4, dtype=torch.float64), torch.arange(3)
+    assert widen(x32) is x32 and widen(x64) is x64 and widen(ids) is ids and widen(None) is None
+    assert widen(x32.to(BF16)).dtype == torch.float32 and widen(x32.half()).dtype == torch.float32
+    w = torch.randn(4, 5)
+    with bf16_autocast():
+        assert (x32 @ w).dtype == BF16  # autocast is really on: the tests below mean something
+        with float32_region(x32):
+            assert (x32 @ w).dtype == torch.float32
+            assert torch.equal(x32 @ w, x32 @ w)
+        assert (x32 @ w).dtype == BF16
+
+
+# --------------------------------------------------------------------------- the reinforced generator
+def _generator(tied=True, seed=0, D=96, E=32, V=400):
+    """A pointer-generator with realistic logits (std ~5, as a trained model's)."""
+    torch.manual_seed(seed)
+    full = nn.Embedding(V + 50, E, padding_idx=PAD)
+    gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied)
+    with torch.no_grad():
+        if tied:
+            gen.proj.mul_(3.0)
+            gen.bias.normal_(0, 0.5)
+        else:
+            gen.out.weight.normal_(0, 0.6)
+        gen.switch.bias.fill_(-0.5)
+    return gen
+
+
+def _reference(gen):
+    """The same generator in float64 (its own embedding copy)."""
+    ref = PointerGenerator(gen.proj.size(1) if gen.tied else gen.out.in_features, gen.vocab_size,
+                           embedding=PartialEmbedding(nn.Embedding(*gen.embedding.full.weight.shape,
+                                                                   padding_idx=PAD), gen.vocab_size),
+                           tied=gen.tied)
+    ref.load_state_dict(gen.state_dict())
+    return ref.double()
+
+
+def _inputs(gen, N=200, S=10, n_oov=6, seed=1):
+    """o and the attention in bfloat16, as the decoder gives them under autocast, and gold ids."""
+    g = torch.Generator().manual_seed(seed)
+    D, V = gen.switch.in_features, gen.vocab_size
+    o = torch.tanh(torch.randn(N, D, generator=g)).to(BF16)
+    src_ex = torch.randint(4, V + n_oov, (N, S), generator=g)
+    attn = torch.softmax(torch.randn(N, S, generator=g) * 3, 1).to(BF16)
+    gold = torch.where(torch.rand(N, generator=g) < 0.3, src_ex[:, 0], torch.randint(4, V, (N,), generator=g))
+    return o, attn, src_ex, first_occurrence(src_ex), gold, n_oov
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_out_weight_is_float32_under_autocast(tied):
+    """(a) W_out = tanh(E W_proj) is the float32 computation, bit for bit; autocast would round it."""
+    gen = _generator(tied)
+    want_w, want_b = gen.out_weight(n_oov=3)
+    with bf16_autocast():
+        w, b = gen.out_weight(n_oov=3)
+        naive = torch.tanh(gen.embedding.target_weight() @ gen.proj) if tied else None
+    assert w.dtype == b.dtype == torch.float32
+    assert torch.equal(w, want_w) and torch.equal(b, want_b)
+    if tied:  # what the old code gave under autocast: W_out in bfloat16, ~3 significant digits
+        assert naive.dtype == BF16
+        assert (naive.float() - want_w[:gen.vocab_size]).abs().max() > 1e-3
+
+
+def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
+    """(b) log p(gold), the full mixture, the argmax and the draws under autocast: float32 and equal to
+    the float64 reference on the same bfloat16 inputs to float32 precision; a naive all-bfloat16
+    computation (the old code under autocast) is more than 100x further off."""
+    gen = _generator()
+    ref = _reference(gen)
+    o, attn, src_ex, first, gold, n_oov = _inputs(gen)
+    want, _ = ref.gold_log_prob(o.double(), attn.double(), src_ex, first, gold)  # (N,)
+    want_full = ref(o.double(), attn.double(), src_ex, first, n_oov)  # (N, X)
+    o_req = o.clone().requires_grad_()
+    with bf16_autocast():
+        ll, pred = gen.gold_log_prob(o_req, attn, src_ex, first, gold)
+        logp, p_copy = gen(o, attn, src_ex, first, n_oov, return_p_copy=True)
+        predicted = gen.predict(o, attn, src_ex, first, weight=gen.packed_out_weight())
+        logits = gen.packed_out_weight()(o)
+        naive, _ = gold_mixture(o, torch.tanh(gen.embedding.target_weight() @ gen.proj), gen.bias,
+                                -gen.switch(o), attn, src_ex, first, gold)
+    assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32
+    island_err = (ll.double() - want).abs()
+    naive_err = (naive.double() - want).abs()
+    assert naive.dtype == BF16
+    assert island_err.max() < 1e-4
+    assert naive_err.mean() > 100 * island_err.mean() and naive_err.mean() > 1e-2
+    torch.testing.assert_close(logp.double(), want_full, rtol=1e-6, atol=1e-4)  # -1e4 at impossible ids
+    assert torch.equal(pred, want_full.argmax(1)) and torch.equal(predicted, pred)
+    # gradients: o's in its own dtype; the parameters' in float32, close to the float64 ones
+    ll.sum().backward()
+    assert o_req.grad.dtype == BF16 and gen.proj.grad.dtype == torch.float32
+    ref_o = o.double().requires_grad_()
+    ref.gold_log_prob(ref_o, attn.double(), src_ex, first, gold)[0].sum().backward()
+    torch.testing.assert_close(gen.proj.grad.double(), ref.proj.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(o_req.grad.double(), ref_o.grad, rtol=1e-2, atol=1e-2)  # bf16 rounding
+
+
+def test_draws_under_autocast_equal_the_float32_draws():
+    gen = _generator()
+    o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=50)
+    logits32 = gen.packed_out_weight()(o.float())
+    torch.manual_seed(3)
+    want = gen.draw(logits32, o.float(), attn.float(), src_ex)
+    with bf16_autocast():
+        logits = gen.packed_out_weight()(o)
+        torch.manual_seed(3)
+        got = gen.draw(logits, o, attn, src_ex)
+    assert torch.equal(logits, logits32)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_packed_linear_is_float32_under_autocast():
+    w, b, x = torch.randn(300, 16), torch.randn(300), torch.randn(8, 16)
+    for lin in (PackedLinear(w, b), PackedLinear(w, b, pack=False)):
+        want = lin(x)
+        with bf16_autocast():
+            got = lin(x.to(BF16))
+        assert got.dtype == torch.float32
+        torch.testing.assert_close(got, lin(x.to(BF16).float()), rtol=0, atol=0)
+        assert (want - got).abs().max() < 0.1  # only x's bfloat16 rounding
+
+
+# --------------------------------------------------------------------------- the baselines' generators
+def _dec(B=4, T=5, S=7, H=48, E=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([S, 5, 3, 6])[:B]
+    mask = (torch.arange(S) < lengths[:, None])[:, None, :].expand(B, T, S)
+    attn = torch.softmax((torch.randn(B, T, S, generator=g) * 3).masked_fill(~mask, -1e9), -1)
+    dec = DecoderOutput(out=torch.tanh(torch.randn(B, T, H, generator=g)), rnn_out=torch.randn(B, T, H, generator=g),
+                        context=torch.randn(B, T, H, generator=g), emb=torch.randn(B, T, E, generator=g),
+                        attn=attn, coverage=attn.cumsum(1) - attn)
+    return DecoderOutput(**{k: v.to(BF16) for k, v in vars(dec).items()}), lengths
+
+
+def _as(dec, dtype):
+    return DecoderOutput(**{k: v.to(dtype) for k, v in vars(dec).items()})
+
+
+def test_copy_generator_and_generator_are_float32_under_autocast():
+    torch.manual_seed(0)
+    dec, lengths = _dec()
+    B, T, S = dec.attn.shape
+    V, n_oov = 300, 4
+    src_ex = torch.randint(4, V + n_oov, (B, S))
+    gold = torch.where(torch.rand(B, T) < 0.5, src_ex[:, :1], torch.randint(4, V, (B, T)))  # reachable ids
+    for gen in (CopyGenerator(48, V, 16), Generator(48, V)):
+        with torch.no_grad():
+            gen.linear.weight.normal_(0, 0.8)  # logits of std ~5
+        ref = type(gen)(48, V, 16) if isinstance(gen, CopyGenerator) else type(gen)(48, V)
+        ref.load_state_dict(gen.state_dict())
+        ref = ref.double()
+        want = ref(_as(dec, torch.float64), src_ex, n_oov)
+        with bf16_autocast():
+            logp = gen(dec, src_ex, n_oov)
+            naive = torch.log_softmax(gen.linear(dec.out), -1)  # the product and log-softmax in bfloat16
+        assert logp.dtype == torch.float32
+        torch.testing.assert_close(logp.double(), want.float().double(), rtol=0, atol=1e-4)
+        if isinstance(gen, Generator):
+            real = torch.arange(V) != PAD
+            naive_err = (naive.double() - want)[..., real].abs().mean()
+            assert naive_err > 100 * (logp.double() - want)[..., real].abs().mean()
+        else:
+            with bf16_autocast():
+                ll, _ = gen.gold_log_prob(dec, src_ex, first_occurrence(src_ex), gold)
+            assert ll.dtype == torch.float32
+            torch.testing.assert_close(ll.double(), want.gather(-1, gold[..., None]).squeeze(-1).float().double(),
+                                       rtol=0, atol=1e-4)
+
+
+def test_coverage_penalty_is_float32_under_autocast():
+    dec, _ = _dec()
+    mask = torch.ones(dec.attn.shape[:2], dtype=torch.bool)
+    attns = {"std": dec.attn, "coverage": dec.coverage}
+    want = coverage_penalty({k: v.double() for k, v in attns.items()}, mask)
+    with bf16_autocast():
+        got = coverage_penalty(attns, mask)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, rtol=1e-6, atol=1e-6)
+
+
+# --------------------------------------------------------------------------- the reinforced model end to end
+VOCABS = make_vocabs(n_src=60, n_tgt=40)
+
+
+def _model(**overrides):
+    opt = make_opt(**({"reinforced": True, "rnn_size": 32, "word_vec_size": 16, "brnn": True} | overrides))
+    model = build(opt, VOCABS, seed=0)
+    model.train()
+    return model
+
+
+@pytest.mark.parametrize("scheduled_sampling", [0.0, 0.5])
+def test_reinforced_model_losses_are_float32_and_close(scheduled_sampling):
+    """(b) the whole model under autocast (the decoder's products in bfloat16): float32 log-likelihoods
+    and loss, per-token NLL within 1e-2 of float32 training; backward gives float32 gradients."""
+    model = _model(scheduled_sampling=scheduled_sampling)
+    batch = make_batch(VOCABS, B=4, S=9, T=8, seed=1)
+    _, mask = gold_targets(batch, model.tgt_vocab_size + batch.n_oov)
+    torch.manual_seed(0)
+    ll32, _, _ = model.gold_log_likelihood(batch)
+    loss32, _ = MLLoss()(model, batch)
+    with bf16_autocast():
+        torch.manual_seed(0)
+        ll, _, attns = model.gold_log_likelihood(batch)
+        loss, stats = MLLoss()(model, batch)
+        logp, _ = model(batch)
+    assert ll.dtype == loss.dtype == logp.dtype == attns["p_copy"].dtype == torch.float32
+    diff = (ll - ll32)[mask].abs()
+    assert diff.mean() < 1e-2 and diff.max() < 5e-2
+    assert abs(loss.item() - loss32.item()) < 1e-2 * stats.n_words
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
+
+
+def test_rollout_rewards_and_mixed_loss_are_float32():
+    """(c) the rollouts' log p, the rewards and the mixed loss under autocast."""
+    model = _model()
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=2)
+    loss_fn = MixedLoss(MLLoss(), gamma=0.5, max_length=6)
+    with bf16_autocast():
+        enc = model.encode(batch)
+        sampled, greedy = model.rollout(batch, enc, 6, ("sample", "greedy"))
+        logp, _, _ = model.decode_step(batch.tgt[:, 0], model.init_state(batch, enc))
+        hyp, ref = sampled.tokens, batch.tgt_ex[:, 1:]
+        rewards = [f(hyp, sampled.lengths, ref, torch.full((3,), ref.size(1))) for f in REWARDS.values()]
+        loss, stats = loss_fn(model, batch)
+        rl, _ = loss_fn.rl_term(model, batch)
+    assert sampled.log_probs.dtype == logp.dtype == torch.float32
+    assert all(r.dtype == torch.float32 for r in rewards)
+    assert loss.dtype == rl.dtype == torch.float32
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+# --------------------------------------------------------------------------- the trainer
+def _trainer(device, amp, amp_dtype):
+    model = nn.Linear(2, 2)
+    return Trainer(model, None, torch.optim.SGD(model.parameters(), lr=0.1), save_model="unused",
+                   device=device, amp=amp, amp_dtype=amp_dtype)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # this machine has no CUDA: GradScaler / autocast warn
+def test_trainer_picks_autocast_dtype_and_scaler():
+    """bf16: autocast in bfloat16 without loss scaling; fp16: float16 with a GradScaler; CPU: neither."""
+    bf16, fp16 = _trainer("cuda", True, "bf16"), _trainer("cuda", True, "fp16")
+    assert bf16.amp and bf16.scaler is None and bf16._autocast().fast_dtype == torch.bfloat16
+    assert fp16.amp and fp16.scaler is not None and fp16._autocast().fast_dtype == torch.float16
+    for dtype in ("bf16", "fp16"):
+        cpu = _trainer("cpu", True, dtype)
+        assert not cpu.amp and cpu.scaler is None
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return random_pair_data(str(tmp_path_factory.mktemp("amp")), seed=0, n_examples=40, max_len=8,
+                            target=lambda words: words[:3])
+
+
+def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path):
+    """(d) -amp on the CPU: one notice, then exactly the float32 training."""
+    common = ["-data", data, "-reinforced", "-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn",
+              "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "8", "-train_steps", "4",
+              "-valid_steps", "2", "-report_every", "2", "-save_checkpoint_steps", "4", "-seed", "3",
+              "-rl_gamma", "0.5", "-max_gen_length", "5"]
+    for name, extra in (("plain", []), ("amp", ["-amp"])):
+        train_bin.main(common + ["-save_model", str(tmp_path / name), "-log_file", str(tmp_path / f"{name}.log"),
+                                 *extra])
+    notice = "-amp: mixed precision needs CUDA; training in float32 on the CPU"
+    logs = {name: open(tmp_path / f"{name}.log", encoding="utf-8").read() for name in ("plain", "amp")}
+    assert logs["amp"].count(notice) == 1 and notice not in logs["plain"]
+    a = torch.load(tmp_path / "plain_step_4.pt", weights_only=True)
+    b = torch.load(tmp_path / "amp_step_4.pt", weights_only=True)
+    assert a["model"].keys() == b["model"].keys()
+    for k in a["model"]:
+        assert torch.equal(a["model"][k], b["model"][k]), k
+    assert "scaler" not in b and sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "*.pt"))) == [
+        "amp_step_4.pt", "plain_step_4.pt"]

@@ -1,0 +1,144 @@
+"""CopyGenerator against a naive per-example loop; Generator basics."""
+import pytest
+import torch
+
+from onmt.constants import PAD
+from onmt.models.rnn_decoder import DecoderOutput
+from onmt.modules.copy_generator import CopyGenerator, Generator
+from onmt.modules.global_attention import masked_softmax
+
+
+def _dec(B, S, H, E, lengths, extra_dims=()):
+    shape = (B, *extra_dims)
+    mask = torch.arange(S).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
+    if extra_dims:
+        mask = mask.unsqueeze(1).expand(B, *extra_dims, S)
+    attn = masked_softmax(torch.randn(*shape, S) * 3, mask)
+    return DecoderOutput(out=torch.randn(*shape, H), rnn_out=torch.randn(*shape, H),
+                         context=torch.randn(*shape, H), emb=torch.randn(*shape, E), attn=attn)
+
+
+def _naive(gen, dec, src_ex, lengths, n_oov):
+    """Probabilities built with explicit loops over examples and source words."""
+    B, V = src_ex.size(0), gen.vocab_size
+    out = torch.zeros(B, V + n_oov)
+    for b in range(B):
+        feats = torch.cat([dec.context[b], dec.rnn_out[b], dec.emb[b]])
+        p_gen = torch.sigmoid(gen.switch.weight[0] @ feats + gen.switch.bias[0])
+        logits = gen.linear.weight @ dec.out[b] + gen.linear.bias
+        logits[PAD] = -float("inf")
+        out[b, :V] = p_gen * torch.softmax(logits, 0)
+        for i in range(int(lengths[b])):
+            out[b, int(src_ex[b, i])] += (1 - p_gen) * dec.attn[b, i]
+    return out
+
+
+def _setup(seed=0):
+    torch.manual_seed(seed)
+    B, S, H, E, V, n_oov = 4, 6, 5, 3, 9, 3
+    lengths = torch.tensor([6, 4, 2, 5])
+    src_ex = torch.randint(4, V + n_oov, (B, S))
+    src_ex[0, :3] = torch.tensor([V, 5, V])  # a repeated OOV and a repeated in-vocabulary word
+    src_ex[0, 4] = 5
+    src_ex[torch.arange(S).unsqueeze(0) >= lengths.unsqueeze(1)] = PAD
+    return B, S, H, E, V, n_oov, lengths, src_ex
+
+
+def test_copy_mixture_matches_naive_loop():
+    B, S, H, E, V, n_oov, lengths, src_ex = _setup()
+    gen = CopyGenerator(H, V, E)
+    dec = _dec(B, S, H, E, lengths)
+    logp = gen(dec, src_ex, n_oov)
+    assert logp.shape == (B, V + n_oov)
+    with torch.no_grad():
+        ref = _naive(gen, dec, src_ex, lengths, n_oov)
+    assert torch.allclose(logp.exp(), ref, atol=1e-6)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(B), atol=1e-5)
+    assert torch.isfinite(logp).all()
+    assert (logp[:, PAD].exp() < 1e-12).all()  # padding positions put no mass on PAD
+
+
+def test_copy_mixture_sequence_shape_equals_per_step():
+    B, S, H, E, V, n_oov, lengths, src_ex = _setup(1)
+    gen = CopyGenerator(H, V, E)
+    dec = _dec(B, S, H, E, lengths, extra_dims=(3,))
+    seq = gen(dec, src_ex, n_oov)
+    assert seq.shape == (B, 3, V + n_oov)
+    for t in range(3):
+        step = DecoderOutput(**{k: v[:, t] for k, v in vars(dec).items() if v is not None})
+        assert torch.allclose(seq[:, t], gen(step, src_ex, n_oov), atol=1e-6)
+
+
+def test_copy_gradients_finite_with_zero_probabilities():
+    B, S, H, E, V, n_oov, lengths, src_ex = _setup(2)
+    gen = CopyGenerator(H, V, E)
+    dec = _dec(B, S, H, E, lengths)
+    logp = gen(dec, src_ex, n_oov)
+    logp[:, PAD].sum().backward()  # log of a zero probability: clamped, gradient finite
+    assert all(torch.isfinite(p.grad).all() for p in gen.parameters())
+
+
+def test_plain_generator():
+    torch.manual_seed(0)
+    gen = Generator(5, 9)
+    dec = _dec(2, 4, 5, 3, torch.tensor([4, 2]))
+    logp = gen(dec)
+    assert logp.shape == (2, 9)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(2), atol=1e-6)
+    assert (logp[:, PAD] < -1e30).all() or (logp[:, PAD].exp() == 0).all()
+
+
+def test_decoding_path_equals_autograd_path(monkeypatch):
+    """Without autograd the generation softmax runs in row blocks into one buffer, the mixture in place."""
+    import onmt.modules.copy_mixture as cm
+    torch.manual_seed(0)
+    N, V, S, n_oov = 9, 13, 6, 3
+    logits, switch = torch.randn(N, V), torch.randn(N, 1)
+    attn = torch.softmax(torch.randn(N, S), dim=1)
+    src_ex = torch.randint(4, V + n_oov, (N, S))
+    src_ex[:, 1] = src_ex[:, 0]  # a duplicated word
+    first = cm.first_occurrence(src_ex)
+
+    def run():
+        gen = cm.generation_log_probs(logits, torch.nn.functional.logsigmoid(switch), n_oov)
+        return cm.scatter_mixture(gen, torch.nn.functional.logsigmoid(-switch), attn, src_ex, first)
+    with torch.enable_grad():
+        ref = run()
+    monkeypatch.setattr(cm, "SOFTMAX_BLOCK", 2 * V)  # blocks of 2 rows
+    with torch.no_grad():
+        fast = run()
+    assert torch.allclose(ref, fast, atol=1e-6)
+    assert torch.allclose(fast.exp().sum(1), torch.ones(N), atol=1e-5)
+
+
+@pytest.mark.parametrize("coverage", [False, True])
+def test_fused_gold_path_equals_full_distribution(coverage, monkeypatch):
+    """CopyNMTModel.gold_log_likelihood (no (B, T, X) tensor) == forward + gather: values, argmax,
+    gradients; with copyable OOV golds, <unk> golds, duplicated source words and padding."""
+    from helpers.models import build, make_batch, make_opt, make_vocabs
+    from onmt.models.seq2seq import NMTModel
+    from onmt.modules import gold_softmax
+    monkeypatch.setattr(gold_softmax, "_CPU_CHUNK_ELEMENTS", 24)  # several row chunks
+    vocabs = make_vocabs()
+    model = build(make_opt(copy_attn=True, coverage_attn=coverage, global_attention="mlp", brnn=True,
+                           param_init=0.5), vocabs).double()
+    batch = make_batch(vocabs, B=4, S=8, T=7, seed=3)
+    batch.src_ex[0, 1] = batch.src_ex[0, 0]  # a duplicated word
+    batch.src[0, 1] = batch.src[0, 0]
+    gold_body = batch.tgt_ex[:, 1:]
+    assert (gold_body >= len(vocabs.tgt)).any() and (batch.tgt[:, 1:] == 1).any()
+
+    def grads(ll):
+        model.zero_grad()
+        (-ll.sum()).backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    ref_ll, ref_pred, _ = NMTModel.gold_log_likelihood(model, batch)  # the full path
+    ref_g = grads(ref_ll)
+    ll, pred, attns = model.gold_log_likelihood(batch)
+    g = grads(ll)
+    assert torch.allclose(ll.float(), ref_ll.float(), atol=1e-5)  # the full path computes in float32
+    mask = batch.tgt[:, 1:] != 1
+    assert torch.equal(pred[mask], ref_pred[mask])
+    assert g.keys() == ref_g.keys()
+    for n in g:
+        assert torch.allclose(g[n], ref_g[n], rtol=1e-4, atol=1e-5), n

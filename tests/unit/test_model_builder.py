@@ -1,0 +1,84 @@
+"""Registry, initialization, shared embeddings, pretrained vectors, checkpoint state."""
+import pytest
+import torch
+
+from helpers.models import make_batch, make_opt, make_vocabs
+from onmt.constants import PAD
+from onmt.errors import UserError
+from onmt.losses.ml import MLLoss
+from onmt.model_builder import MODEL_REGISTRY, build_loss, build_model, model_entry, model_type
+from onmt.models.seq2seq import CopyNMTModel, NMTModel
+
+
+def test_registry_and_selection():
+    assert set(MODEL_REGISTRY) >= {"rnn", "copy"}
+    assert model_type(make_opt()) == "rnn"
+    assert model_type(make_opt(copy_attn=True)) == "copy"
+    assert MODEL_REGISTRY["rnn"].model_cls is NMTModel and MODEL_REGISTRY["copy"].model_cls is CopyNMTModel
+    entry = model_entry(make_opt(copy_attn=True))
+    assert entry.name == "copy" and entry.loss_cls is MLLoss
+    assert isinstance(build_loss(make_opt(copy_attn=True)), MLLoss)
+    assert isinstance(build_model(make_opt(copy_attn=True), make_vocabs()), CopyNMTModel)
+
+
+def test_check_data():
+    model_entry(make_opt(copy_attn=True)).check_data(make_opt(), {"dynamic_dict": True, "share_vocab": False})
+    with pytest.raises(UserError, match="dynamic_dict"):
+        model_entry(make_opt(copy_attn=True)).check_data(make_opt(), {"dynamic_dict": False})
+    with pytest.raises(UserError, match="share_vocab"):
+        opt = make_opt(share_embeddings=True)
+        model_entry(opt).check_data(opt, {"dynamic_dict": True, "share_vocab": False})
+    model_entry(make_opt()).check_data(make_opt(), {"dynamic_dict": False, "share_vocab": False})
+
+
+def test_param_init_uniform_and_pad_rows_zero():
+    model = build_model(make_opt(param_init=0.05), make_vocabs(shared=False))
+    for p in model.parameters():
+        assert p.abs().max() <= 0.05
+    assert (model.encoder.embeddings.weight[PAD] == 0).all()
+    assert (model.decoder.embeddings.weight[PAD] == 0).all()
+
+
+def test_shared_embeddings_share_storage_and_gradients():
+    opt = make_opt(share_embeddings=True, copy_attn=True)
+    vocabs = make_vocabs()
+    model = build_model(opt, vocabs)
+    enc_w, dec_w = model.encoder.embeddings.weight, model.decoder.embeddings.weight
+    assert enc_w is dec_w and enc_w.data_ptr() == dec_w.data_ptr()
+    n_emb = sum(1 for n, _ in model.named_parameters() if "embeddings" in n)
+    assert n_emb == 1
+    batch = make_batch(vocabs, seed=1)
+    # gradient from the encoder side alone and from the decoder side alone both reach it
+    enc_out = model.encode(batch)
+    enc_out.memory.sum().backward()
+    assert enc_w.grad[batch.src[0, 0]].abs().sum() > 0
+    model.zero_grad()
+    dec_emb = model.embed_target(batch.tgt[:, :1])
+    dec_emb.sum().backward()
+    assert enc_w.grad[batch.tgt[0, 0]].abs().sum() > 0
+
+
+def test_share_embeddings_needs_shared_vocab():
+    with pytest.raises(UserError):
+        build_model(make_opt(share_embeddings=True), make_vocabs(shared=False))
+
+
+def test_pretrained_vectors(tmp_path):
+    vocabs = make_vocabs(shared=False)
+    path = tmp_path / "glove.txt"
+    path.write_text("w0 " + " ".join(["0.5"] * 6) + "\nt1 " + " ".join(["0.25"] * 6) + "\n")
+    opt = make_opt(pre_word_vecs_enc=str(path), pre_word_vecs_dec=str(path))
+    model = build_model(opt, vocabs)
+    assert (model.encoder.embeddings.weight[vocabs.src.stoi["w0"]] == 0.5).all()
+    assert (model.decoder.embeddings.weight[vocabs.tgt.stoi["t1"]] == 0.25).all()
+
+
+def test_checkpoint_state_restores_parameters():
+    opt = make_opt(copy_attn=True, coverage_attn=True, brnn=True)
+    vocabs = make_vocabs()
+    torch.manual_seed(0)
+    a = build_model(opt, vocabs)
+    torch.manual_seed(1)
+    b = build_model(opt, vocabs, checkpoint_state=a.state_dict())
+    for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert na == nb and torch.equal(pa, pb)

@@ -1,0 +1,139 @@
+"""Options: every parser takes its options from a YAML -config too; validation in one place."""
+import pytest
+
+from onmt import opts
+from onmt.errors import OptionError
+
+
+def test_yaml_config_sets_flags_and_values(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("share_vocab: true\ndynamic_dict: true\nsrc_vocab_size: 400\nshard_size: 7\n")
+    opt = opts.preprocess_parser().parse_args(["-config", str(cfg), "-train_src", "a", "-train_tgt", "b",
+                                               "-save_data", "p"])
+    assert opt.share_vocab and opt.dynamic_dict and opt.src_vocab_size == 400 and opt.shard_size == 7
+
+
+def test_command_line_overrides_config(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("reinforced: true\nrnn_size: 400\nlearning_rate: 0.001\n")
+    opt = opts.train_parser().parse_args(["-config", str(cfg), "-data", "d", "-rnn_size", "64"])
+    assert opt.reinforced and opt.rnn_size == 64 and opt.learning_rate == 0.001
+    opts.validate_model_opts(opt)
+    assert opt.copy_attn and opt.share_embeddings  # implied by -reinforced
+
+
+@pytest.mark.parametrize("name", ["cnndm_reinforced", "gigaword_reinforced", "demo_train"])
+def test_shipped_train_configs_parse(name):
+    opt = opts.train_parser().parse_args(["-config", f"config/{name}.yaml", "-data", "d"])
+    opts.validate_model_opts(opt)
+    opts.validate_train_opts(opt)
+    assert opt.reinforced
+
+
+def test_paper_sizes_in_cnndm_config():
+    opt = opts.train_parser().parse_args(["-config", "config/cnndm_reinforced.yaml", "-data", "d"])
+    assert (opt.word_vec_size, opt.rnn_size, opt.brnn, opt.scheduled_sampling) == (100, 400, True, 0.25)
+    assert opt.optim == "adam" and opt.learning_rate == 0.001
+    p = opts.preprocess_parser().parse_args(["-config", "config/cnndm_preprocess.yaml", "-train_src", "a",
+                                             "-train_tgt", "b", "-save_data", "p"])
+    assert (p.src_vocab_size, p.tgt_vocab_size, p.src_seq_length_trunc, p.tgt_seq_length_trunc) == \
+        (150000, 50000, 800, 100)
+
+
+def test_validation_errors_name_the_option():
+    opt = opts.translate_parser().parse_args(["-model", "m", "-src", "s", "-beam_size", "2", "-n_best", "3"])
+    with pytest.raises(OptionError, match="-n_best"):
+        opts.validate_translate_opts(opt)
+    opt = opts.translate_parser().parse_args(["-model", "m", "-src", "s", "-avoid_trigram_repetition"])
+    opts.validate_translate_opts(opt)
+    assert opt.block_ngram_repeat == 3
+    opt = opts.train_parser().parse_args(["-data", "d", "-scheduled_sampling", "1.5"])
+    with pytest.raises(OptionError, match="-scheduled_sampling"):
+        opts.validate_model_opts(opt)
+
+
+def _train_opt(*args):
+    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *args])
+    opts.validate_train_opts(opt)
+    opts.validate_model_opts(opt)
+    return opt
+
+
+@pytest.mark.parametrize("args, named", [
+    (["-reinforced", "-rnn_type", "GRU"], "-rnn_type GRU"),
+    (["-reinforced", "-global_attention", "dot"], "-global_attention dot"),
+    (["-reinforced", "-global_attention", "general"], "-global_attention general"),
+    (["-reinforced", "-input_feed", "0"], "-input_feed 0"),
+    (["-reinforced", "-coverage_attn"], "-coverage_attn"),
+    (["-reinforced", "-enc_layers", "1", "-dec_layers", "2"], "-enc_layers 1 -dec_layers 2"),
+    (["-scheduled_sampling", "0.25"], "-scheduled_sampling"),
+    (["-scheduled_sampling_mode", "sample"], "-scheduled_sampling_mode"),
+    (["-no_temporal_attn"], "-no_temporal_attn"),
+    (["-no_intra_decoder_attn"], "-no_intra_decoder_attn"),
+    (["-no_tied_output", "-copy_attn"], "-no_tied_output"),
+    (["-copy_attn", "-lambda_coverage", "2"], "-lambda_coverage"),
+    (["-rl_gamma", "1.5"], "-rl_gamma"),
+    (["-reset_optim", "all"], "-reset_optim all needs -train_from"),
+])
+def test_options_a_model_cannot_honour_are_refused(args, named):
+    with pytest.raises(OptionError) as e:
+        _train_opt(*args)
+    assert named in str(e.value) and "\n" not in str(e.value)
+
+
+def test_reinforced_alone_is_the_papers_structure():
+    opt = _train_opt("-reinforced")
+    assert opt.brnn and opt.rnn_type == "LSTM" and opt.enc_layers == opt.dec_layers == 1
+    assert opt.copy_attn and opt.share_embeddings
+    assert _train_opt("-reinforced", "-layers", "2").enc_layers == 2
+    # defaults are not "given": the same options pass when they come from the defaults
+    assert _train_opt("-reinforced", "-input_feed", "1").reinforced
+    diffs = opts.paper_differences(opt)
+    assert any(d.startswith("-optim sgd") for d in diffs) and any("-rnn_size 500" in d for d in diffs)
+    assert opts.paper_differences(_train_opt("-config", "config/cnndm_reinforced.yaml")) == []
+
+
+def test_given_tracks_command_line_and_config(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("optim: adam\n")
+    opt = opts.parse_with_given(opts.train_parser(), ["-config", str(cfg), "-data", "d", "-learning_rate", "0.1"])
+    assert opts.given(opt, "optim") and opts.given(opt, "learning_rate") and not opts.given(opt, "batch_size")
+    assert "_given" not in opts.saved_options(opt)
+
+
+# --------------------------------------------------------------------------- exact option names
+def _unknown(capsys, parser, argv):
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_a_prefix_of_an_option_is_not_that_option(capsys):
+    """argparse matched single-dash prefixes even with allow_abbrev=False: -src_vocab became
+    -src_vocab_size (upstream's -src_vocab is a vocabulary file, an option of its own now)."""
+    err = _unknown(capsys, opts.preprocess_parser(), ["-train_src", "a", "-train_tgt", "b", "-save_data", "c",
+                                                      "-src_vocab_s", "10"])
+    assert "unknown option -src_vocab_s" in err and "-src_vocab_size" in err
+
+
+def test_upstream_option_names_what_it_is_here(capsys):
+    err = _unknown(capsys, opts.train_parser(), ["-data", "d", "-enc_hid_size", "512"])
+    assert "unknown option -enc_hid_size: OpenNMT-py's -enc_hid_size is -rnn_size here" in err
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-random_sampling_topk", "5"])
+    assert "-random_sampling_topk has no counterpart here" in err
+
+
+def test_misspelt_option_gets_the_closest_names(capsys):
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-beam", "5"])
+    assert "unknown option -beam (did you mean " in err and "-beam_size" in err.rsplit("did you mean", 1)[1]
+
+
+def test_exact_names_still_parse_values_and_configs(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rnn_size: 64\n")
+    opt = opts.train_parser().parse_args(["-config", str(cfg), "-data", "d", "-gpu", "-1", "--seed=7",
+                                          "-learning_rate", "-0.001"])
+    assert (opt.rnn_size, opt.gpu, opt.seed, opt.learning_rate) == (64, -1, 7, -0.001)

@@ -1,0 +1,168 @@
+"""ReinforcedModel: interface, teacher forcing vs step decoding, scheduled sampling, shared embedding."""
+import pytest
+import torch
+
+from helpers.reinforced import V_SRC, V_TGT, _batch, _copy_batch, _model, _opt, _vocabs
+from onmt.constants import PAD, UNK
+from onmt.reinforced.model import ReinforcedModel
+
+
+def _loop(model, batch, choose=None):
+    """decode_step over the target; `choose(logp)` picks the next input, else the reference."""
+    state = model.init_state(batch, model.encode(batch))
+    inputs, logps, fed = batch.tgt[:, 0], [], []
+    for t in range(batch.tgt.size(1) - 1):
+        logp, state, attns = model.decode_step(inputs, state)
+        logps.append(logp)
+        inputs = batch.tgt[:, t + 1] if choose is None else choose(logp)
+        fed.append(inputs)
+    return torch.stack(logps, 1), torch.stack(fed, 1), state
+
+
+@pytest.mark.parametrize("extra", [[], ["-no_temporal_attn", "-no_intra_decoder_attn"], ["-no_tied_output"]])
+def test_decode_step_equals_forward(extra):
+    model, batch = _model(*extra).eval(), _batch()
+    logp, attns = model(batch)
+    X = V_TGT + batch.n_oov
+    assert logp.shape == (3, 5, X) and attns["std"].shape == (3, 5, 7)
+    ref, _, _ = _loop(model, batch)
+    assert torch.allclose(logp, ref, atol=1e-5)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(3, 5), atol=1e-5)
+    pad = ~(torch.arange(7)[None, :] < batch.src_lengths[:, None])
+    assert (attns["std"].permute(1, 0, 2)[:, pad] == 0).all()  # padding never attended
+
+
+def test_scheduled_sampling_zero_is_teacher_forcing_and_naive_agrees():
+    model, batch = _model("-scheduled_sampling", "0").train(), _batch(1)
+    logp, _ = model(batch)
+    ref, _, _ = _loop(model, batch)
+    assert torch.allclose(logp, ref, atol=1e-5)
+    assert torch.allclose(model(batch, naive=True)[0], ref, atol=1e-5)
+
+
+def test_scheduled_sampling_one_feeds_the_models_own_argmax():
+    model, batch = _model("-scheduled_sampling", "1").train(), _copy_batch(2, B=3)
+    with torch.no_grad():
+        model.generator.switch.bias.fill_(4.0)  # copy a lot, so OOV predictions are fed back too
+    logp, _ = model(batch)
+    ref, fed, _ = _loop(model, batch, choose=lambda lp: lp.argmax(1))
+    assert (fed >= V_TGT).any()
+    assert torch.allclose(logp, ref, atol=1e-5)
+    assert torch.allclose(model(batch, naive=True)[0], ref, atol=1e-5)
+    model.eval()  # no scheduled sampling outside training
+    assert torch.allclose(model(batch)[0], _loop(model, batch)[0], atol=1e-5)
+
+
+def test_scheduled_sampling_sample_mode_same_draws_as_naive():
+    model, batch = _model("-scheduled_sampling", "1", "-scheduled_sampling_mode", "sample").train(), _batch(3)
+    torch.manual_seed(5)
+    fast, _ = model(batch)
+    torch.manual_seed(5)
+    naive, _ = model(batch, naive=True)
+    assert torch.isfinite(fast).all() and torch.allclose(fast, naive, atol=1e-5)
+
+
+def test_partial_sampling_rate_differs_from_teacher_forcing_after_the_first_fed_back_input():
+    model, batch = _model("-scheduled_sampling", "0.5").train(), _batch(4, B=8, T=8)
+    torch.manual_seed(0)
+    logp, attns = model(batch)  # (B, T-1, X)
+    with torch.no_grad():
+        forced, _ = model.eval()(batch)  # teacher forcing: scheduled sampling is off in eval mode
+    sampled = attns["sampled"]  # (B, T-1): step t's input was the model's own prediction
+    assert 0 < int(sampled.sum()) < sampled.numel()
+    # every step before a row's first fed-back input is teacher forcing, to the last bit of dropout-free math
+    before = sampled.long().cumsum(1) == 0  # (B, T-1)
+    assert torch.allclose(logp.detach()[before], forced[before], atol=1e-5)
+    # a fed-back input that is not the reference changes that step's distribution
+    changed = (logp.detach() - forced).abs().amax(-1) > 1e-4  # (B, T-1)
+    assert changed[~before].any()
+    assert not changed[before].any()
+    loss = -logp.gather(2, batch.tgt_ex[:, 1:, None]).squeeze(2)[batch.tgt[:, 1:] != PAD].sum()
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_oov_inputs_are_read_as_unk():
+    model, batch = _model().eval(), _batch()
+    state = model.init_state(batch, model.encode(batch))
+    a, _, _ = model.decode_step(torch.full((3,), V_TGT + 1), state)
+    b, _, _ = model.decode_step(torch.full((3,), UNK), state)
+    assert torch.equal(a, b)
+
+
+def _nll(model, batch):
+    logp, _ = model(batch)
+    return -logp.gather(2, batch.tgt_ex[:, 1:, None]).squeeze(2)[batch.tgt[:, 1:] != PAD].sum()
+
+
+def test_gradients_reach_the_shared_embedding_through_inputs_and_output():
+    batch = _batch()
+    used_src, used_tgt = set(batch.src.flatten().tolist()), set(batch.tgt.flatten().tolist())
+    output_only = next(w for w in range(4, V_TGT) if w not in used_src | used_tgt)
+    input_only = next(w for w in range(V_TGT, V_SRC) if w in used_src)   # encoder input, not a target word
+    dec_input_only = next(w for w in used_tgt - used_src if w >= 4)
+    model = _model()
+    assert len({id(p) for p in model.parameters()}) == len(list(model.parameters()))
+    _nll(model, batch).backward()
+    grad = model.encoder.embeddings.lut.weight.grad
+    assert grad[output_only].abs().sum() > 0 and grad[input_only].abs().sum() > 0
+    model = _model("-no_tied_output")
+    _nll(model, batch).backward()
+    grad = model.encoder.embeddings.lut.weight.grad
+    assert grad[dec_input_only].abs().sum() > 0 and grad[output_only].abs().sum() == 0
+    assert grad[PAD].abs().sum() == 0
+
+
+def test_state_reorder_follows_beams():
+    model = _model().eval()
+    _, _, state = _loop(model, _batch(5))  # a state with history, lse and hidden
+    index = torch.tensor([2, 0, 0, 1])
+    moved = state.reorder(index)
+    assert moved.history.shape[:2] == (4, 5) and moved.hidden[0].shape[1] == 4
+    inputs = torch.tensor([5, 6, 7])
+    logp, _, _ = model.decode_step(inputs, state)
+    logp_moved, _, _ = model.decode_step(inputs.index_select(0, index), moved)
+    assert torch.allclose(logp_moved, logp.index_select(0, index), atol=1e-6)
+
+
+def test_learns_to_copy_words_outside_the_target_vocabulary():
+    torch.manual_seed(0)
+    model = ReinforcedModel.from_opt(_opt("-rnn_size", "32", "-word_vec_size", "16"), _vocabs())
+    optim = torch.optim.Adam(model.parameters(), lr=0.01)
+    for step in range(60):
+        batch = _copy_batch(step)
+        optim.zero_grad()
+        loss = _nll(model, batch) / batch.n_tgt_tokens
+        loss.backward()
+        optim.step()
+    assert loss.item() < 0.5
+
+
+def test_works_with_the_ml_loss():
+    from onmt.losses.ml import MLLoss
+    model, batch = _model("-scheduled_sampling", "0.25").train(), _batch(6)
+    loss, stats = MLLoss()(model, batch)
+    loss.backward()
+    assert torch.isfinite(loss) and stats.n_words == batch.n_tgt_tokens
+
+
+def test_lstm_step_and_step_embedding_match_the_modules():
+    import torch.nn.functional as F
+
+    from onmt.reinforced.step_embedding import StepEmbedding
+    torch.manual_seed(0)
+    dec = _model("-layers", "2").decoder.double()
+    x, h, c = (torch.randn(3, 6, dtype=torch.float64), torch.randn(2, 3, 12, dtype=torch.float64),
+               torch.randn(2, 3, 12, dtype=torch.float64))
+    out, (h_ref, c_ref) = dec.rnn(x.unsqueeze(1), (h, c))
+    top, (h_new, c_new) = dec._lstm_step(x, (h, c))
+    assert torch.allclose(top, out[:, 0]) and torch.allclose(h_new, h_ref) and torch.allclose(c_new, c_ref)
+    weight = torch.randn(10, 4, dtype=torch.float64, requires_grad=True)
+    ids = [torch.tensor([1, 3, 3]), torch.tensor([PAD, 2, 9])]
+    table = StepEmbedding(weight, padding_idx=PAD)
+    coef = torch.randn(3, 4, dtype=torch.float64)
+    got = torch.autograd.grad(sum((table(i) * coef * (k + 1)).sum() for k, i in enumerate(ids)), weight)[0]
+    want = torch.autograd.grad(sum((F.embedding(i, weight, padding_idx=PAD) * coef * (k + 1)).sum()
+                                   for k, i in enumerate(ids)), weight)[0]
+    assert torch.allclose(got, want)

@@ -1,0 +1,203 @@
+"""The self-critical mixed objective (onmt/reinforced/losses.py) and the rollouts it runs."""
+import pytest
+import torch
+
+from helpers.models import build, make_batch, make_opt, make_vocabs
+from onmt.constants import BOS, EOS, PAD, UNK
+from onmt.interface import finish_rollout
+from onmt.losses.ml import MLLoss
+from onmt.losses.rewards import rouge_l
+from onmt.losses.rl import MixedLoss, reference_tokens
+from onmt.models.generic import rollout_from_steps
+
+VOCABS = make_vocabs(n_src=30, n_tgt=14)
+
+
+def _model(seed=0, **overrides):
+    opt = make_opt(**({"reinforced": True, "rnn_size": 12, "word_vec_size": 6} | overrides))
+    model = build(opt, VOCABS, seed=seed).double()
+    model.train()
+    return model
+
+
+def _steps_log_prob(model, batch, enc, tokens, mask):
+    """Reference: log p of `tokens` (B, L) fed back one step at a time through decode_step."""
+    state = model.init_state(batch, enc)
+    inputs = torch.full((batch.batch_size,), BOS)
+    out = []
+    for t in range(tokens.size(1)):
+        logp, state, _ = model.decode_step(inputs, state)  # (B, X)
+        tok = tokens[:, t].clamp(min=0)
+        out.append(logp.gather(1, tok.unsqueeze(1)).squeeze(1))
+        inputs = tok
+    return torch.stack(out, 1).masked_fill(~mask, 0.0)  # (B, L)
+
+
+def test_finish_rollout_masks_after_the_first_eos():
+    tokens = torch.tensor([[5, EOS, 7, EOS], [5, 6, 7, 8], [EOS, 4, 4, 4]])
+    lp = -torch.arange(1.0, 13.0).view(3, 4)
+    r = finish_rollout(tokens, lp, torch.ones(3, 4, dtype=torch.bool))
+    assert r.lengths.tolist() == [1, 4, 0]
+    assert r.mask.tolist() == [[True, True, False, False], [True] * 4, [True, False, False, False]]
+    assert r.tokens.tolist() == [[5, EOS, PAD, PAD], [5, 6, 7, 8], [EOS, PAD, PAD, PAD]]
+    assert r.log_probs.tolist() == [[-1, -2, 0, 0], [-5, -6, -7, -8], [-9, 0, 0, 0]]
+    assert r.copied.tolist() == [[True, False, False, False], [True] * 4, [False] * 4]  # </s> is no copy
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_reinforced_rollout_equals_the_step_by_step_reference(seed):
+    """The fused sampled rollout: the same log-probabilities and gradients as feeding the sampled
+    tokens back through decode_step (the (B, X) distribution of every step)."""
+    torch.set_default_dtype(torch.float64)
+    try:
+        model = _model(seed)
+        batch = make_batch(VOCABS, B=4, S=9, T=7, seed=seed)
+        enc = model.encode(batch)
+        torch.manual_seed(seed)
+        r, greedy = model.rollout(batch, enc, 8, ("sample", "greedy"))
+        ref = _steps_log_prob(model, batch, enc, r.tokens, r.mask)
+        assert torch.allclose(r.log_probs, ref, atol=1e-12)
+        params = [p for p in model.parameters()]
+        got = torch.autograd.grad(r.log_probs.sum(), params, retain_graph=True, allow_unused=True)
+        want = torch.autograd.grad(ref.sum(), params, allow_unused=True)
+        for g, w in zip(got, want):
+            assert (g is None) == (w is None) or torch.count_nonzero(g if g is not None else w) == 0
+            if g is not None and w is not None:
+                assert torch.allclose(g, w, atol=1e-12)
+        # greedy (in lockstep with the sample): the argmax of each step's distribution, fed back
+        assert greedy.log_probs is None
+        generic, = rollout_from_steps(model, batch, enc, 8, ("greedy",))
+        assert torch.equal(greedy.tokens, generic.tokens) and torch.equal(greedy.lengths, generic.lengths)
+        alone, = model.rollout(batch, enc, 8, ("greedy",))
+        assert torch.equal(alone.tokens, greedy.tokens)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_sampled_tokens_follow_the_model_distribution():
+    """Pointer-included sampling: the frequency of each first token matches p(y_1) (drawn 4000 times)."""
+    model = _model(3)
+    batch = make_batch(VOCABS, B=1, S=6, T=5, seed=3)
+    big = make_batch(VOCABS, B=1, S=6, T=5, seed=3)
+    rep = 4000
+    for name in ("src", "src_ex", "src_lengths", "tgt", "tgt_ex", "indices"):
+        t = getattr(big, name)
+        setattr(big, name, t.expand(rep, *t.shape[1:]).contiguous())
+    big.oovs = big.oovs * rep
+    with torch.no_grad():
+        enc = model.encode(batch)
+        logp, _, _ = model.decode_step(torch.tensor([BOS]), model.init_state(batch, enc))
+        torch.manual_seed(0)
+        first = model.rollout(big, model.encode(big), 1)[0].tokens[:, 0]
+    freq = torch.bincount(first, minlength=logp.size(1)).double() / rep
+    assert (freq - logp[0].exp()).abs().max() < 0.03
+
+
+def _fixed_rewards(sample_reward, greedy_reward):
+    calls = []
+
+    def reward(hyp, hyp_len, ref, ref_len):
+        calls.append(hyp)
+        value = sample_reward if len(calls) % 2 == 1 else greedy_reward  # sample first, then greedy
+        return torch.full((hyp.size(0),), value)
+    return reward
+
+
+@pytest.mark.parametrize("sample_wins", [True, False])
+def test_sign_of_the_rl_term(sample_wins):
+    """One SGD step on L_rl raises log p(y^s) when y^s beats the greedy baseline, lowers it otherwise."""
+    model = _model(4)
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=4)
+    loss_fn = MixedLoss(MLLoss(), gamma=1.0, max_length=6)
+    loss_fn.reward = _fixed_rewards(1.0, 0.0) if sample_wins else _fixed_rewards(0.0, 1.0)
+    torch.manual_seed(11)
+    r, _ = model.rollout(batch, model.encode(batch), 6, ("sample", "greedy"))
+    before = r.log_probs.sum(1).detach()  # (B,)
+    torch.manual_seed(11)  # the loss draws the same sample
+    loss, stats = loss_fn(model, batch)
+    assert stats.extra["reward_sample"] == (3.0 if sample_wins else 0.0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        after = _steps_log_prob(model, batch, model.encode(batch), r.tokens, r.mask).sum(1)
+    if sample_wins:
+        assert (after > before).all()
+    else:
+        assert (after < before).all()
+
+
+def test_gamma_zero_is_the_ml_loss_itself():
+    model = _model(5)
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=5)
+    torch.manual_seed(1)
+    ml, ml_stats = MLLoss()(model, batch)
+    torch.manual_seed(1)
+    mixed, stats = MixedLoss(MLLoss(), gamma=0.0, max_length=6)(model, batch)
+    assert torch.equal(ml, mixed) and stats.extra == ml_stats.extra and stats.loss == ml_stats.loss
+
+
+def test_mixed_loss_weights_and_stats():
+    model = _model(6)
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=6)
+    loss_fn = MixedLoss(MLLoss(), gamma=0.75, max_length=6)
+    torch.manual_seed(2)
+    ml, _ = MLLoss()(model, batch)
+    rl, rl_stats = loss_fn.rl_term(model, batch)
+    torch.manual_seed(2)
+    mixed, stats = loss_fn(model, batch)
+    assert torch.allclose(mixed, 0.25 * ml + 0.75 * rl)
+    assert stats.n_words == batch.n_tgt_tokens and stats.extra["rl_examples"] == 3
+    assert 0 <= stats.extra["copied_tokens"] <= stats.extra["sampled_tokens"] <= 3 * 6
+    assert "reward sample" in stats.rl_report() and "copies" in stats.rl_report()
+
+
+def test_reward_uses_extended_ids_and_unk_matches_nothing():
+    """A reference OOV that is in the source is reached by copying its extended id; one that is not
+    (<unk> in tgt_ex) cannot be reached, not even by producing <unk>."""
+    V = len(VOCABS.tgt)
+    batch = make_batch(VOCABS, B=1, S=6, T=5, seed=7)
+    batch.tgt_ex = torch.tensor([[BOS, V, 5, UNK, EOS]])  # an OOV copy, a word, an unreachable OOV
+    batch.tgt = batch.tgt_ex.masked_fill(batch.tgt_ex >= V, UNK)
+    ref, ref_len = reference_tokens(batch)
+    assert ref_len.tolist() == [3]
+    hyp = torch.tensor([[V, 5, UNK]])
+    assert rouge_l(hyp, torch.tensor([3]), ref, ref_len).item() == pytest.approx(2 / 3)
+    hyp = torch.tensor([[V, 5]])
+    assert rouge_l(hyp, torch.tensor([2]), ref, ref_len).item() == pytest.approx(0.8)
+    hyp = torch.tensor([[UNK, 5]])  # <unk> in place of the copyable OOV: it does not match it
+    assert rouge_l(hyp, torch.tensor([2]), ref, ref_len).item() == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("family", [dict(copy_attn=True), dict(copy_attn=True, coverage_attn=True), dict()])
+def test_baselines_train_with_the_mixed_loss(family):
+    """The loss only uses the model interface: See et al.'s pointer-generator and the plain attention
+    model train with it too (rollouts through decode_step)."""
+    opt = make_opt(**family)
+    model = build(opt, VOCABS)
+    model.train()
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=8)
+    loss, stats = MixedLoss(MLLoss(), gamma=0.9, max_length=5)(model, batch)
+    loss.backward()
+    assert torch.isfinite(loss)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    assert stats.extra["rl_examples"] == 3
+
+
+def test_validation_reports_greedy_rouge_without_sampling():
+    model = _model(9)
+    model.eval()
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=9)
+    loss_fn = MixedLoss(MLLoss(), gamma=0.5, max_length=6, valid_rouge=True)
+    with torch.no_grad():
+        state = torch.get_rng_state()
+        _, stats = loss_fn(model, batch)
+        assert torch.equal(state, torch.get_rng_state())  # greedy only: nothing drawn
+        greedy, = model.rollout(batch, model.encode(batch), 6, ("greedy",))
+    ref, ref_len = reference_tokens(batch)
+    assert stats.extra["valid_rouge_examples"] == 3
+    assert stats.extra["valid_rougeL"] == pytest.approx(float(rouge_l(greedy.tokens, greedy.lengths, ref,
+                                                                      ref_len).sum()))
+    assert stats.valid_rouge_report().startswith("Validation ROUGE-L F1 (greedy)")
