@@ -47,6 +47,7 @@ actions:
   evaluate    \$root/pred.txt vs \$data/test.tgt.txt -> ROUGE
   demo        everything above on generated data, CPU, a few minutes
   test        the test suite
+  lint        ruff (lint, import order) and the import layering of onmt/ (tools/import_graph.py)
 variables: data root gpu cnndm_path gigaword_path train_config rl_config rl_steps model preprocess_config
            beam_size max_length block_ngram_repeat pred pred2 translate_args
            (see the top of run.sh)
@@ -163,6 +164,13 @@ print(f"predictions: {root}/pred_ml.txt (ML), {root}/pred.txt (ML + RL); attenti
 SUMMARY
 }
 
+lint() {
+  # ruff (pyproject.toml [tool.ruff]: pyflakes, pycodestyle, import order, 120 columns), then the import layering
+  cd "$here" && "$venv/bin/ruff" check . || die "ruff found problems (fix with: $venv/bin/ruff check --fix .)"
+  "$PY" tools/import_graph.py -check >/dev/null || die "onmt/ folders import each other: python tools/import_graph.py"
+  echo "lint: ruff clean, no import cycles between onmt/ folders"
+}
+
 run_tests() {
   # shellcheck disable=SC2086
   cd "$here" && "$PY" -m pytest -q ${pytest_args:-} || die "tests failed"
@@ -175,6 +183,7 @@ for action in "$@"; do
     prepare|prepare_gigaword|preprocess|train|rl|translate|evaluate) setup; "$action" ;;
     demo) setup; demo ;;
     test) setup; run_tests ;;
+    lint) setup; lint ;;
     -h|--help|help) usage ;;
     *) usage >&2; die "unknown action '$action'" ;;
   esac

@@ -33,6 +33,8 @@ def random_batch(batch_size, src_len, tgt_len, src_vocab, tgt_vocab, n_oov=20, s
 def model_opt(args):
     """Parse model + training options exactly as train.py does."""
     opt = opts.parse_with_given(opts.train_parser(), ["-data", "unused"] + args)
+    opts.update_model_opts(opt)
+    opts.update_train_opts(opt)
     opts.validate_model_opts(opt)
     return opt
 

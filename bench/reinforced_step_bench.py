@@ -6,8 +6,8 @@ machine load, target tokens/s, peak RSS, the analytic matmul FLOPs per target to
 FLOPs utilization against a torch.mm peak measured in the same run, for each variant:
   optimized  the training path: MLLoss (model.gold_log_likelihood, no (B*T, X) distribution)
   full       forward(batch) (full log-probs after the loop, as the translator's gold scoring) + gather
-  hoisted    generator at every step on every row, W_out once per pass (`forward(naive="hoisted")`)
-  naive      the same, recomputing W_out at every step (`forward(naive=True)`; keeps one (V, 3H)
+  hoisted    generator at every step on every row, W_out once per pass (`per_step_forward(hoisted=True)`)
+  naive      the same, recomputing W_out at every step (`per_step_forward()`; keeps one (V, 3H)
              W_out per step for backward: ~48 GB at full size, so not in the default list)
 and the speed ratio of the optimized step over each. Peak RSS is the process's, so run the optimized
 variant first (the default order).
@@ -26,6 +26,8 @@ from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.losses.ml import MLLoss
+from onmt.model_builder import init_parameters
+from onmt.modules.sampling import sample_rows
 from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.memory import reuse_freed_memory
 
@@ -63,7 +65,45 @@ def build_model(a):
                           brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
                           no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
                           scheduled_sampling_mode="argmax", param_init=0.1)
-    return ReinforcedModel.from_opt(opt, vocabs).to(a.device).train()
+    model = ReinforcedModel.from_opt(opt, vocabs)
+    init_parameters(model, opt.param_init)  # as onmt.model_builder.build_model does
+    return model.to(a.device).train()
+
+
+def per_step_forward(model, batch, hoisted=False):
+    """`model(batch)` (teacher forcing with the model's scheduled sampling) the way a self-contained
+    per-step generator computes it: the generator at every step on every row, the full (B, X)
+    distribution of each step, scheduled-sampling choices read from it. W_out is recomputed at every
+    step, or with `hoisted` once per pass. Built from the model's public pieces (decoder.step,
+    generator, out_weight, pad_weight); the tests compare the model's fused paths against it.
+    Returns log p (B, T-1, X) and {"std": (B, T-1, S)[, "sampled": (B, T-1)]}."""
+    decoder, generator = model.decoder, model.generator
+    state = decoder.init_state(model.encode(batch), batch.src_ex, batch.n_oov)
+    tgt = batch.tgt  # (B, T)
+    n_steps = tgt.size(1) - 1
+    sampling = model.training and model.scheduled_sampling > 0
+    step_weight = generator.pad_weight(generator.out_weight(), state.n_oov) if hoisted else None  # (X, 3H), (X,)
+    logps, attns, fed_back = [], [], []
+    embed, source = decoder.step_embedding(), decoder.step_source(state)
+    inputs = tgt[:, 0]  # (B,)
+    for t in range(n_steps):
+        o_t, attn, state = decoder.step(inputs, state, embed=embed, source=source)
+        attns.append(attn)
+        logps.append(generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov, weight=step_weight))  # (B, X)
+        if t + 1 == n_steps:
+            break
+        inputs = tgt[:, t + 1]
+        if sampling:  # each row's next input is, with probability p, the model's own choice
+            drawn = torch.rand(inputs.shape, device=inputs.device) < model.scheduled_sampling  # (B,)
+            with torch.no_grad():
+                logp = logps[-1].detach()
+                chosen = sample_rows(logp.exp()) if model.sampling_mode == "sample" else logp.argmax(dim=1)
+                inputs = torch.where(drawn, chosen, inputs)
+            fed_back.append(drawn)
+    extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
+    if fed_back:
+        extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)  # (B, T-1)
+    return torch.stack(logps, dim=1), extra  # (B, T-1, X)
 
 
 def make_batch(a, device):
@@ -121,13 +161,13 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def train_step(model, optim, batch, naive):
+def train_step(model, optim, batch, variant):
     optim.zero_grad(set_to_none=True)
-    if naive is None:  # the real training loss
+    if variant == "optimized":  # the real training loss
         loss, _ = MLLoss()(model, batch)
         loss = loss / batch.n_tgt_tokens
     else:
-        logp, _ = model(batch, naive=naive)  # (B, T, X)
+        logp, _ = model(batch) if variant == "full" else per_step_forward(model, batch, hoisted=variant == "hoisted")
         gold = batch.tgt_ex[:, 1:]
         nll = -logp.gather(2, gold.unsqueeze(2)).squeeze(2)  # (B, T)
         loss = nll.masked_fill(gold == PAD, 0.0).sum() / batch.n_tgt_tokens
@@ -136,12 +176,12 @@ def train_step(model, optim, batch, naive):
     return loss.item()
 
 
-def time_variant(model, optim, batch, a, naive):
-    train_step(model, optim, batch, naive)  # warm-up
+def time_variant(model, optim, batch, a, variant):
+    train_step(model, optim, batch, variant)  # warm-up
     sync(a.device)
     start = time.perf_counter()
     for _ in range(a.steps):
-        loss = train_step(model, optim, batch, naive)
+        loss = train_step(model, optim, batch, variant)
     sync(a.device)
     return (time.perf_counter() - start) / a.steps, loss
 
@@ -164,10 +204,8 @@ def main():
     print(f"assumed FLOPs per target token: {flops / tokens / 1e6:.1f} MFLOP (step {flops / 1e9:.1f} GFLOP; "
           + ", ".join(f"{k} {v / flops:.0%}" for k, v in parts.items()) + ")")
     results = {}
-    modes = {"optimized": None, "full": False, "naive": True, "hoisted": "hoisted"}
     for name in a.variants:
-        naive = modes[name]
-        seconds, loss = time_variant(model, optim, batch, a, naive)
+        seconds, loss = time_variant(model, optim, batch, a, name)
         results[name] = seconds
         print(f"{name:9s}: {seconds:.3f} s/step, {tokens / seconds:,.0f} tgt tokens/s, "
               f"MFU {flops / seconds / peak:.1%}, loss {loss:.3f}, "

@@ -17,7 +17,7 @@ translate.py writes for the same lines.
 
 With return_details=True, each text gets a dict: "summary" (str), "score" (float), "n_best"
 (list of (summary, score), best first), and the inspection record of the best summary (the one
-translate.py -attn_debug dumps, onmt/inspection/records.py): "src", "pred", "ids", "attn",
+translate.py -attn_debug dumps, onmt/translate/records.py): "src", "pred", "ids", "attn",
 "intra", "p_copy", "copied", "line".
 """
 import torch
@@ -32,8 +32,8 @@ _FLAGS = ("avoid_trigram_repetition", "replace_unk")
 
 
 def translate_options(**kwargs):
-    """translate.py's options for these keyword arguments (SEARCH_OPTIONS), through its parser and
-    validation: the arguments given count as given on the command line. Raises TypeError on an
+    """translate.py's options for these keyword arguments (SEARCH_OPTIONS), through its parser, update
+    and validation: the arguments given count as given on the command line. Raises TypeError on an
     unknown keyword, onmt.opts.OptionError on an invalid value."""
     unknown = sorted(set(kwargs) - set(SEARCH_OPTIONS))
     if unknown:
@@ -50,6 +50,7 @@ def translate_options(**kwargs):
         else:
             argv += [f"-{name}", str(value)]
     opt = opts.parse_with_given(opts.translate_parser(), argv)
+    opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
     return opt
 

@@ -22,8 +22,8 @@
     logp, attns = model(batch)                         teacher forcing on batch.tgt
              logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: "std" (B, T-1, S),
              "coverage" (B, T-1, S) for coverage models (the coverage before each step),
-             "p_copy" (B, T-1) for copy models (no gradient; the reinforced model's benchmark-only
-             forward(naive=...) leaves it out), "sampled" (B, T-1) under scheduled sampling.
+             "p_copy" (B, T-1) for copy models (no gradient), "sampled" (B, T-1) under scheduled
+             sampling.
     ll, pred, attns = model.gold_log_likelihood(batch)  what the ML loss needs, teacher forcing as
                                                           in model(batch) (scheduled sampling included)
              ll:     (B, T-1) log p(gold) with 0 at padding, gold = gold_targets(batch, X)
@@ -48,14 +48,56 @@
              source-only fields need no copy.
 
 Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
-vocabulary).
+vocabulary). `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
+tests/unit/test_interface.py for every family of the registry); ATTN_KEYS lists every attns key.
 """
 from dataclasses import dataclass, fields, replace
-from typing import Optional
+from typing import Optional, Protocol, runtime_checkable
 
 import torch
 
 from onmt.constants import EOS, PAD, UNK
+
+# Every key a model may put in `attns`: decode_step gives the (B, ...) value of one step, model(batch) and
+# gold_log_likelihood the values of all steps stacked on dimension 1, (B, T-1, ...).
+ATTN_KEYS = {
+    "std": "attention over the source positions, (B, S) per step; every model that attends",
+    "coverage": "coverage models: the summed attention before the step, (B, S) per step",
+    "p_copy": "copy models: the pointer's probability 1 - p_gen, (B,) per step; no gradient in model(batch)",
+    "intra": "the reinforced model's intra-decoder attention at step t over its t previous states, (B, t); "
+             "decode_step only",
+    "sampled": "teacher forcing under scheduled sampling: True where the step's input was the model's own "
+               "prediction, (B, T-1); model(batch) and gold_log_likelihood only",
+}
+
+
+@runtime_checkable
+class DecoderState(Protocol):
+    """What a model's init_state returns and decode_step threads through (DecoderStateBase below)."""
+
+    def reorder(self, index, within_source=False) -> "DecoderState":
+        """index (B',): the rows to keep or repeat (beams); see the module docstring."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """The contract of every model (the module docstring gives the shapes); nn.Module subclasses
+    implement it without inheriting from it."""
+
+    tgt_vocab_size: int
+    copy: bool
+
+    def encode(self, batch) -> "EncoderOutput": ...
+
+    def init_state(self, batch, enc) -> DecoderState: ...
+
+    def decode_step(self, inputs, state) -> tuple: ...         # (logp (B, X), state, attns)
+
+    def __call__(self, batch) -> tuple: ...                    # (logp (B, T-1, X), attns)
+
+    def gold_log_likelihood(self, batch) -> tuple: ...         # (ll (B, T-1), pred (B, T-1), attns)
+
+    def rollout(self, batch, enc, max_length, modes=("sample",)) -> tuple: ...   # one Rollout per mode
 
 
 def gold_targets(batch, extended_size):

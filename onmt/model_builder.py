@@ -40,7 +40,7 @@ class ModelEntry(NamedTuple):
         if missing:
             raise UserError(f"the {self.name} model needs data preprocessed with {' '.join(missing)}: "
                             f"rerun preprocess.py with {' '.join(missing)}")
-        if getattr(opt, "share_embeddings", False) and not meta.get("share_vocab", False):
+        if opt.share_embeddings and not meta.get("share_vocab", False):
             raise UserError("-share_embeddings needs data preprocessed with -share_vocab")
 
 
@@ -66,8 +66,10 @@ def model_entry(opt):
     return MODEL_REGISTRY[model_type(opt)]
 
 
-def _init_parameters(model, param_init):
-    """Uniform(-param_init, param_init) on every parameter (0: keep PyTorch defaults); PAD rows zeroed."""
+def init_parameters(model, param_init):
+    """Uniform(-param_init, param_init) on every parameter (0: keep PyTorch defaults); PAD rows zeroed.
+    The one initialization of every family (build_model calls it; code building a model by its
+    `from_opt` directly calls it too)."""
     if param_init:
         for p in model.parameters():
             nn.init.uniform_(p, -param_init, param_init)
@@ -92,12 +94,11 @@ def _load_pretrained(model, opt, vocabs):
 
 def _fix_embeddings(model, opt):
     """-fix_word_vecs_enc / -dec: the encoder's / decoder's embedding parameters are not trained."""
-    from onmt.opts import model_option
     for side in ("encoder", "decoder"):
-        if not model_option(opt, f"fix_word_vecs_{side[:3]}"):
+        if not getattr(opt, f"fix_word_vecs_{side[:3]}"):
             continue
         owner = getattr(model, side, None)
-        emb = getattr(owner, "embeddings", None) or getattr(owner, "embedding", None)
+        emb = getattr(owner, "embeddings", None)
         if not isinstance(emb, nn.Module):
             raise UserError(f"-fix_word_vecs_{side[:3]}: the {name_of(model)} model's {side} has no embeddings")
         for p in emb.parameters():
@@ -108,8 +109,10 @@ def name_of(model):
     return type(model).__name__
 
 
-def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False):
-    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on CPU.
+def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False,
+                device="cpu"):
+    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`; logs
+    its family, its number of parameters and its device (the one line that says which model runs).
 
     allow_new: parameters that `checkpoint_state` lacks (e.g. coverage added on -train_from) keep the
     initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters,
@@ -118,8 +121,10 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     """
     name = model_type(opt)
     model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs)
-    _init_parameters(model, opt.param_init)
+    init_parameters(model, opt.param_init)
     if checkpoint_state is not None:
+        if hasattr(model, "upgrade_state_dict"):  # keys of older versions renamed (ReinforcedModel.RENAMED_KEYS)
+            checkpoint_state = model.upgrade_state_dict(checkpoint_state)
         own = model.state_dict()
         unexpected = [k for k in checkpoint_state if k not in own]
         missing = [k for k in own if k not in checkpoint_state]
@@ -137,8 +142,9 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     else:
         _load_pretrained(model, opt, vocabs)
     _fix_embeddings(model, opt)
+    model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    logger.info("built %s model with %d parameters", name, n_params)
+    logger.info(f"Model {name}: {n_params} parameters; device {device}")
     return model
 
 
@@ -150,6 +156,6 @@ def build_loss(opt):
     """The training loss of the model family chosen by `opt`; with -rl_gamma (or -valid_rouge) it is
     mixed with the self-critical RL loss (every family: the loss only uses the model interface)."""
     ml = model_entry(opt).loss_cls.from_opt(opt)
-    if getattr(opt, "rl_gamma", None) is None and not getattr(opt, "valid_rouge", None):
+    if opt.rl_gamma is None and not opt.valid_rouge:
         return ml
     return MixedLoss.from_opt(opt, ml)

@@ -276,7 +276,8 @@ class Trainer:
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:
-        `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0[; p(copy) 0.31][; RL figures]`
+        `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0`
+        then `[; p(copy) 0.31][; RL figures]`
         (tok/s: source/target tokens, padding excluded, per second of this report window; sec: since
         training started)."""
         if self.rank != 0:

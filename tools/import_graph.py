@@ -4,7 +4,7 @@
     python tools/import_graph.py -check    # the same; exit status 1 when there is a cycle
 
 A unit is one of onmt's folders (onmt/models, onmt/utils, ...) or one of its top-level modules
-(onmt/opts.py, onmt/interface.py, ...); an edge A -> B says that some module of A imports a module of
+(onmt/interface.py, onmt/api.py, ...); an edge A -> B says that some module of A imports a module of
 B, at the top of the file or inside a function alike. `onmt/__init__.py` is left out: it imports
 nothing until `onmt.Summarizer` is asked for. The layering is sound when no two units reach each
 other, directly or through others.

@@ -12,8 +12,11 @@ onmt_evaluate splits on ` . `). `-words K` keeps the first K whitespace tokens. 
 input line (an empty line stays empty); the output is written to a temporary file renamed when complete.
 """
 import argparse
-import os
 import sys
+
+from onmt.errors import UserError
+from onmt.inputters.corpus import read_lines
+from onmt.utils.files import write_atomic
 
 
 def lead_sentences(tokens, k, ends=(".", "!", "?")):
@@ -54,22 +57,14 @@ def main(argv=None):
     k = opt.sentences if opt.sentences is not None else opt.words
     if k <= 0:
         p.error(f"-{'sentences' if opt.sentences is not None else 'words'} must be positive, got {k}")
-    tmp = f"{opt.output}.tmp{os.getpid()}"
+    def write(out):
+        for line in read_lines(opt.src):
+            out.write(baseline(line, opt.sentences or 0, opt.words or 0, tuple(opt.sentence_end),
+                               opt.tag_sentences) + "\n")
     try:
-        with open(opt.src, "rb") as src, open(tmp, "w", encoding="utf-8") as out:
-            for n, raw in enumerate(src, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise SystemExit(f"lead_baseline.py: error: {opt.src} line {n} is not valid UTF-8")
-                out.write(baseline(line, opt.sentences or 0, opt.words or 0, tuple(opt.sentence_end),
-                                   opt.tag_sentences) + "\n")
-        os.replace(tmp, opt.output)
-    except OSError as e:
-        raise SystemExit(f"lead_baseline.py: error: {e.filename}: {e.strerror}")
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        write_atomic(opt.output, write)
+    except UserError as e:      # the source unreadable (a line not UTF-8...) or the output unwritable
+        raise SystemExit(f"lead_baseline.py: error: {e}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ import os
 import random
 import sys
 
+from onmt.errors import UserError
+from onmt.utils.files import AtomicFile
+
 _CONS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
 _SYLLABLES = [c + v for c in _CONS for v in _VOWELS]          # 70 syllables
@@ -75,14 +78,11 @@ def _example(task, rng, opt):
 def write_split(task, split, size, opt):
     rng = random.Random(f"{opt.seed}-{task}-{split}")
     paths = [os.path.join(opt.dir, f"{split}.{side}.txt") for side in ("src", "tgt")]
-    tmps = [p + ".tmp" for p in paths]
-    with open(tmps[0], "w", encoding="utf-8") as fs, open(tmps[1], "w", encoding="utf-8") as ft:
+    with AtomicFile(paths[0]) as fs, AtomicFile(paths[1]) as ft:
         for _ in range(size):
             src, tgt = _example(task, rng, opt)
             fs.write(" ".join(src) + "\n")
             ft.write(" ".join(tgt) + "\n")
-    for tmp, path in zip(tmps, paths):
-        os.replace(tmp, path)
 
 
 def parse(argv):
@@ -114,6 +114,9 @@ def main(argv=None):
             write_split(opt.task, split, getattr(opt, f"{split}_size"), opt)
     except OSError as e:
         print(f"make_toy_data.py: error: cannot write to {opt.dir}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(1)
+    except UserError as e:          # a failed write of one of its files (files.AtomicFile)
+        print(f"make_toy_data.py: error: {e}", file=sys.stderr)
         sys.exit(1)
 
 

@@ -4,7 +4,7 @@
     tools/plot_attention.py -attn_debug debug.npz -attn_plot plots/ [-attn_plot_n 10]
 
 Writes plots/example_00001.png ... for the first -attn_plot_n examples of the dump (0: all of them);
-see onmt/inspection/plots.py for the panels and onmt/inspection/records.py for the dump format.
+see onmt/inspection/plots.py for the panels and onmt/translate/records.py for the dump format.
 """
 import os
 
@@ -14,15 +14,13 @@ def main(argv=None):
     from onmt.errors import UserError
     from onmt.inspection.plots import plot_records, require_matplotlib
     from onmt.translate.records import read_dump
-    from onmt.utils.files import check_output
+    from onmt.utils.files import check_output_folder
     from onmt.utils.logging import init_logger
     opt = opts.parse_with_given(opts.plot_attention_parser(), argv)
     logger = init_logger(opt.log_file)
+    opts.update_plot_attention_opts(opt)
     opts.validate_plot_attention_opts(opt)
-    if os.path.exists(opt.attn_plot) and not os.path.isdir(opt.attn_plot):
-        raise UserError(f"-attn_plot {opt.attn_plot}: not a folder")
-    if not os.path.isdir(opt.attn_plot):
-        check_output(opt.attn_plot, f"-attn_plot {opt.attn_plot}")   # its parent folder
+    check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")
     require_matplotlib("-attn_plot")
     if not os.path.isfile(opt.attn_debug):
         raise UserError(f"-attn_debug {opt.attn_debug}: no such file")

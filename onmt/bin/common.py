@@ -1,15 +1,17 @@
 """What the entry points train.py and translate.py share at start-up."""
 
 
-def start(parser, validate, argv=None):
-    """The common start of train and translate: parse and validate the options, start the log and the
-    allocator setting (memory.py). Returns (opt, torch.device of -gpu)."""
+def start(parser, update, validate, argv=None):
+    """The common start of train and translate: parse the options, `update` them (onmt/opts/update.py)
+    and `validate` them, start the log and the allocator setting (memory.py). Returns (opt, torch.device
+    of -gpu)."""
     import torch
 
     from onmt.opts import parse_with_given
     from onmt.utils.logging import init_logger
     from onmt.utils.memory import reuse_freed_memory
     opt = parse_with_given(parser, argv)
+    update(opt)
     init_logger(opt.log_file)
     reuse_freed_memory()
     validate(opt)

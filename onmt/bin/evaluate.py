@@ -9,7 +9,6 @@ limit, several references averaged). The built-in scorer (onmt/evaluation) by de
 script with -official. A second -pred is compared with the first: a paired bootstrap p-value per
 metric for "the first file scores higher".
 """
-import gzip
 import json
 
 import numpy as np
@@ -18,36 +17,17 @@ from onmt import opts
 from onmt.errors import UserError
 from onmt.evaluation import METRICS, score, score_sentences, summarize
 from onmt.evaluation.text import read_sent_per_line
+from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.utils.cli import run_main
 from onmt.utils.files import check_output, write_text_atomic
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
 
-def read_lines(path):
-    """Lines of a UTF-8 text file (plain or .gz), without their newline."""
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except (OSError, EOFError) as e:
-        if isinstance(e, (FileNotFoundError, PermissionError)):
-            raise
-        raise UserError(f"{path}: cannot read: {e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise UserError(f"{path}: line {line} is not valid UTF-8") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
-
-
 def read_summaries(path, opt):
-    """A file's summaries: lines, or lists of sentences with -sent_per_line."""
-    lines = read_lines(path)
+    """A file's summaries: lines (plain or .gz, UTF-8, a Windows "\\r" dropped), or lists of sentences
+    with -sent_per_line."""
+    lines = list(read_lines(path, strip_cr=True))
     return read_sent_per_line(lines) if opt.sent_per_line else lines
 
 
@@ -58,8 +38,7 @@ def load(opt):
     n = len(preds[0])
     unit = "summaries" if opt.sent_per_line else "lines"
     for path, s in list(zip(opt.pred, preds)) + list(zip(opt.ref, refs)):
-        if len(s) != n:
-            raise UserError(f"{path} has {len(s)} {unit} but {opt.pred[0]} has {n}")
+        check_line_counts(path, len(s), opt.pred[0], n, unit)
     return preds, [list(r) for r in zip(*refs)]
 
 
@@ -108,6 +87,7 @@ def print_table(title, res, opt):
 
 def main(argv=None):
     opt = opts.parse_with_given(opts.evaluate_parser(), argv)
+    opts.update_evaluate_opts(opt)
     opts.validate_evaluate_opts(opt)
     if opt.json:
         check_output(opt.json, f"-json {opt.json}")

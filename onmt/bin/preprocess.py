@@ -17,6 +17,7 @@ def _terminate(signum, frame):
 def main(argv=None):
     """Run preprocessing; returns None (console scripts exit with main()'s value). See load_vocabs."""
     opt = opts.preprocess_parser().parse_args(argv)
+    opts.update_preprocess_opts(opt)
     opts.validate_preprocess_opts(opt)
     logger = init_logger(opt.log_file)
     if opt.save_config:

@@ -89,13 +89,13 @@ def check_training_examples(data, meta):
 
 
 def main(argv=None):
-    opt, device = start(opts.train_parser(), opts.validate_train_opts, argv)
+    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv)
     if opt.save_config:
         opts.write_config(opt, opt.save_config)
         logger.info(f"wrote the options to {opt.save_config}")
         return
     check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save
-    if getattr(opt, "profile", 0):
+    if opt.profile:
         from onmt.utils.files import check_output
         from onmt.utils.profiling import trace_path
         check_output(trace_path(opt, opt.save_model), f"-profile_trace {trace_path(opt, opt.save_model)}")
@@ -122,6 +122,9 @@ def train_rank(opt, world):
     vocabs, meta = load_vocabs(opt.data)
     check_training_examples(opt.data, meta)
 
+    # the model options given here, resolved (onmt/opts/update.py); on -train_from, the checkpoint's
+    # own (resolved when it was trained) then replace them, but for those a resume may change
+    opts.update_model_opts(opt)
     ckpt = None
     if opt.train_from:
         ckpt = load_checkpoint(opt.train_from, device="cpu")
@@ -145,7 +148,7 @@ def train_rank(opt, world):
     random.seed(opt.seed)
     model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
                         allow_new=ckpt is not None and opts.given(opt, "coverage_attn"),
-                        checkpoint_name=opt.train_from or None).to(device)
+                        checkpoint_name=opt.train_from or None, device=device)
     optimizer = build_optimizer(opt, model, ckpt)
     distributed.broadcast_model(model, world)
     distributed.seed_rank(opt.seed, world)  # same parameters, different draws on each rank
@@ -157,8 +160,6 @@ def train_rank(opt, world):
             set_rng_state(rng)
         logger.info(f"Resuming from {opt.train_from} at step {start_step}")
 
-    n_params = sum(p.numel() for p in model.parameters())
-    logger.info(f"Model {entry.name}: {n_params} parameters; device {device}")
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
                                           rank=world.rank, world_size=world.world_size)
@@ -176,7 +177,7 @@ def train_rank(opt, world):
     trainer = Trainer.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
                                rank=world.rank, world_size=world.world_size)
     try:
-        if getattr(opt, "profile", 0):   # profile N steps, then stop (exit status 0, no checkpoint)
+        if opt.profile:   # profile N steps, then stop (exit status 0, no checkpoint)
             from onmt.utils.profiling import trace_path
             trainer.profile(train_data, opt.profile, trace_path(opt, opt.save_model), start_step=start_step,
                             data_pos=data_pos)

@@ -2,7 +2,7 @@
 
 Writes one line per input line (n_best consecutive lines per input line when -n_best > 1), to a
 temporary file renamed to -output when complete. With -attn_debug FILE, the inspection record of
-every line (onmt/inspection/records.py) goes into FILE; with -attn_plot DIR, the first -attn_plot_n
+every line (onmt/translate/records.py) goes into FILE; with -attn_plot DIR, the first -attn_plot_n
 lines are plotted into DIR (onmt/inspection/plots.py). With -dump_beam FILE, the beam search's
 history goes into FILE (`write_beam_dump`). Output paths are checked before any work.
 The Python API (onmt/api.py) shares this path: onmt/translate/session.py.
@@ -14,26 +14,11 @@ import torch
 
 from onmt import opts
 from onmt.bin.common import start
-from onmt.errors import UserError
+from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.translate.session import load_session, model_from_checkpoint, translate_lines  # noqa: F401 (re-exported)
 from onmt.utils.cli import run_main
+from onmt.utils.files import check_output, check_output_folder, write_lines_atomic, write_text_atomic
 from onmt.utils.logging import logger
-
-
-def read_lines(path, what="-src"):
-    """The lines of a UTF-8 text file (plain or .gz; split on "\\n" only, as preprocessing does); a
-    missing file, a folder or invalid UTF-8 is one UserError naming `what`, the file and the line."""
-    from onmt.inputters.corpus import read_lines as read_text
-    try:
-        return list(read_text(path))
-    except UserError as e:
-        raise UserError(f"{what}: {e}") from None
-
-
-def write_lines_atomic(path, lines, what="-output"):
-    """`lines` into `path` whole or not at all (a full disk: one line, no partial file)."""
-    from onmt.utils.files import write_lines_atomic as write
-    write(path, lines, f"{what} {path}")
 
 
 def load_model(path, device):
@@ -44,29 +29,25 @@ def load_model(path, device):
 
 def report_rouge(pred_lines, ref_lines):
     """Log ROUGE (built-in scorer, ROUGE-1.5.5's standard settings) of the predictions against -tgt."""
+    from onmt.bin.evaluate import NAMES
     from onmt.evaluation import METRICS, score, summarize
     res = summarize(score(pred_lines, ref_lines))
-    names = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
     logger.info("ROUGE (P/R/F1) against -tgt: " + "; ".join(
-        f"{names[m]} {res[m]['p']:.2f}/{res[m]['r']:.2f}/{res[m]['f']:.2f}" for m in METRICS))
+        f"{NAMES[m]} {res[m]['p']:.2f}/{res[m]['r']:.2f}/{res[m]['f']:.2f}" for m in METRICS))
     return res
 
 
 def check_outputs(opt):
     """Every output path writable, -attn_plot's matplotlib there: one line before any work."""
-    from onmt.utils.files import check_output
     check_output(opt.output, f"-output {opt.output}")
     if opt.attn_debug:
         check_output(opt.attn_debug, f"-attn_debug {opt.attn_debug}")
-    if getattr(opt, "dump_beam", ""):
+    if opt.dump_beam:
         check_output(opt.dump_beam, f"-dump_beam {opt.dump_beam}")
-    if getattr(opt, "profile", 0):
+    if opt.profile:
         check_output(profile_trace(opt), f"-profile_trace {profile_trace(opt)}")
     if opt.attn_plot:
-        if os.path.exists(opt.attn_plot) and not os.path.isdir(opt.attn_plot):
-            raise UserError(f"-attn_plot {opt.attn_plot}: not a folder")
-        if not os.path.isdir(opt.attn_plot):
-            check_output(opt.attn_plot, f"-attn_plot {opt.attn_plot}")   # its parent folder
+        check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")
         from onmt.inspection.plots import require_matplotlib
         require_matplotlib("-attn_plot")
 
@@ -78,25 +59,25 @@ def profile_trace(opt):
 
 
 def main(argv=None):
-    opt, device = start(opts.translate_parser(), opts.validate_translate_opts, argv)
+    opt, device = start(opts.translate_parser(), opts.update_translate_opts, opts.validate_translate_opts, argv)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
     check_outputs(opt)
 
-    src_lines = read_lines(opt.src)
-    tgt_lines = read_lines(opt.tgt, "-tgt") if opt.tgt else None
-    if tgt_lines is not None and len(tgt_lines) != len(src_lines):
-        raise UserError(f"-src has {len(src_lines)} lines but -tgt has {len(tgt_lines)}")
+    src_lines = list(read_lines(opt.src, "-src"))       # split on "\n" only, as preprocessing does
+    tgt_lines = list(read_lines(opt.tgt, "-tgt")) if opt.tgt else None
+    if tgt_lines is not None:
+        check_line_counts("-src", len(src_lines), "-tgt", len(tgt_lines))
     session = load_session(opt.model, device)
-    beam_history = [] if getattr(opt, "dump_beam", "") else None
+    beam_history = [] if opt.dump_beam else None
     with Inspection(opt) as inspection:
         profiler = None
-        if getattr(opt, "profile", 0):
+        if opt.profile:
             from onmt.utils.profiling import Profiler
             profiler = Profiler(opt.profile, profile_trace(opt), device, "translation batches")
         results = translate_lines(opt, session, src_lines, tgt_lines, beam_history=beam_history,
                                   profiler=profiler, **inspection.translate_kwargs())
-    write_lines_atomic(opt.output, [" ".join(t.tokens) for nbest in results for t in nbest])
+    write_lines_atomic(opt.output, [" ".join(t.tokens) for nbest in results for t in nbest], f"-output {opt.output}")
     if beam_history is not None:
         write_beam_dump(opt.dump_beam, opt, beam_history)
     logger.info(f"Translated {len(src_lines)} lines into {opt.output}")
@@ -115,8 +96,6 @@ def write_beam_dump(path, opt, examples):
     appears there, then its slot is emptied); an empty input line has no steps. Scores are sums of
     log-probabilities (minus the coverage penalty with -stepwise_penalty), before length penalty."""
     import json
-
-    from onmt.utils.files import write_text_atomic
     write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best, "examples": examples}),
                       f"-dump_beam {path}")
     logger.info(f"Beam search history of {len(examples)} lines in {path}")

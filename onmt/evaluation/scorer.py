@@ -14,7 +14,7 @@ ROUGE-L and ROUGE-Lsum, computed as ROUGE-1.5.5 computes them from files of one 
   R = sum(hits) / sum(|ref|), P = sum(hits) / (k |pred|), F = 2PR / (P + R);
 - an example whose prediction or references are empty scores 0 and counts in the average.
 Tokens, stems and limits are those of text.py and stemmer.py. official.py runs the Perl script on
-the same sentences; tests/test_rouge_official.py holds the two within 0.05 points.
+the same sentences; tests/unit/test_rouge_official.py holds the two within 0.05 points.
 """
 import contextlib
 import gc

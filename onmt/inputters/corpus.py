@@ -92,10 +92,24 @@ def read_line_chunks(path, chunk_size=2000, with_position=False):
         raise UserError(f"cannot read {path}: {e.strerror or e}") from None
 
 
-def read_lines(path):
-    """Yield the lines of `path` one by one (without their trailing newline)."""
-    for chunk in read_line_chunks(path):
-        yield from chunk
+def read_lines(path, what=None, strip_cr=False):
+    """Yield the lines of `path` one by one, without their trailing newline (nor, with `strip_cr`, the
+    "\\r"s before it: text written on Windows). The one line reader of the toolkit: every problem is
+    `read_line_chunks`'s UserError, after "`what`: " when given (e.g. "-src")."""
+    try:
+        for chunk in read_line_chunks(path):
+            yield from ([line.rstrip("\r") for line in chunk] if strip_cr else chunk)
+    except UserError as e:
+        if what is None:
+            raise
+        raise UserError(f"{what}: {e}") from None
+
+
+def check_line_counts(a, n_a, b, n_b, unit="lines", hint=""):
+    """Unless n_a == n_b, the UserError "`a` has `n_a` lines but `b` has `n_b`" (+ `hint`), where `a`
+    and `b` name two files that must be line-aligned (`unit`: what is counted)."""
+    if n_a != n_b:
+        raise UserError(f"{a} has {n_a} {unit} but {b} has {n_b}{hint}")
 
 
 def count_lines(path):
@@ -124,9 +138,7 @@ def read_parallel_chunks(src_path, tgt_path, chunk_size=2000, with_position=Fals
         yield (s, t, position) if with_position else (s, t)
     else:
         n_tgt += sum(len(c) for c in tgt_it)
-    if n_src != n_tgt:
-        raise UserError(f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}: "
-                        "source and target files must be line-aligned")
+    check_line_counts(src_path, n_src, tgt_path, n_tgt, hint=": source and target files must be line-aligned")
 
 
 def read_parallel(src_path, tgt_path):

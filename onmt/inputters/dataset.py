@@ -29,18 +29,18 @@ from onmt.inputters.vocab_builder import load_vocabs, shard_paths
 
 class ShardedDataset:
     def __init__(self, shard_paths, batch_size, batch_type="sents", pool_factor=100, shuffle=True,
-                 seed=0, rank=0, world_size=1, vocab_tgt_size=None, src_to_tgt=None, run_id=None,
+                 seed=0, rank=0, world_size=1, tgt_vocab_size=None, src_to_tgt=None, run_id=None,
                  equal_shares=True):
         if batch_type not in ("sents", "tokens"):
             raise ValueError(f"batch_type must be sents or tokens, got {batch_type!r}")
         if batch_size <= 0 or pool_factor <= 0 or not 0 <= rank < world_size:
             raise ValueError("need batch_size > 0, pool_factor > 0 and 0 <= rank < world_size")
-        if vocab_tgt_size is None:
-            raise ValueError("vocab_tgt_size (V_tgt) is required")
+        if tgt_vocab_size is None:
+            raise ValueError("tgt_vocab_size (V_tgt) is required")
         self.paths = list(shard_paths)
         self.batch_size, self.batch_type, self.pool_factor = batch_size, batch_type, pool_factor
         self.shuffle, self.seed, self.rank, self.world_size = shuffle, seed, rank, world_size
-        self.n_tgt, self.src_to_tgt = vocab_tgt_size, src_to_tgt
+        self.tgt_vocab_size, self.src_to_tgt = tgt_vocab_size, src_to_tgt
         self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
         self.equal_shares = equal_shares  # leave out the epoch's incomplete last group of world_size batches
 
@@ -48,7 +48,7 @@ class ShardedDataset:
     def from_data(cls, save_data, split, batch_size, **kwargs):
         """The dataset of `split` ("train" / "valid") preprocessed with -save_data `save_data`."""
         vocabs, meta = load_vocabs(save_data)
-        kwargs.setdefault("vocab_tgt_size", len(vocabs.tgt))
+        kwargs.setdefault("tgt_vocab_size", len(vocabs.tgt))
         kwargs.setdefault("src_to_tgt", src_to_tgt_map(vocabs))
         kwargs.setdefault("run_id", meta.get("run_id"))
         return cls(shard_paths(save_data, meta, split), batch_size, **kwargs)
@@ -84,13 +84,15 @@ class ShardedDataset:
         for a, b in zip(bounds[:-1], bounds[1:]):
             pool = order[a:b]
             pool = pool[np.lexsort((tgt_len[pool], src_len[pool]))]         # by src, then tgt length
-            cut = self._cut(pool, np.maximum(src_len, tgt_len)[pool])
+            pool_batches = self._pool_batches(pool, np.maximum(src_len, tgt_len)[pool])
             if self.shuffle:
-                cut = [cut[i] for i in rng.permutation(len(cut))]
-            batches.extend(cut)
+                pool_batches = [pool_batches[i] for i in rng.permutation(len(pool_batches))]
+            batches.extend(pool_batches)
         return batches
 
-    def _cut(self, pool, size):
+    def _pool_batches(self, pool, size):
+        """A length-sorted pool of examples cut into consecutive batches of -batch_size sentences, or of at
+        most -batch_size tokens counting each example as long as the batch's longest (`size`: (N,) lengths)."""
         if self.batch_type == "sents":
             return [pool[i:i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
         out, begin, longest = [], 0, 0
@@ -106,7 +108,8 @@ class ShardedDataset:
 
     def num_batches(self, epoch=0):
         """Batches this rank gets in `epoch` (reads only the offsets of each shard)."""
-        total = sum(len(self._plan(load_shard(self.paths[s], run_id=self.run_id), epoch, s)) for s in self._shard_order(epoch))
+        total = sum(len(self._plan(load_shard(self.paths[s], run_id=self.run_id), epoch, s))
+                    for s in self._shard_order(epoch))
         if self.equal_shares:
             return total // self.world_size
         return len(range(self.rank, total, self.world_size))
@@ -122,7 +125,7 @@ class ShardedDataset:
             for idx in plan:
                 group, member = divmod(k, self.world_size)
                 if member == self.rank and group >= start:
-                    held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)), self.n_tgt,
+                    held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)), self.tgt_vocab_size,
                                    self.src_to_tgt)
                 if held is not None and (member == self.world_size - 1 or not self.equal_shares):
                     yield held
@@ -166,4 +169,4 @@ def text_batches(src_lines, tgt_lines, vocabs, batch_size, lower=False, src_trun
         tgts = tokens(tgt_lines[a:a + batch_size], tgt_trunc) if tgt_lines is not None else None
         d = numpy_to_tensors(nz.numericalize_batch(srcs, tgts, dynamic_dict=True))
         d["indices"] = torch.arange(a, a + len(srcs), dtype=torch.int64)          # (B,)
-        yield collate(d, torch.arange(len(srcs), dtype=torch.int64), nz.n_tgt)
+        yield collate(d, torch.arange(len(srcs), dtype=torch.int64), nz.tgt_vocab_size)

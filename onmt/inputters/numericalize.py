@@ -47,7 +47,7 @@ class Numericalizer:
     """Numericalize examples against fixed `Vocabs` (see the module docstring)."""
 
     def __init__(self, vocabs):
-        self.n_src, self.n_tgt = len(vocabs.src), len(vocabs.tgt)
+        self.src_vocab_size, self.tgt_vocab_size = len(vocabs.src), len(vocabs.tgt)
         words = list(vocabs.src.itos)
         if not vocabs.shared:
             src_stoi = vocabs.src.stoi
@@ -58,7 +58,7 @@ class Numericalizer:
             self.gdict[w] = UNK
         if vocabs.shared:
             g2tgt = np.arange(len(words), dtype=np.int64)
-            g2tgt[self.n_tgt:] = UNK
+            g2tgt[self.tgt_vocab_size:] = UNK
         else:
             tstoi = vocabs.tgt.stoi
             g2tgt = np.fromiter((tstoi.get(w, UNK) for w in words), dtype=np.int64, count=len(words))
@@ -105,26 +105,26 @@ class Numericalizer:
                 raise ValueError(f"{n} sources but {len(tgt_tokens)} targets")
             t_len = np.fromiter(map(len, tgt_tokens), dtype=np.int64, count=n)
             g_tgt = self._global_ids(list(chain.from_iterable(tgt_tokens)), local)   # (Nt,)
-        extra = WordTable(list(local)) if dynamic_dict else None
-        return self.from_global_ids(g_src, src_off, g_tgt, t_len, extra)
+        outside_words = WordTable(list(local)) if dynamic_dict else None
+        return self.from_global_ids(g_src, src_off, g_tgt, t_len, outside_words)
 
-    def from_global_ids(self, g_src, src_off, g_tgt=None, t_len=None, extra=None):
+    def from_global_ids(self, g_src, src_off, g_tgt=None, t_len=None, outside_words=None):
         """`numericalize_batch` on global ids: words of the vocabularies have their global id, any
-        other word `len(self.words) + k` where `extra.words[k]` is the word (a `WordTable`).
+        other word `len(self.words) + k` where `outside_words.words[k]` is the word (a `WordTable`).
 
         g_src: (Ns,) int64 with (n+1,) offsets `src_off`; g_tgt: (Nt,) int64 with (n,) lengths `t_len`
-        (or None). Without `extra` there is no dynamic dictionary (no src_ex, tgt_ex, OOV lists).
+        (or None). Without `outside_words` there is no dynamic dictionary (no src_ex, tgt_ex, OOV lists).
         """
         n = len(src_off) - 1
-        out = {"src": np.where(g_src < self.n_src, g_src, UNK).astype(np.int32),
+        out = {"src": np.where(g_src < self.src_vocab_size, g_src, UNK).astype(np.int32),
                "src_offsets": src_off}
         if g_tgt is not None:
             t_ids = self._tgt_ids(g_tgt)
             out["tgt"], out["tgt_offsets"], body = _add_bos_eos(t_ids, t_len)
-        if extra is None:
+        if outside_words is None:
             return out
 
-        n_glob = len(self.words) + len(extra.words)
+        n_glob = len(self.words) + len(outside_words.words)
         s_tid = self._tgt_ids(g_src)                               # (Ns,) target ids of source words
         oov_pos = np.flatnonzero((s_tid == UNK) & (g_src != UNK))  # source tokens outside V_tgt
         ex = np.repeat(np.arange(n, dtype=np.int64), np.diff(src_off))   # (Ns,) example of each token
@@ -136,10 +136,10 @@ class Numericalizer:
         j = np.empty(len(ukey), dtype=np.int64)
         j[order] = np.arange(len(ukey), dtype=np.int64) - oov_off[u_ex]   # OOV number within its example
         src_ex = s_tid.copy()
-        src_ex[oov_pos] = self.n_tgt + j[inv.reshape(-1)]
+        src_ex[oov_pos] = self.tgt_vocab_size + j[inv.reshape(-1)]
         out["src_ex"] = src_ex.astype(np.int32)
         gids = ukey[order] % n_glob                                # OOV words, in output order
-        blob, nbytes = self._word_bytes(gids, extra)
+        blob, nbytes = self._word_bytes(gids, outside_words)
         out["oov_offsets"] = oov_off
         out["oov_bytes"] = np.frombuffer(blob, dtype=np.uint8).copy()
         out["oov_byte_offsets"] = offsets_of(np.bincount(u_ex, weights=nbytes, minlength=n).astype(np.int64))
@@ -151,16 +151,16 @@ class Numericalizer:
                 tkey = t_exn * n_glob + g_tgt[miss]
                 at = np.minimum(np.searchsorted(ukey, tkey), len(ukey) - 1)
                 found = ukey[at] == tkey
-                t_ex[miss[found]] = self.n_tgt + j[at[found]]
+                t_ex[miss[found]] = self.tgt_vocab_size + j[at[found]]
             tgt_ex = np.empty_like(out["tgt"])
             tgt_ex[:] = out["tgt"]
             tgt_ex[body] = t_ex
             out["tgt_ex"] = tgt_ex
         return out
 
-    def _word_bytes(self, gids, extra):
+    def _word_bytes(self, gids, outside_words):
         """(UTF-8 bytes of the words with global ids `gids`, each ended by "\\n"; (k,) their lengths)."""
-        table, nbytes = extra.joined(self)
+        table, nbytes = outside_words.joined(self)
         return b"".join(map(table.__getitem__, gids.tolist())), nbytes[gids]
 
     def numericalize(self, src_tokens, tgt_tokens=None, dynamic_dict=True):

@@ -2,8 +2,9 @@
 
 `Pool.imap` would read its whole input ahead (its feeder thread drains the generator), which breaks
 the memory bound of preprocessing; here at most `window` chunks are in flight at any time.
-Worker state (e.g. a Numericalizer with a large dict) is handed over once, by fork, through
-`initializer(*initargs)`, never pickled per task.
+Worker state (e.g. a Numericalizer with a large dict) travels inside `fn` itself, a
+`functools.partial(task, state)`: a worker gets `fn` once, by fork, never pickled per task, and no
+module-level variable holds it.
 
 Why not `multiprocessing.Pool`: its workers share locks on its two queues, and `Pool.terminate()`
 kills a worker that may hold one (a worker writing a large result holds the result queue's lock),
@@ -31,20 +32,20 @@ class WorkerDied(UserError):
     """A worker process ended without answering (killed, e.g. by the out-of-memory killer)."""
 
 
-def ordered_map(fn, items, workers=1, initializer=None, initargs=(), window=None):
+def ordered_map(fn, items, workers=1, window=None):
     """Yield fn(item) for each item, in order, using `workers` processes when > 1 and fork exists.
+    State that `fn` keeps between items (a dict bound by functools.partial) is per process: the
+    worker's copy, made by fork, or the caller's own when in-process.
 
     An exception raised by `fn` in a worker is raised here (once, for the first failing item in
     order); so is one raised by `items`. Either way, or when the consumer stops iterating, the
     workers are gone when this generator is closed."""
     if workers <= 1 or "fork" not in mp.get_all_start_methods():
-        if initializer is not None:
-            initializer(*initargs)
         for item in items:
             yield fn(item)
         return
     window = max(1, window or 2 * workers)
-    pool = _Workers(workers, fn, initializer, initargs)
+    pool = _Workers(workers, fn)
     finished = False
     try:
         sent = received = 0
@@ -63,7 +64,7 @@ def ordered_map(fn, items, workers=1, initializer=None, initargs=(), window=None
 
 
 # --------------------------------------------------------------------------- worker side
-def _serve(tasks, results, inherited, fn, initializer, initargs):
+def _serve(tasks, results, inherited, fn):
     """A worker: answer (True, fn(item)) or (False, exception) per (item,) message, in order; a None
     message or the end of the task pipe ends it."""
     # The main process handles ^C and SIGTERM (it kills the workers).
@@ -71,12 +72,6 @@ def _serve(tasks, results, inherited, fn, initializer, initargs):
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for conn in inherited:          # the main process's ends of the pipes: EOF must mean EOF
         conn.close()
-    try:
-        if initializer is not None:
-            initializer(*initargs)
-    except BaseException as e:  # noqa: BLE001 - reported to the main process, which raises it
-        _send_error(results, e)
-        return
     while True:
         try:
             msg = tasks.recv()
@@ -127,7 +122,7 @@ def _feed(box, conn):
 
 
 class _Workers:
-    def __init__(self, n, fn, initializer, initargs):
+    def __init__(self, n, fn):
         ctx = mp.get_context("fork")
         self.procs, self.tasks, self.results, self.boxes, self.feeders = [], [], [], [], []
         try:
@@ -135,8 +130,7 @@ class _Workers:
                 task_r, task_w = ctx.Pipe(duplex=False)
                 result_r, result_w = ctx.Pipe(duplex=False)
                 inherited = self.tasks + self.results + [task_w, result_r]
-                p = ctx.Process(target=_serve, args=(task_r, result_w, inherited, fn, initializer, initargs),
-                                daemon=True)
+                p = ctx.Process(target=_serve, args=(task_r, result_w, inherited, fn), daemon=True)
                 p.start()
                 task_r.close()
                 result_w.close()

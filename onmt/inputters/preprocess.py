@@ -23,6 +23,7 @@ import shutil
 import threading
 import uuid
 from collections import Counter
+from functools import partial
 
 import numpy as np
 
@@ -85,26 +86,18 @@ class ExampleFilter:
 
 
 # ---------------------------------------------------------------------------- text chunks
-# Per-process state handed to the workers once (by fork) through `_init_worker`.
-_WORKER = {}
-
-
-def _init_worker(**state):
-    _WORKER.clear()
-    _WORKER.update(state)
-
-
-def _numericalize_task(item):
-    """Numericalize a chunk of text (the splits that pass 1 did not cache, e.g. valid)."""
+def _numericalize_task(st, item):
+    """Numericalize a chunk of text (the splits that pass 1 did not cache, e.g. valid); `st`: the
+    state of numericalize_text (see parallel.ordered_map)."""
     start, src_lines, tgt_lines = item
-    srcs, tgts, kept, drops = _WORKER["filter"](src_lines, tgt_lines)
-    nz, dyn = _WORKER["numericalizer"], _WORKER["dynamic_dict"]
+    srcs, tgts, kept, drops = st["filter"](src_lines, tgt_lines)
+    nz, dyn = st["numericalizer"], st["dynamic_dict"]
     d = nz.numericalize_batch(srcs, tgts, dynamic_dict=dyn)
     d["indices"] = np.asarray(kept, dtype=np.int64) + start
-    return d, chunk_stats(d, len(src_lines), drops, nz.n_tgt, dyn)
+    return d, chunk_stats(d, len(src_lines), drops, nz.tgt_vocab_size, dyn)
 
 
-def _chunks(src_path, tgt_path, bar=None):
+def _text_chunks(src_path, tgt_path, bar=None):
     """(first line number, src lines, tgt lines) items; tells `bar` where each chunk ends in the file."""
     start = 0
     for s, t, position in read_parallel_chunks(src_path, tgt_path, CHUNK, with_position=True):
@@ -119,10 +112,9 @@ def _usable_workers(workers):
 
 
 def numericalize_text(src_path, tgt_path, filt, numericalizer, dynamic_dict, workers=1, bar=None):
-    """Yield (numericalized chunk, stats) for a pair of text files, in order (`bar`: see _chunks)."""
+    """Yield (numericalized chunk, stats) for a pair of text files, in order (`bar`: see _text_chunks)."""
     state = dict(filter=filt, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
-    yield from ordered_map(_numericalize_task, _chunks(src_path, tgt_path, bar), workers,
-                           lambda: _init_worker(**state))
+    yield from ordered_map(partial(_numericalize_task, state), _text_chunks(src_path, tgt_path, bar), workers)
 
 
 # ---------------------------------------------------------------------------- passes
@@ -131,7 +123,7 @@ def count_words(src_path, tgt_path, filt, shared, cache, workers=1, report_every
     workers = _usable_workers(workers)
     barrier = mp.get_context("fork").Barrier(workers) if workers > 1 else threading.Barrier(1)
     with PassProgress.of_file("pass 1: counting words", src_path, report_every) as bar:
-        return count_and_cache(_chunks(src_path, tgt_path, bar), filt, shared, cache, workers, barrier,
+        return count_and_cache(_text_chunks(src_path, tgt_path, bar), filt, shared, cache, workers, barrier,
                                bar.done)
 
 
@@ -286,14 +278,14 @@ def preprocess(opt):
 
 def _preprocess(opt, cache, save_data):
     filt = ExampleFilter.from_opt(opt)
-    workers = _usable_workers(getattr(opt, "num_threads", 1))
+    workers = _usable_workers(opt.num_threads)
     logger.info("pass 1: counting words of %s / %s", opt.train_src, opt.train_tgt)
     src_c, tgt_c = count_words(opt.train_src, opt.train_tgt, filt, opt.share_vocab, cache, workers,
                                opt.report_every)
     n_types = len(src_c) if opt.share_vocab else (len(src_c), len(tgt_c))
     given = {side: read_word_list(path) if path else None
-             for side, path in (("src", getattr(opt, "src_vocab", None)), ("tgt", getattr(opt, "tgt_vocab", None)))}
-    for side, path in (("src", getattr(opt, "src_vocab", None)), ("tgt", getattr(opt, "tgt_vocab", None))):
+             for side, path in (("src", opt.src_vocab), ("tgt", opt.tgt_vocab))}
+    for side, path in (("src", opt.src_vocab), ("tgt", opt.tgt_vocab)):
         if path:
             logger.info("%s vocabulary from %s (%d words)", side, path, len(given[side]))
     vocabs, counts = build_vocabs(src_c, tgt_c, opt.src_vocab_size, opt.tgt_vocab_size, opt.share_vocab,

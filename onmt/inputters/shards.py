@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from onmt.errors import UserError
+from onmt.utils.files import write_atomic
 
 _INT32 = ("src", "tgt", "src_ex", "tgt_ex")
 _INT64 = ("src_offsets", "tgt_offsets", "oov_offsets", "oov_byte_offsets", "indices")
@@ -64,22 +65,12 @@ def run_id_tensor(run_id):
 
 
 def write_shard(path, arrays, run_id=None):
-    """torch.save to a temporary name in the same folder, then rename: never a partial final file.
+    """torch.save to `path` whole or not at all (files.write_atomic): never a partial final file.
     `run_id`: the preprocessing run's id, stored so that a shard of another run is recognized."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        tensors = to_tensors(arrays)
-        if run_id is not None:
-            tensors["run_id"] = run_id_tensor(run_id)
-        with open(tmp, "wb") as f:      # a Python file: a full disk is an OSError, not torch's "unexpected pos"
-            torch.save(tensors, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        from onmt.utils.files import write_error
-        raise write_error(path, e, "shard") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    tensors = to_tensors(arrays)
+    if run_id is not None:
+        tensors["run_id"] = run_id_tensor(run_id)
+    write_atomic(path, lambda f: torch.save(tensors, f), "shard", binary=True)
 
 
 def load_shard(path, mmap=True, run_id=None):

@@ -14,6 +14,7 @@ and each process's word list is mapped to global ids once, between the passes.
 """
 import os
 from collections import Counter
+from functools import partial
 from itertools import chain, repeat
 
 import numpy as np
@@ -24,12 +25,6 @@ from onmt.inputters.numericalize import WordTable, offsets_of
 from onmt.inputters.parallel import ordered_map
 
 _FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")     # int32 arrays of a cached chunk, in order
-_STATE = {}                                                # per-process state, set by fork
-
-
-def _init(**state):
-    _STATE.clear()
-    _STATE.update(state)
 
 
 def corpus_ids(flat, ids):
@@ -51,19 +46,19 @@ def _add_counts(counts, g, n):
     return counts
 
 
-def chunk_stats(d, n_read, drops, n_tgt, dynamic_dict):
+def chunk_stats(d, n_read, drops, tgt_vocab_size, dynamic_dict):
     """The summary figures of one numericalized chunk (summed over a split by preprocess)."""
     n = len(d["src_offsets"]) - 1
     return {"read": n_read, "kept": n, "drops": drops,
             "src_tokens": int(d["src_offsets"][-1]), "tgt_tokens": int(d["tgt_offsets"][-1]) - 2 * n,
             "tgt_in_vocab": int(np.count_nonzero(d["tgt"] != UNK)) - 2 * n,
-            "tgt_copyable": int(np.count_nonzero(d["tgt_ex"] >= n_tgt)) if dynamic_dict else 0}
+            "tgt_copyable": int(np.count_nonzero(d["tgt_ex"] >= tgt_vocab_size)) if dynamic_dict else 0}
 
 
 # ---------------------------------------------------------------------------- pass 1
-def _cache_task(item):
-    """Filter a chunk and map it to this process's corpus ids; None returns this process's words."""
-    st = _STATE
+def _cache_task(st, item):
+    """Filter a chunk and map it to this process's corpus ids (`st`: this process's state, see
+    parallel.ordered_map); None returns this process's words."""
     if item is None:              # one per process (the barrier makes each process take exactly one)
         st["barrier"].wait()
         return os.getpid(), list(st["ids"]), st["src_counts"], st["tgt_counts"]
@@ -89,7 +84,7 @@ class TokenCache:
         self.records = []              # (offset, slot, start, lines read, drops, field sizes)
         self.words = []                # per slot: its words in corpus-id order
         self.remaps = []               # per slot: (n_words,) int64 corpus id -> global id
-        self.extra = None              # WordTable of the words outside the vocabularies
+        self.outside_words = None      # WordTable of the words outside the vocabularies
         try:
             self._f = open(path, "wb")
         except OSError as e:
@@ -141,18 +136,18 @@ class TokenCache:
     def bind(self, numericalizer):
         """Map each process's corpus ids to the global ids of `numericalizer` (after pass 1)."""
         base = len(numericalizer.words)
-        extra = {}
+        outside = {}                   # word outside the vocabularies -> its number
         self.remaps = []
         for words in self.words:
             remap = np.fromiter(map(numericalizer.gdict.get, words, repeat(-1)), dtype=np.int64,
                                 count=len(words))
             missing = np.flatnonzero(remap < 0)
-            setdefault = extra.setdefault
-            remap[missing] = [base + setdefault(words[i], len(extra)) for i in missing.tolist()]
+            setdefault = outside.setdefault
+            remap[missing] = [base + setdefault(words[i], len(outside)) for i in missing.tolist()]
             self.remaps.append(remap)
-        self.extra = WordTable(list(extra))
-        self.extra.joined(numericalizer)      # built once here, shared with the forked workers
-        self.words = None              # no longer needed: the remaps and `extra` say it all
+        self.outside_words = WordTable(list(outside))
+        self.outside_words.joined(numericalizer)      # built once here, shared with the forked workers
+        self.words = None              # no longer needed: the remaps and `outside_words` say it all
 
 
 def _merge_counts(words, counts, total):
@@ -172,7 +167,7 @@ def count_and_cache(chunks, filt, shared, cache, workers=1, barrier=None, on_chu
     state = dict(filter=filt, barrier=barrier, ids={}, src_counts=np.zeros(0, dtype=np.int64),
                  tgt_counts=np.zeros(0, dtype=np.int64))
     n_read = 0
-    for res in ordered_map(_cache_task, items, workers, lambda: _init(**state)):
+    for res in ordered_map(partial(_cache_task, state), items, workers):
         if len(res) == 4:
             finals.append(res)
             continue
@@ -201,20 +196,19 @@ def _pad(counts, n):
 
 
 # ---------------------------------------------------------------------------- pass 2
-def _numericalize_cached_task(record):
-    st = _STATE
+def _numericalize_cached_task(st, record):
     cache, nz, dyn = st["cache"], st["numericalizer"], st["dynamic_dict"]
     a = cache.read(record)
     remap = cache.remaps[record[1]]
     src_off = offsets_of(a["src_len"])
     d = nz.from_global_ids(remap[a["src"]], src_off, remap[a["tgt"]], a["tgt_len"].astype(np.int64),
-                           cache.extra if dyn else None)
+                           cache.outside_words if dyn else None)
     d["indices"] = a["kept"].astype(np.int64) + record[2]
-    return d, chunk_stats(d, record[3], record[4], nz.n_tgt, dyn)
+    return d, chunk_stats(d, record[3], record[4], nz.tgt_vocab_size, dyn)
 
 
 def numericalize_cached(cache, numericalizer, dynamic_dict, workers=1):
     """Pass 2 over the cache: yields (numericalized chunk, stats) in corpus order."""
     cache.bind(numericalizer)
     state = dict(cache=cache, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
-    yield from ordered_map(_numericalize_cached_task, cache.records, workers, lambda: _init(**state))
+    yield from ordered_map(partial(_numericalize_cached_task, state), cache.records, workers)

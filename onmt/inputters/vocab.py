@@ -1,7 +1,6 @@
 """Vocabularies: the shared frequency-ordered word list, plain-text storage."""
-import os
-
 from onmt.constants import N_SPECIALS, SPECIALS, UNK
+from onmt.utils.files import write_lines_atomic
 
 
 class Vocab:
@@ -52,11 +51,7 @@ class Vocabs:
 
 def write_vocab_file(path, words, counts):
     """`word<TAB>count` per line, written atomically."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for w, c in zip(words, counts):
-            f.write(f"{w}\t{c}\n")
-    os.replace(tmp, path)
+    write_lines_atomic(path, (f"{w}\t{c}" for w, c in zip(words, counts)), "vocabulary")
 
 
 def read_vocab_file(path, size=None):

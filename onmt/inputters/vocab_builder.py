@@ -13,6 +13,7 @@ from collections import Counter
 from onmt.constants import N_SPECIALS, SPECIALS
 from onmt.errors import UserError
 from onmt.inputters.vocab import Vocab, Vocabs, read_vocab_file, write_vocab_file
+from onmt.utils.files import write_text_atomic
 
 
 def drop_specials(counter):
@@ -30,7 +31,7 @@ def ranked_words(counter):
     return items
 
 
-def _cut(ranked, size, min_freq):
+def _top_words(ranked, size, min_freq):
     """The first entries of `ranked` that fit `size` (specials included) and reach `min_freq`."""
     keep = max(0, size - N_SPECIALS)
     out = ranked[:keep]
@@ -67,7 +68,7 @@ def read_word_list(path):
     return out
 
 
-def _cut_given(words, size):
+def _first_words(words, size):
     """A given word list cut to `size` entries (specials included); min-frequency does not apply."""
     return words[:max(0, size - N_SPECIALS)]
 
@@ -82,20 +83,20 @@ def build_vocabs(src_counts, tgt_counts, src_vocab_size, tgt_vocab_size, share_v
     """
     if share_vocab:
         if src_words is not None:
-            src_list = _cut_given(src_words, src_vocab_size)
-            tgt_list = _cut_given(src_list, tgt_vocab_size)
+            src_list = _first_words(src_words, src_vocab_size)
+            tgt_list = _first_words(src_list, tgt_vocab_size)
         else:
             total = Counter(src_counts)
             if tgt_counts is not None:
                 total.update(tgt_counts)
             ranked = ranked_words(drop_specials(total))
-            src_list = _cut(ranked, src_vocab_size, src_min_freq)
-            tgt_list = _cut(src_list, tgt_vocab_size, tgt_min_freq)
+            src_list = _top_words(ranked, src_vocab_size, src_min_freq)
+            tgt_list = _top_words(src_list, tgt_vocab_size, tgt_min_freq)
     else:
-        src_list = (_cut_given(src_words, src_vocab_size) if src_words is not None else
-                    _cut(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size, src_min_freq))
-        tgt_list = (_cut_given(tgt_words, tgt_vocab_size) if tgt_words is not None else
-                    _cut(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size, tgt_min_freq))
+        src_list = (_first_words(src_words, src_vocab_size) if src_words is not None else
+                    _top_words(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size, src_min_freq))
+        tgt_list = (_first_words(tgt_words, tgt_vocab_size) if tgt_words is not None else
+                    _top_words(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size, tgt_min_freq))
     src = Vocab(SPECIALS + [w for w, _ in src_list])
     tgt = Vocab(SPECIALS + [w for w, _ in tgt_list])
     counts = {"src": [0] * N_SPECIALS + [c for _, c in src_list],
@@ -126,16 +127,8 @@ def save_vocabs(save_data, vocabs, counts):
 
 
 def write_json_atomic(path, obj):
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    """`obj` as indented JSON (UTF-8, not escaped) to `path`, whole or not at all."""
+    write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
 def load_meta(save_data):

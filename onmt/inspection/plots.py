@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 from onmt.errors import UserError
+from onmt.utils.files import write_atomic
 
 FIG_SIZE = (16, 12)   # inches
 DPI = 100
@@ -181,14 +182,8 @@ def figure(record):
 
 
 def save_figure(fig, path):
-    """PNG to a temporary file renamed to `path` when complete."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        fig.savefig(tmp, format="png", dpi=DPI)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """PNG to `path`, whole or not at all (files.write_atomic)."""
+    write_atomic(path, lambda f: fig.savefig(f, format="png", dpi=DPI), binary=True)
 
 
 def plot_record(record, path):

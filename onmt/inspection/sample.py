@@ -24,15 +24,15 @@ SHOWN_SOURCE = 60   # source words shown
 
 def select_example(batch, index=0):
     """The Batch of example `index` of `batch` alone (padding trimmed, its own OOV list)."""
-    n_src = max(int(batch.src_lengths[index]), 1)
+    src_len = max(int(batch.src_lengths[index]), 1)
     tgt = tgt_ex = None
     if batch.tgt is not None:
-        n_tgt = max(int((batch.tgt[index] != PAD).sum()), 1)
-        tgt = batch.tgt[index:index + 1, :n_tgt]                             # (1, T)
-        tgt_ex = batch.tgt_ex[index:index + 1, :n_tgt] if batch.tgt_ex is not None else None
+        tgt_len = max(int((batch.tgt[index] != PAD).sum()), 1)
+        tgt = batch.tgt[index:index + 1, :tgt_len]                           # (1, T)
+        tgt_ex = batch.tgt_ex[index:index + 1, :tgt_len] if batch.tgt_ex is not None else None
     oovs = [list(batch.oovs[index])]
-    return replace(batch, src=batch.src[index:index + 1, :n_src], src_lengths=batch.src_lengths[index:index + 1],
-                   src_ex=batch.src_ex[index:index + 1, :n_src], oovs=oovs, n_oov=len(oovs[0]),
+    return replace(batch, src=batch.src[index:index + 1, :src_len], src_lengths=batch.src_lengths[index:index + 1],
+                   src_ex=batch.src_ex[index:index + 1, :src_len], oovs=oovs, n_oov=len(oovs[0]),
                    indices=batch.indices[index:index + 1], tgt=tgt, tgt_ex=tgt_ex)
 
 

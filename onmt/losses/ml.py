@@ -3,12 +3,12 @@
 Normalization: MLLoss returns the SUM over target tokens (and the coverage sum); the token count is
 in stats.n_words and the trainer divides by it (or by whatever it chooses).
 
-    L = sum_{b,t} -log p(y*_bt)  +  lambda_coverage * sum_{b,t} sum_i min(a_bti, cov_bti)
+    L = sum_{b,t} -log p(y*_bt)  +  lambda_coverage * sum_{b,t} sum_i min(a_bti, cov_bti)     See et al. eqs. 6, 12-13
 
 over real target steps (gold not PAD) and real source positions (padding has a = cov = 0).
 The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk> (`gold_targets`): copy models
 (X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models (X = V_tgt) learn <unk>.
-The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/models/interface.py),
+The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/interface.py),
 so a model may skip the (B, T-1, X) distribution.
 Besides the loss, the statistics sum what the model's attns carry: the decoder inputs scheduled
 sampling replaced ("sampled") and the pointer probability p(copy) over the target tokens ("p_copy").
@@ -36,7 +36,7 @@ def coverage_penalty(attns, mask):
     if attn is None or cov is None:
         return None
     with float32_region(attn):
-        per_step = torch.minimum(widen(attn), widen(cov)).sum(-1)  # (B, T)
+        per_step = torch.minimum(widen(attn), widen(cov)).sum(-1)  # (B, T) See et al. eq. 12: covloss_t
         return per_step.masked_fill(~mask, 0.0).sum(-1)  # (B,)
 
 
@@ -58,7 +58,7 @@ class MLLoss:
     @classmethod
     def from_opt(cls, opt):
         return cls(lambda_coverage=opt.lambda_coverage if opt.coverage_attn else 0.0,
-                   by_seqlength=bool(getattr(opt, "copy_loss_by_seqlength", False)))
+                   by_seqlength=opt.copy_loss_by_seqlength)
 
     def __call__(self, model, batch):
         """-> (scalar loss to backpropagate, Statistics of this batch)."""

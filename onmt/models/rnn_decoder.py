@@ -1,6 +1,6 @@
 """RNN decoder: input feeding (Luong) with global attention, or Cho et al.'s fixed-context model.
 
-At step t the RNN reads [emb(y_{t-1}); extra], where extra is
+At step t the RNN reads [emb(y_{t-1}); feed], where feed is
   - the previous attentional vector h~_{t-1} with input feeding (-input_feed 1),
   - the fixed context c (the encoder's top-layer final state) with -global_attention none,
   - nothing otherwise.
@@ -14,10 +14,9 @@ import torch
 import torch.nn as nn
 
 from onmt.interface import DecoderStateBase
+from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.global_attention import GlobalAttention
-
-RNN_TYPES = {"LSTM": nn.LSTM, "GRU": nn.GRU}
 
 
 @dataclass
@@ -94,9 +93,9 @@ class RNNDecoder(nn.Module):
         self.attn_type = attn_type
         self.input_feed = bool(input_feed) and attn_type != "none"
         self.coverage = coverage
-        extra = hidden_size if (self.input_feed or attn_type == "none") else 0
+        feed_size = hidden_size if (self.input_feed or attn_type == "none") else 0
         self.rnn = RNN_TYPES[rnn_type](
-            input_size=embeddings.embedding_size + extra, hidden_size=hidden_size,
+            input_size=embeddings.embedding_size + feed_size, hidden_size=hidden_size,
             num_layers=num_layers, dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         if attn_type == "none":
             self.attn = None
@@ -122,12 +121,12 @@ class RNNDecoder(nn.Module):
 
     def _rnn_input(self, emb, state):
         """emb (B, [T,] E) -> RNN input (B, [T,] E [+ H])."""
-        extra = state.input_feed if self.input_feed else state.context
-        if extra is None:
+        feed = state.input_feed if self.input_feed else state.context
+        if feed is None:
             return emb
         if emb.dim() == 3:
-            extra = extra.unsqueeze(1).expand(-1, emb.size(1), -1)  # (B, T, H)
-        return torch.cat([emb, extra], dim=-1)
+            feed = feed.unsqueeze(1).expand(-1, emb.size(1), -1)  # (B, T, H)
+        return torch.cat([emb, feed], dim=-1)
 
     def _attend(self, rnn_out, emb, state, coverage):
         """One step's output from the top-layer RNN output rnn_out (B, H)."""
@@ -140,7 +139,7 @@ class RNNDecoder(nn.Module):
                              attn=attn, coverage=coverage)
 
     def _next_coverage(self, coverage, attn):
-        return coverage + attn if coverage is not None else None
+        return coverage + attn if coverage is not None else None  # See et al. eq. 10: c^t = sum_{t'<t} a^t'
 
     def step(self, emb, state):
         """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state)."""

@@ -5,7 +5,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from onmt.interface import EncoderOutput
 
-RNN_TYPES = {"LSTM": nn.LSTM, "GRU": nn.GRU}
+RNN_TYPES = {"LSTM": nn.LSTM, "GRU": nn.GRU}      # -rnn_type -> torch module (the decoders' too)
 
 
 class RNNEncoder(nn.Module):

@@ -1,16 +1,16 @@
 """The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
-onmt/models/interface.py."""
+onmt/interface.py."""
 import torch.nn as nn
 
 from onmt.constants import UNK
 from onmt.errors import UserError
+from onmt.fused.gold_mixture import copy_generator_gold_log_prob
 from onmt.interface import gold_targets
 from onmt.models.generic import gold_from_forward, rollout_from_steps
 from onmt.models.rnn_decoder import RNNDecoder
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
-from onmt.opts import model_option
 
 
 class NMTModel(nn.Module):
@@ -32,9 +32,8 @@ class NMTModel(nn.Module):
 
     @classmethod
     def from_opt(cls, opt, vocabs):
-        """Build from the model options (see onmt/opts.py model_opts) and the Vocabs."""
-        enc_layers = opt.layers if getattr(opt, "layers", -1) > 0 else opt.enc_layers
-        dec_layers = opt.layers if getattr(opt, "layers", -1) > 0 else opt.dec_layers
+        """Build from the model options (onmt/opts/model.py, updated: -layers already resolved into
+        -enc_layers and -dec_layers) and the Vocabs."""
         src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
         if opt.share_embeddings:
             if not vocabs.shared:
@@ -42,18 +41,18 @@ class NMTModel(nn.Module):
             tgt_emb = src_emb  # target ids < V_tgt index the same rows (tgt is a prefix of src)
         else:
             tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout)
-        encoder = RNNEncoder(opt.rnn_type, enc_layers, opt.rnn_size, src_emb,
-                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=model_option(opt, "bridge"))
-        decoder = RNNDecoder(opt.rnn_type, dec_layers, opt.rnn_size, tgt_emb,
+        encoder = RNNEncoder(opt.rnn_type, opt.enc_layers, opt.rnn_size, src_emb,
+                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge)
+        decoder = RNNDecoder(opt.rnn_type, opt.dec_layers, opt.rnn_size, tgt_emb,
                              attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
                              coverage=opt.coverage_attn, dropout=opt.dropout)
-        V = len(vocabs.tgt)
-        tied = tgt_emb if model_option(opt, "share_decoder_embeddings") else None
+        tgt_vocab_size = len(vocabs.tgt)
+        tied = tgt_emb if opt.share_decoder_embeddings else None
         if cls.copy:
-            generator = CopyGenerator(opt.rnn_size, V, opt.word_vec_size, tied_embeddings=tied)
+            generator = CopyGenerator(opt.rnn_size, tgt_vocab_size, opt.word_vec_size, tied_embeddings=tied)
         else:
-            generator = Generator(opt.rnn_size, V, tied_embeddings=tied)
-        return cls(encoder, decoder, generator, V)
+            generator = Generator(opt.rnn_size, tgt_vocab_size, tied_embeddings=tied)
+        return cls(encoder, decoder, generator, tgt_vocab_size)
 
     # ------------------------------------------------------------------ interface
     def encode(self, batch):
@@ -113,11 +112,11 @@ class CopyNMTModel(NMTModel):
     copy = True
 
     def gold_log_likelihood(self, batch):
-        """The fused training path (CopyGenerator.gold_log_prob): log p(gold) (B, T-1) with 0 at
+        """The fused training path (onmt/fused/gold_mixture.py): log p(gold) (B, T-1) with 0 at
         padding, the argmax (B, T-1) and the attns, without the (B, T-1, X) distribution."""
         state = self.init_state(batch, self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
-        ll, pred, p_copy = self.generator.gold_log_prob(dec, state.src_ex, state.first_pos, gold,
+        ll, pred, p_copy = copy_generator_gold_log_prob(self.generator, dec, state.src_ex, state.first_pos, gold,
                                                         return_p_copy=True)  # (B, T-1) x3
         return ll.masked_fill(~mask, 0.0), pred, self._attns(dec, p_copy)

@@ -2,29 +2,20 @@
 
     score_i  = h . m_i                                  dot
              = h . (W_a m_i)                            general
-             = v . tanh(W_m m_i + W_q h [+ w_c cov_i])  mlp (See et al.'s coverage inside the tanh)
+             = v . tanh(W_m m_i + W_q h [+ w_c cov_i])  mlp: See et al. eq. 1, with coverage eq. 11
     dot / general with coverage add a learned scalar term  w_cov * cov_i  to the score.
-    a        = masked softmax over real source positions (padding gets exactly 0)
-    c        = sum_i a_i m_i
+    a        = masked softmax over real source positions (padding gets exactly 0)    See et al. eq. 2
+    c        = sum_i a_i m_i                                                         See et al. eq. 3
     h~       = tanh(W_out [c; h])                       Luong's attentional vector
+The coverage cov = sum of the previous steps' a (See et al. eq. 10) is the decoder's
+(onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's.
 """
 import torch
 import torch.nn as nn
 
+from onmt.modules.masked_softmax import masked_softmax
+
 ATTN_TYPES = ("dot", "general", "mlp")
-
-
-def masked_softmax(scores, mask, dim=-1):
-    """Softmax of `scores` over `dim` where `mask` is True; masked entries get exactly 0.
-
-    A row whose entries are all masked gives all zeros (never NaN). Scores are handled in float32
-    at least, so large magnitudes (1e4) and half precision inputs are safe.
-    """
-    dtype = scores.dtype if scores.dtype in (torch.float32, torch.float64) else torch.float32
-    scores = scores.to(dtype).masked_fill(~mask, torch.finfo(dtype).min)
-    probs = torch.softmax(scores, dim=dim)
-    return probs * mask.to(dtype)
-
 
 # elements of one (rows, S, H) block of mlp attention scores (~4 MB of float32: fits in cache)
 MLP_BLOCK = 1 << 20
@@ -106,7 +97,7 @@ class GlobalAttention(nn.Module):
         """
         if keys is None:
             keys = self.precompute_keys(memory)
-        align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S)
-        context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H)
+        align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S) See et al. eq. 2
+        context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H) eq. 3
         attn_h = torch.tanh(self.linear_out(torch.cat([context, query], dim=-1)))  # (B, H)
         return attn_h, align, context

@@ -10,28 +10,29 @@ import torch.nn.functional as F
 
 
 class PartialEmbedding(nn.Module):
-    """Embeds target ids (< `size`) with the first `size` rows of `full` (an nn.Embedding).
+    """Embeds target ids (< `tgt_vocab_size`) with the first `tgt_vocab_size` rows of `full` (an
+    nn.Embedding).
 
     `full` is registered as a submodule so that device moves follow it; `parameters()` deduplicates,
     so the matrix is still one parameter of the whole model.
     """
 
-    def __init__(self, full, size):
+    def __init__(self, full, tgt_vocab_size):
         super().__init__()
-        if size > full.num_embeddings:
-            raise ValueError(f"a partial embedding of {size} rows needs a full embedding at least that large, "
-                             f"got {full.num_embeddings}")
+        if tgt_vocab_size > full.num_embeddings:
+            raise ValueError(f"a partial embedding of {tgt_vocab_size} rows needs a full embedding at least "
+                             f"that large, got {full.num_embeddings}")
         self.full = full
-        self.size = size
+        self.tgt_vocab_size = tgt_vocab_size
 
     @property
     def embedding_dim(self):
         return self.full.embedding_dim
 
     def target_weight(self):
-        """E_tgt: the first `size` rows of the shared matrix, a view that carries gradients."""
-        return self.full.weight[: self.size]  # (V, E)
+        """E_tgt: the first `tgt_vocab_size` rows of the shared matrix, a view that carries gradients."""
+        return self.full.weight[: self.tgt_vocab_size]  # (V, E)
 
     def forward(self, ids):
-        """ids: (...) target ids, all < size.  Returns (..., E)."""
+        """ids: (...) target ids, all < tgt_vocab_size.  Returns (..., E)."""
         return F.embedding(ids, self.target_weight(), padding_idx=self.full.padding_idx)

@@ -22,8 +22,8 @@ from onmt.utils.cli import run_main
 ACCEPTED = ("accepted forms: (rush) Rush et al.'s Gigaword release (harvardnlp sumdata): "
             "train.article.txt and train.title.txt, valid.article.filter.txt and valid.title.filter.txt, "
             "test.article.txt and test.title.txt or the test set's input.txt and task1_ref0.txt (plain or .gz, "
-            "in the folder or its train/ and Giga/ subfolders); (seed) the seed layout {train,valid,test}.{src,tgt}.txt "
-            "(or .txt.gz)")
+            "in the folder or its train/ and Giga/ subfolders); (seed) the seed layout "
+            "{train,valid,test}.{src,tgt}.txt (or .txt.gz)")
 DESCRIPTIONS = {"rush": "Rush et al.'s release", "seed": "seed layout"}
 
 

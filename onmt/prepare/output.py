@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 
 from onmt.errors import UserError
+from onmt.utils.files import AtomicFile
 from onmt.utils.logging import init_logger
 
 
@@ -56,12 +57,13 @@ def chosen_splits(corpus, wanted, folder, logger):
 
 
 class Outputs:
-    """Temporary files renamed together by commit(); removed on exit without commit."""
+    """Files of `folder` written aside (files.AtomicFile), renamed together by commit(); removed on exit
+    without commit."""
 
     def __init__(self, folder):
         self.folder = folder
         self.created = False
-        self.files = []                     # (temporary path, final path, file object)
+        self.files = []                     # AtomicFile per file opened
 
     def __enter__(self):
         if not os.path.isdir(self.folder):
@@ -72,24 +74,21 @@ class Outputs:
         return self
 
     def open(self, name):
-        path = os.path.join(self.folder, name)
-        tmp = f"{path}.tmp{os.getpid()}"
-        f = open(tmp, "w", encoding="utf-8", newline="\n")
-        self.files.append((tmp, path, f))
-        return f
+        """A text file (UTF-8, "\\n" line ends) that becomes `folder/name` at commit()."""
+        out = AtomicFile(os.path.join(self.folder, name))
+        self.files.append(out)
+        return out.file
 
     def commit(self):
-        for _, _, f in self.files:
-            f.close()
-        for tmp, path, _ in self.files:
-            os.replace(tmp, path)
+        for out in self.files:              # every file complete before the first is renamed
+            out.close()
+        for out in self.files:
+            out.commit()
         self.files = []
 
     def __exit__(self, *exc):
-        for tmp, _, f in self.files:
-            f.close()
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        for out in self.files:
+            out.discard()
         self.files = []
         if self.created and exc[0] is not None and not os.listdir(self.folder):
             os.rmdir(self.folder)
@@ -136,6 +135,7 @@ def prepare_main(parser, detect, argv=None):
     `detect(folder, format, lower, tokenize)`, log its form and write the chosen splits."""
     from onmt import opts
     opt = opts.parse_with_given(parser, argv)
+    opts.update_prepare_opts(opt)
     opts.validate_prepare_opts(opt)
     logger = start(opt)
     return run(opt, detect(opt.input, opt.format, opt.lower, opt.tokenize), logger)

@@ -7,7 +7,8 @@ import json
 import sys
 
 from onmt.errors import UserError
-from onmt.prepare.text import open_binary, read_lines
+from onmt.inputters.corpus import read_lines
+from onmt.prepare.text import open_binary
 
 
 def read_rows(path, columns):
@@ -29,7 +30,7 @@ def _text(value, path, where, column):
 
 
 def _jsonl(path, columns):
-    for n, line in enumerate(read_lines(path), 1):
+    for n, line in enumerate(read_lines(path, strip_cr=True), 1):
         if not line.strip():
             continue
         try:
@@ -65,7 +66,8 @@ def _csv(path, columns):
                     if not row:
                         continue
                     if len(row) != len(header):
-                        raise UserError(f"{path}: row {reader.line_num} has {len(row)} fields, the header {len(header)}")
+                        raise UserError(f"{path}: row {reader.line_num} has {len(row)} fields, "
+                                        f"the header {len(header)}")
                     yield tuple(row[i] for i in idx)
             except UnicodeDecodeError:
                 raise UserError(f"{path}: not valid UTF-8 (near row {reader.line_num + 1})") from None

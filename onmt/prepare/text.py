@@ -1,11 +1,13 @@
-"""Text plumbing shared by the corpus readers: streaming UTF-8 lines (plain or .gz) with errors that
-name the file and line, line-aligned pairs of files, and the `Cleaner` that turns a source text or a
-list of target sentences into one output line (tokenized or not, lowercased or not, tags removed).
+"""Text plumbing shared by the corpus readers: line-aligned pairs of UTF-8 files (plain or .gz, read
+by onmt/inputters/corpus.py's `read_lines`: errors that name the file and line), and the `Cleaner`
+that turns a source text or a list of target sentences into one output line (tokenized or not,
+lowercased or not, tags removed).
 """
 import gzip
 import os
 
 from onmt.errors import UserError
+from onmt.inputters.corpus import read_lines
 from onmt.prepare.tokenize import ptb_tokenize
 
 TAGS = frozenset(("<t>", "</t>", "<s>", "</s>"))
@@ -23,25 +25,10 @@ def open_binary(path):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def read_lines(path):
-    """Yield the lines of a UTF-8 text file (plain or .gz) without their newline; split on \\n only."""
-    with open_binary(path) as f:
-        n = 0
-        try:
-            for n, raw in enumerate(f, 1):
-                try:
-                    yield raw.decode("utf-8").rstrip("\r\n")
-                except UnicodeDecodeError:
-                    raise UserError(f"{path}: line {n} is not valid UTF-8") from None
-        except (OSError, EOFError) as e:
-            if isinstance(e, (FileNotFoundError, PermissionError)):
-                raise
-            raise UserError(f"{path}: cannot read after line {n}: {e}") from None
-
-
 def read_pairs(src_path, tgt_path):
-    """Yield (source line, target line) of two line-aligned files; different lengths are an error."""
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    """Yield (source line, target line) of two line-aligned files (corpus.read_lines, a Windows "\\r"
+    dropped); different lengths are an error."""
+    src, tgt = read_lines(src_path, strip_cr=True), read_lines(tgt_path, strip_cr=True)
     n = 0
     for n, s in enumerate(src, 1):
         t = next(tgt, None)

@@ -1,9 +1,12 @@
 """The reinforced model's decoder: an LSTM with intra-temporal and intra-decoder attention.
 
-One `step` maps the previous token and the state to o_t = [h^d_t ; c^e_t ; c^d_t] and the encoder
-attention; the pointer-generator turns o_t into a distribution (see pointer_generator.py). With
+One `step` maps the previous token and the state to o_t = [h^d_t ; c^e_t ; c^d_t] (the input of Paulus
+et al.'s eqs. 9 and 11) and the encoder attention (eqs. 2-5, 10); the attentions are intra_attention.py's
+(eqs. 2-8), the pointer-generator (pointer_generator.py, eqs. 9-13) turns o_t into a distribution. With
 `intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t keeps its 3H size and the
-generator's parameters keep their shapes.
+generator's parameters keep their shapes. `step` is the plain path; a teacher-forced pass or a rollout
+may pass it the fused per-pass lookups and products of `step_embedding()` / `step_source()`
+(onmt/fused/), which give the same values and gradients.
 """
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -12,11 +15,11 @@ import torch
 import torch.nn as nn
 
 from onmt.constants import UNK
+from onmt.fused.step_embedding import StepEmbedding
+from onmt.fused.step_source import StepSource
 from onmt.interface import DecoderStateBase
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
-from onmt.reinforced.step_embedding import StepEmbedding
-from onmt.reinforced.step_source import StepSource
 
 
 @dataclass
@@ -43,7 +46,7 @@ class ReinforcedDecoder(nn.Module):
     """LSTM decoder reading the embedding of y_{t-1}.
 
     Args:
-        embedding: PartialEmbedding over the target rows of the shared matrix.
+        embeddings: PartialEmbedding over the target rows of the shared matrix.
         hidden_size: H, the decoder size, equal to the encoder's output size.
         num_layers: stacked LSTM layers (the encoder's final states initialize each layer).
         dropout: dropout on the input embeddings and between LSTM layers.
@@ -51,13 +54,13 @@ class ReinforcedDecoder(nn.Module):
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
     """
 
-    def __init__(self, embedding, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True):
+    def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True):
         super().__init__()
-        self.embedding = embedding
-        self.vocab_size = embedding.size
+        self.embeddings = embeddings
+        self.tgt_vocab_size = embeddings.tgt_vocab_size
         self.hidden_size = hidden_size
         self.dropout = nn.Dropout(dropout)
-        self.rnn = nn.LSTM(embedding.embedding_dim, hidden_size, num_layers=num_layers,
+        self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal)
         self.dec_attn = IntraDecoderAttention(hidden_size) if intra_decoder else None
@@ -96,38 +99,38 @@ class ReinforcedDecoder(nn.Module):
         return x, (torch.stack(hs), torch.stack(cs))  # (B, H), (L, B, H) x2
 
     def step_embedding(self):
-        """The input embedding for a whole decoding loop: the same lookups as `self.embedding`, with one
-        gradient write into the matrix per pass instead of one per step (step_embedding.py)."""
-        return StepEmbedding(self.embedding.target_weight(), self.embedding.full.padding_idx)
+        """The input embedding for a whole decoding loop: the same lookups as `self.embeddings`, with one
+        gradient write into the matrix per pass instead of one per step (onmt/fused/step_embedding.py)."""
+        return StepEmbedding(self.embeddings.target_weight(), self.embeddings.full.padding_idx)
 
     def step_source(self, state):
-        """The encoder-side products for a whole teacher-forced pass from `state` (step_source.py)."""
+        """The encoder-side products for a whole teacher-forced pass from `state` (onmt/fused/step_source.py)."""
         return StepSource(state.enc_keys, state.memory)
 
     def step(self, inputs, state, embed=None, source=None, return_intra=False):
         """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>); embed: a `step_embedding()`
-        to use instead of self.embedding; source: a `step_source()` of this pass.
+        to use instead of self.embeddings; source: a `step_source()` of this pass.
 
         Returns o_t (B, 3H), the encoder attention (B, S) and the new state; with `return_intra` also
         the intra-decoder attention over the t previous decoder states (B, t) ((B, 0) at the first
         step; None without intra-decoder attention), the weights c^d_t is computed from.
         """
-        inputs = inputs.masked_fill(inputs >= self.vocab_size, UNK)  # (B,)
-        emb = self.dropout((embed or self.embedding)(inputs)).unsqueeze(1)  # (B, 1, E)
+        inputs = inputs.masked_fill(inputs >= self.tgt_vocab_size, UNK)  # (B,)
+        emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
         h_t, hidden = self._lstm_step(emb.squeeze(1), state.hidden)  # (B, H)
         c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse,
-                                        source=source)
+                                        source=source)  # (B, H) c^e_t, (B, S) a^e_t: eqs. 2-5
         intra = None
         if self.dec_attn is not None:
             if return_intra:
-                c_dec, intra = self.dec_attn(h_t, state.history, return_attn=True)  # (B, H), (B, t)
+                c_dec, intra = self.dec_attn(h_t, state.history, return_attn=True)  # (B, H), (B, t): eqs. 6-8
             else:
-                c_dec = self.dec_attn(h_t, state.history)  # (B, H)
+                c_dec = self.dec_attn(h_t, state.history)  # (B, H) c^d_t: eqs. 6-8
             history = h_t.unsqueeze(1) if state.history is None else torch.cat(
                 [state.history, h_t.unsqueeze(1)], dim=1)  # (B, t, H)
         else:
             c_dec, history = torch.zeros_like(h_t), None  # (B, H)
-        o_t = torch.cat([h_t, c_enc, c_dec], dim=1)  # (B, 3H)
+        o_t = torch.cat([h_t, c_enc, c_dec], dim=1)  # (B, 3H) [h^d_t ; c^e_t ; c^d_t] of eqs. 9 and 11
         new_state = ReinforcedState(hidden=hidden, memory=state.memory, enc_keys=state.enc_keys,
                                     mask=state.mask, src_ex=state.src_ex, first_pos=state.first_pos,
                                     n_oov=state.n_oov, lse=lse, history=history, step=state.step + 1)

@@ -1,24 +1,24 @@
 """Intra-temporal attention over the encoder and intra-decoder attention (Paulus et al. 2017, 2.1-2.2).
 
-Both are bilinear: e = h^d_t . W h, with W a square (H, H) matrix.
+Both are bilinear: e = h^d_t . W h, with W a square (H, H) matrix. The equations, in the paper's numbers:
+
+    (2) e_ti = h^d_t . W^e_attn h^e_i
+    (3) e'_ti = exp(e_ti) at t = 1, else exp(e_ti) / sum_{j<t} exp(e_ji)
+    (4) a^e_ti = e'_ti / sum_j e'_tj
+    (5) c^e_t = sum_i a^e_ti h^e_i
+    (6) e^d_tt' = h^d_t . W^d_attn h^d_t'
+    (7) a^d_tt' = exp(e^d_tt') / sum_{j<t} exp(e^d_tj)
+    (8) c^d_t = sum_{j<t} a^d_tj h^d_j ;  c^d_1 = 0
+
+(3)-(4) run in log space: e'_ti / sum_j e'_tj = softmax_i(e_ti - lse_i), lse_i = log sum_{j<t} exp(e_ji)
+kept per source position, so nothing overflows. This is the plain code the tests compare the fused
+per-pass products (onmt/fused/step_source.py, passed in as `source`) against.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def masked_softmax(logits, mask, dim=-1):
-    """Softmax of `logits` over `dim` restricted to `mask` (True = allowed).
-
-    Masked entries get exactly 0; a row with no allowed entry is all zeros (no NaN), and the
-    gradient is finite everywhere.
-    """
-    neg_inf = torch.finfo(logits.dtype).min
-    shift = logits.detach().masked_fill(~mask, neg_inf).amax(dim, keepdim=True)
-    shift = shift.masked_fill(shift == neg_inf, 0.0)             # all-masked row: any finite shift
-    expd = torch.exp((logits - shift).masked_fill(~mask, float("-inf")))
-    total = expd.sum(dim, keepdim=True)
-    return expd / total.clamp_min(torch.finfo(logits.dtype).tiny)
+from onmt.modules.masked_softmax import masked_softmax
 
 
 class IntraTemporalAttention(nn.Module):
@@ -31,35 +31,35 @@ class IntraTemporalAttention(nn.Module):
 
     def __init__(self, hidden, temporal=True):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^e_attn
+        self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^e_attn of (2)
         nn.init.xavier_uniform_(self.weight)
         self.temporal = temporal
 
     def keys(self, memory):
-        """W^e h^e_i for every source position, computed once per sequence. memory: (B, S, H)."""
+        """W^e h^e_i of (2) for every source position, computed once per sequence. memory: (B, S, H)."""
         return F.linear(memory, self.weight)  # (B, S, H)
 
     def forward(self, query, keys, memory, mask, lse=None, source=None):
         """query (B, H) h^d_t; keys (B, S, H) from `keys()`; memory (B, S, H); mask (B, S) True at
         real positions; lse (B, S) or None at the first step; source: a StepSource over (keys, memory)
-        for a whole teacher-forced pass (same values and gradients, see step_source.py).
+        for a whole teacher-forced pass (same values and gradients, see onmt/fused/step_source.py).
 
         Returns context (B, H), attention (B, S), new lse (B, S).
         """
         if source is not None:
-            scores = source.scores(query)  # (B, S)  e_ti
+            scores = source.scores(query)  # (B, S)  (2) e_ti
         else:
-            scores = torch.bmm(keys, query.unsqueeze(2)).squeeze(2)  # (B, S)  e_ti
+            scores = torch.bmm(keys, query.unsqueeze(2)).squeeze(2)  # (B, S)  (2) e_ti = h^d_t . (W^e h^e_i)
         if self.temporal and lse is not None:
-            logits = scores - lse
+            logits = scores - lse  # (B, S)  (3) log e'_ti = e_ti - log sum_{j<t} exp(e_ji)
         else:
-            logits = scores
-        attn = masked_softmax(logits, mask)  # (B, S)
+            logits = scores  # (B, S)  (3) at t = 1: log e'_ti = e_ti
+        attn = masked_softmax(logits, mask)  # (B, S)  (4) a^e_ti = e'_ti / sum_j e'_tj, 0 on padding
         if source is not None:
-            context = source.context(attn)  # (B, H)
+            context = source.context(attn)  # (B, H)  (5)
         else:
-            context = torch.bmm(attn.unsqueeze(1), memory).squeeze(1)  # (B, H)
-        new_lse = scores if lse is None else torch.logaddexp(lse, scores)  # (B, S)
+            context = torch.bmm(attn.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H)  (5) c^e_t
+        new_lse = scores if lse is None else torch.logaddexp(lse, scores)  # (B, S)  sum_{j<=t} exp(e_ji), logged
         return context, attn, new_lse
 
 
@@ -72,17 +72,17 @@ class IntraDecoderAttention(nn.Module):
 
     def __init__(self, hidden):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^d_attn
+        self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^d_attn of (6)
         nn.init.xavier_uniform_(self.weight)
 
     def forward(self, query, history, return_attn=False):
         """query (B, H); history (B, t, H) previous decoder states or None. Returns c^d_t (B, H), and
         with `return_attn` also the attention over the t previous states (B, t) ((B, 0) when t = 0)."""
         if history is None or history.size(1) == 0:
-            context = query.new_zeros(query.shape)  # (B, H)
+            context = query.new_zeros(query.shape)  # (B, H)  (8) c^d_1 = 0
             return (context, query.new_zeros(query.size(0), 0)) if return_attn else context  # (B, 0)
         projected = query @ self.weight  # (B, H)  (W^d^T h^d_t)
-        scores = torch.bmm(history, projected.unsqueeze(2)).squeeze(2)  # (B, t)
-        attn = torch.softmax(scores, dim=1)  # (B, t)
-        context = torch.bmm(attn.unsqueeze(1), history).squeeze(1)  # (B, H)
+        scores = torch.bmm(history, projected.unsqueeze(2)).squeeze(2)  # (B, t)  (6) e^d_tt'
+        attn = torch.softmax(scores, dim=1)  # (B, t)  (7) a^d_tt'
+        context = torch.bmm(attn.unsqueeze(1), history).squeeze(1)  # (B, H)  (8) c^d_t
         return (context, attn) if return_attn else context

@@ -1,17 +1,16 @@
 """Paulus, Xiong & Socher (2017)'s deep reinforced model behind the common model interface.
 
-Encoder: shared embedding -> (bi)LSTM (onmt.encoders.rnn_encoder). Decoder: LSTM with intra-temporal
-and intra-decoder attention (decoder.py). Output: pointer-generator with the tied projection
-W_out = tanh(E_tgt W_proj) (pointer_generator.py).
+Encoder: shared embedding -> (bi)LSTM (onmt.models.rnn_encoder). Decoder: LSTM with intra-temporal
+and intra-decoder attention (decoder.py, intra_attention.py: eqs. 2-8). Output: pointer-generator with
+the tied projection W_out = tanh(E_tgt W_proj) (pointer_generator.py: eqs. 9-13).
 
 Performance (docs/DESIGN.md section 4): in `forward` the generator over V_tgt runs once, after the decoding
 loop, on all B*(T-1) rows; inside the loop only the rows whose next input is scheduled-sampled get a
 distribution (without gradient: the choice is discrete), through a W_out packed once per forward pass
-for oneDNN's skinny products (onmt/modules/packed_linear.py: 4-5x faster than addmm for the few rows
-of a step on CPU). `forward(batch, naive=True)` instead calls
-the generator at every step on every row, recomputing W_out each time as a self-contained per-step
-generator would (the benchmark's baseline; no option selects it); `naive="hoisted"` does the same
-but computes W_out once per forward pass, isolating the cost of the per-step projection.
+for oneDNN's skinny products (onmt/fused/packed_linear.py: 4-5x faster than addmm for the few rows
+of a step on CPU). The training and rollout paths use the fused kernels of onmt/fused/ (the table in
+its __init__.py); the per-step-generator baselines they are measured against live in
+bench/reinforced_step_bench.py.
 """
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -20,8 +19,10 @@ import torch
 import torch.nn as nn
 
 from onmt.constants import BOS, EOS
+from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.models.rnn_encoder import RNNEncoder
+from onmt.modules.copy_mixture import repeat_per_step
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.sampling import sample_rows
@@ -49,6 +50,8 @@ class _Run:
 
 class ReinforcedModel(nn.Module):
     copy = True
+    # state_dict key prefixes renamed since checkpoints were first written: old -> new
+    RENAMED_KEYS = (("decoder.embedding.", "decoder.embeddings."),)
 
     def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax"):
         super().__init__()
@@ -60,6 +63,8 @@ class ReinforcedModel(nn.Module):
 
     @classmethod
     def from_opt(cls, opt, vocabs):
+        """The model of `opt` with each module's own initialization; -param_init is applied by
+        onmt.model_builder (build_model / init_parameters), as for every family."""
         # shared vocabulary and equal layer counts: checked by opts.validate_model_opts and the
         # registry's check_data before any model is built
         embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
@@ -71,17 +76,22 @@ class ReinforcedModel(nn.Module):
                                     intra_decoder=not opt.no_intra_decoder_attn)
         generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
                                      tied=not opt.no_tied_output)
-        model = cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,
-                    sampling_mode=opt.scheduled_sampling_mode)
-        if opt.param_init > 0:
-            for p in model.parameters():
-                nn.init.uniform_(p, -opt.param_init, opt.param_init)
-        embeddings.zero_padding_row()
-        return model
+        return cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,
+                   sampling_mode=opt.scheduled_sampling_mode)
+
+    @classmethod
+    def upgrade_state_dict(cls, state):
+        """A checkpoint's model state with the keys of older versions renamed to today's (a new dict)."""
+        def rename(key):
+            for old, new in cls.RENAMED_KEYS:
+                if key.startswith(old):
+                    return new + key[len(old):]
+            return key
+        return {rename(k): v for k, v in state.items()}
 
     @property
     def tgt_vocab_size(self):
-        return self.decoder.vocab_size
+        return self.decoder.tgt_vocab_size
 
     # ------------------------------------------------------------------ interface
     def encode(self, batch):
@@ -105,18 +115,16 @@ class ReinforcedModel(nn.Module):
             attns["intra"] = intra
         return logp, state, attns
 
-    def forward(self, batch, naive=False):
+    def forward(self, batch):
         """Teacher forcing on batch.tgt (with scheduled sampling when training).
 
         Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S), "p_copy":
-        (B, T-1) p(u=1) without gradient (not with `naive`)}, plus "sampled" (B, T-1), True where
-        the step's input was the model's own prediction, when scheduled sampling is active.
+        (B, T-1) p(u=1) without gradient}, plus "sampled" (B, T-1), True where the step's input was
+        the model's own prediction, when scheduled sampling is active.
         """
-        out, attns, state, weight = self._teacher_forcing(batch, naive)
-        if naive:
-            return out, attns  # (B, T-1, X)
+        out, attns, state, weight = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
-        src_ex, first_pos = self._rows(state.src_ex, n_steps), self._rows(state.first_pos, n_steps)
+        src_ex, first_pos = repeat_per_step(state.src_ex, n_steps), repeat_per_step(state.first_pos, n_steps)
         logp, p_copy = self.generator(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos, state.n_oov,
                                       weight=self.generator.pad_weight(weight, state.n_oov),
                                       return_p_copy=True)  # (B*(T-1), X), (B*(T-1),)
@@ -126,15 +134,15 @@ class ReinforcedModel(nn.Module):
     def gold_log_likelihood(self, batch):
         """The fused training path: log p(gold) (B, T-1) (0 at padding), the argmax of the mixture
         (B, T-1) and the attns of `forward`, without any (B*(T-1), X) distribution (see
-        PointerGenerator.gold_log_prob); same values and gradients as `forward` + gather. attns
+        onmt/fused/gold_mixture.py); same values and gradients as `forward` + gather. attns
         also holds "p_copy" (B, T-1), p(u=1) at every step (no gradient; padding steps included)."""
         out, attns, state, weight = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
-        src_ex, first_pos = self._rows(state.src_ex, n_steps), self._rows(state.first_pos, n_steps)
-        ll, pred, p_copy = self.generator.gold_log_prob(out, attns["std"].reshape(B * n_steps, S), src_ex,
-                                                        first_pos, gold.reshape(-1), weight=weight,
-                                                        return_p_copy=True)  # (B*(T-1),) x3
+        src_ex, first_pos = repeat_per_step(state.src_ex, n_steps), repeat_per_step(state.first_pos, n_steps)
+        ll, pred, p_copy = pointer_generator_gold_log_prob(self.generator, out, attns["std"].reshape(B * n_steps, S),
+                                                           src_ex, first_pos, gold.reshape(-1), weight=weight,
+                                                           return_p_copy=True)  # (B*(T-1),) x3
         attns["p_copy"] = p_copy.view(B, n_steps)  # (B, T-1)
         return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
 
@@ -150,7 +158,7 @@ class ReinforcedModel(nn.Module):
         """
         check_rollout_modes(modes, max_length)
         weight = self.generator.out_weight()  # (V, 3H), (V,)
-        packed = self.generator.packed_out_weight(weight)
+        packed = packed_out_weight(self.generator, weight)
         B, V = batch.batch_size, self.tgt_vocab_size
         runs = [self._start_run(batch, enc, mode, torch.is_grad_enabled() and mode == "sample") for mode in modes]
         for t in range(max_length):
@@ -169,8 +177,8 @@ class ReinforcedModel(nn.Module):
                     run.attns.append(run.attn)
                     run.copied.append(u)
                 else:
-                    chosen = self.generator.predict(run.o, run.attn, run.state.src_ex, run.state.first_pos,
-                                                    logits=step_logits)
+                    chosen = pointer_generator_predict(self.generator, run.o, run.attn, run.state.src_ex,
+                                                       run.state.first_pos, logits=step_logits)
                 run.tokens.append(chosen)
                 run.done = run.done | (chosen == EOS)
                 run.inputs = chosen
@@ -182,7 +190,8 @@ class ReinforcedModel(nn.Module):
         """The decoder state and bookkeeping of one rollout mode."""
         with torch.set_grad_enabled(grad):
             state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
-            step_args = dict(embed=self.decoder.step_embedding(), source=self.decoder.step_source(state)) if grad else {}
+            step_args = (dict(embed=self.decoder.step_embedding(), source=self.decoder.step_source(state))
+                         if grad else {})
         inputs = torch.full((batch.batch_size,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
         return _Run(mode, grad, state, step_args, inputs, torch.zeros_like(inputs, dtype=torch.bool))
 
@@ -193,55 +202,40 @@ class ReinforcedModel(nn.Module):
         B, L = tokens.shape
         src_ex, first_pos = run.state.src_ex.repeat(L, 1), run.state.first_pos.repeat(L, 1)  # (L*B, S) step-major
         with torch.set_grad_enabled(run.grad):
-            ll, _ = self.generator.gold_log_prob(torch.cat(run.outputs), torch.cat(run.attns), src_ex, first_pos,
-                                                 tokens.t().reshape(-1), weight=weight,
-                                                 logits=run.logits[:L * B])  # (L*B,)
+            ll, _ = pointer_generator_gold_log_prob(self.generator, torch.cat(run.outputs), torch.cat(run.attns),
+                                                    src_ex, first_pos, tokens.t().reshape(-1), weight=weight,
+                                                    logits=run.logits[:L * B])  # (L*B,)
         return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(run.copied, dim=1))  # (B, L)
 
-    @staticmethod
-    def _rows(per_example, n_steps):
-        """(B, S) -> (B*n_steps, S), each example's row repeated for each of its steps."""
-        B, S = per_example.shape
-        return per_example.unsqueeze(1).expand(B, n_steps, S).reshape(B * n_steps, S)  # (B*T, S)
-
-    def _teacher_forcing(self, batch, naive=False):
-        """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H) (log p (B, T-1, X) when naive),
-        attns {"std": (B, T-1, S)[, "sampled": (B, T-1)]}, the final state and (W_out, b_out)."""
+    def _teacher_forcing(self, batch):
+        """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H), attns {"std": (B, T-1, S)
+        [, "sampled": (B, T-1)]}, the final state and (W_out, b_out)."""
         state = self.decoder.init_state(self.encode(batch), batch.src_ex, batch.n_oov)  # projects after the loop
         tgt = batch.tgt  # (B, T)
         B, n_steps = tgt.size(0), tgt.size(1) - 1
         sampling = self.training and self.scheduled_sampling > 0
         # W_out once per forward pass; the in-loop choices read it without gradient (same values)
-        # (naive=True recomputes it at every step, as a self-contained per-step generator would)
-        weight = None if naive and naive != "hoisted" else self.generator.out_weight()  # (V, 3H), (V,)
+        weight = self.generator.out_weight()  # (V, 3H), (V,)
         loop_weight = None
-        if weight is not None and sampling:
-            loop_weight = (self.generator.packed_out_weight(weight) if self.sampling_mode == "argmax"
+        if sampling:
+            loop_weight = (packed_out_weight(self.generator, weight) if self.sampling_mode == "argmax"
                            else tuple(w.detach() for w in weight))
-        step_weight = self.generator.pad_weight(weight, state.n_oov) if naive == "hoisted" else None
-        outputs, attns, logps, fed_back = [], [], [], []
+        outputs, attns, fed_back = [], [], []
         embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
             o_t, attn, state = self.decoder.step(inputs, state, embed=embed, source=source)
             attns.append(attn)
-            if naive:
-                logps.append(self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
-                                            weight=step_weight))  # (B, X)
-            else:
-                outputs.append(o_t)
+            outputs.append(o_t)
             if t + 1 == n_steps:
                 break
             inputs = tgt[:, t + 1]
             if sampling:
-                inputs, drawn = self._sample_inputs(inputs, o_t, attn, state, loop_weight,
-                                                    logps[-1] if naive else None)
+                inputs, drawn = self._sample_inputs(inputs, o_t, attn, state, loop_weight)
                 fed_back.append(drawn)
         extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
         if fed_back:  # (B, T-1): step t's input was the model's own prediction (step 0 never is)
             extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)
-        if naive:
-            return torch.stack(logps, dim=1), extra, state, weight  # (B, T-1, X)
         return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight  # (B*(T-1), 3H)
 
     # ------------------------------------------------------------------ scheduled sampling
@@ -251,23 +245,21 @@ class ReinforcedModel(nn.Module):
             return sample_rows(logp.exp())
         return logp.argmax(dim=1)
 
-    def _sample_inputs(self, reference, o_t, attn, state, weight, logp=None):
+    def _sample_inputs(self, reference, o_t, attn, state, weight):
         """Replace each example's next input, with probability p, by its own prediction.
 
-        Only the drawn rows get a distribution (when `logp` is not given); ids >= V_tgt are mapped to
-        <unk> by the decoder when read. Returns the (B,) inputs and the (B,) mask of drawn rows.
+        Only the drawn rows get a distribution; ids >= V_tgt are mapped to <unk> by the decoder when
+        read. Returns the (B,) inputs and the (B,) mask of drawn rows.
         """
         drawn = torch.rand(reference.shape, device=reference.device) < self.scheduled_sampling  # (B,)
         with torch.no_grad():
-            if logp is not None:
-                return torch.where(drawn, self._choose(logp.detach()), reference), drawn
             rows = drawn.nonzero().squeeze(1)  # (N,)
             if rows.numel() == 0:
                 return reference, drawn
             o_rows, attn_rows = o_t[rows], attn[rows]  # (N, 3H), (N, S)
             src_ex, first_pos = state.src_ex[rows], state.first_pos[rows]  # (N, S)
             if self.sampling_mode == "argmax":  # exact, without the (N, X) distribution
-                chosen = self.generator.predict(o_rows, attn_rows, src_ex, first_pos, weight=weight)
+                chosen = pointer_generator_predict(self.generator, o_rows, attn_rows, src_ex, first_pos, weight=weight)
             else:
                 chosen = self._choose(self.generator(o_rows, attn_rows, src_ex, first_pos, state.n_oov,
                                                      weight=self.generator.pad_weight(weight, state.n_oov)))

@@ -44,7 +44,7 @@ class Hypothesis:
     extras: Optional[dict] = None
 
 
-# the per-step attns besides "std" that keep_inspection keeps (onmt/models/interface.py)
+# the per-step attns besides "std" that keep_inspection keeps (onmt/interface.py)
 INSPECTED = ("p_copy", "intra")
 
 
@@ -101,15 +101,16 @@ def max_penalty(kind, lo, hi, alpha=0.0):
     return float(length_penalty(kind, lengths, alpha).max())
 
 
-def blocked_ngrams(history, n, vocab_size, ignore_ids=None):
+def blocked_ngrams(history, n, n_ids, ignore_ids=None):
     """Tokens that would repeat an n-gram already in each row of `history`.
 
-    history: (R, L) produced ids; returns (R, vocab_size) bool, True where the next token is
-    forbidden. The next token t is forbidden when (last n-1 tokens, t) equals some earlier n-gram
-    of the row; n-grams holding a token of `ignore_ids` (1-D tensor) never count.
+    history: (R, L) produced ids; returns (R, n_ids) bool (n_ids: X, the width of the step's scores),
+    True where the next token is forbidden. The next token t is forbidden when (last n-1 tokens, t)
+    equals some earlier n-gram of the row; n-grams holding a token of `ignore_ids` (1-D tensor) never
+    count.
     """
     R, L = history.shape
-    blocked = torch.zeros(R, vocab_size, dtype=torch.bool, device=history.device)  # (R, X)
+    blocked = torch.zeros(R, n_ids, dtype=torch.bool, device=history.device)       # (R, X)
     if n <= 0 or L < n:
         return blocked
     grams = history.unfold(1, n, 1)                                  # (R, L-n+1, n)
@@ -118,7 +119,7 @@ def blocked_ngrams(history, n, vocab_size, ignore_ids=None):
     if ignore_ids is not None and ignore_ids.numel() > 0:
         has_ignored = torch.isin(grams, ignore_ids.to(history.device)).any(-1)  # (R, L-n+1)
         match &= ~has_ignored
-    counts = torch.zeros(R, vocab_size, device=history.device)       # (R, X)
+    counts = torch.zeros(R, n_ids, device=history.device)            # (R, X)
     counts.scatter_add_(1, grams[:, :, n - 1], match.float())
     blocked = counts > 0
     blocked[:, EOS] = False

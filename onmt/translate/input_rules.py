@@ -47,7 +47,7 @@ def resolve(opt, model_opt, preprocess: Optional[dict]) -> Tuple[InputRules, Lis
     if lower:
         notes.append("lowercasing -src and -tgt: the training data was preprocessed with -lower")
     src_trunc = _trunc(opt, preprocess, "src", "-src", notes)
-    tgt_trunc = _trunc(opt, preprocess, "tgt", "-tgt", notes) if getattr(opt, "tgt", None) else 0
+    tgt_trunc = _trunc(opt, preprocess, "tgt", "-tgt", notes) if opt.tgt else 0
 
     if given(opt, "max_length"):
         max_length = opt.max_length

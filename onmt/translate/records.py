@@ -28,10 +28,11 @@ when the model has them, `ex{i}_attn`, `ex{i}_intra`, `ex{i}_p_copy`. For exampl
 It is written to a temporary file renamed when complete, one record at a time (records are not
 all held in memory).
 """
-import os
 import zipfile
 
 import numpy as np
+
+from onmt.utils.files import AtomicFile, write_error
 
 DUMP_FORMAT = "onmt-attn-debug"
 DUMP_VERSION = 1
@@ -39,13 +40,13 @@ ARRAYS = ("attn", "intra", "p_copy")
 COPY_THRESHOLD = 0.5
 
 
-def copied_marks(ids, p_copy, vocab_size, copy_model=True):
+def copied_marks(ids, p_copy, tgt_vocab_size, copy_model=True):
     """The definition of a copied word, used everywhere: (n,) bool, True where the id is an OOV
-    copy (>= vocab_size) or p(copy) >= 0.5. ids: (n,) ints; p_copy: (n,) or None."""
+    copy (>= tgt_vocab_size) or p(copy) >= 0.5. ids: (n,) ints; p_copy: (n,) or None."""
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     if not copy_model:
         return np.zeros(ids.shape, dtype=bool)
-    marks = ids >= vocab_size
+    marks = ids >= tgt_vocab_size
     if p_copy is not None:
         marks |= np.asarray(p_copy).reshape(-1) >= COPY_THRESHOLD
     return marks
@@ -55,7 +56,7 @@ def _array(t, dtype=np.float32):
     return None if t is None else t.detach().float().cpu().numpy().astype(dtype, copy=False)
 
 
-def make_record(line, src_words, pred_words, hyp, vocab_size, copy_model):
+def make_record(line, src_words, pred_words, hyp, tgt_vocab_size, copy_model):
     """The record (module docstring) of a search Hypothesis kept with keep_inspection."""
     n, s = len(hyp.tokens), len(src_words)
     extras = hyp.extras or {}
@@ -67,7 +68,7 @@ def make_record(line, src_words, pred_words, hyp, vocab_size, copy_model):
         "line": int(line), "src": list(src_words), "pred": list(pred_words),
         "ids": np.asarray(hyp.tokens, dtype=np.int64), "score": float(hyp.score),
         "attn": attn, "intra": _array(extras.get("intra")), "p_copy": p_copy,
-        "copied": copied_marks(hyp.tokens, p_copy, vocab_size, copy_model),
+        "copied": copied_marks(hyp.tokens, p_copy, tgt_vocab_size, copy_model),
     }
 
 
@@ -82,13 +83,17 @@ def _words(words):
 
 
 class DumpWriter:
-    """Writes records into an .npz one at a time (`add`), renamed into place by `close()`;
-    `abort()` (or leaving a with-block on an exception) removes the temporary file."""
+    """Writes records into an .npz one at a time (`add`), on a files.AtomicFile renamed into place by
+    `close()`; `abort()` (or leaving a with-block on an exception) removes the temporary file."""
 
     def __init__(self, path):
-        self.path = path
-        self.tmp = f"{path}.tmp{os.getpid()}"
-        self._zip = zipfile.ZipFile(self.tmp, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True)
+        self.path, self.what = path, f"-attn_debug {path}"
+        self._out = AtomicFile(path, self.what, binary=True)
+        try:
+            self._zip = zipfile.ZipFile(self._out.file, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True)
+        except BaseException:
+            self._out.discard()
+            raise
         self.n = 0
 
     def _put(self, name, array):
@@ -96,8 +101,7 @@ class DumpWriter:
             with self._zip.open(f"{name}.npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, np.asanyarray(array), allow_pickle=False)
         except OSError as e:          # a full disk: one line (the with-block's abort removes the file)
-            from onmt.utils.files import write_error
-            raise write_error(self.path, e, f"-attn_debug {self.path}") from None
+            raise write_error(self.path, e, self.what) from None
 
     def add(self, record):
         i = self.n
@@ -120,21 +124,19 @@ class DumpWriter:
             self._put("version", np.int64(DUMP_VERSION))
             self._put("n_examples", np.int64(self.n))
             self._zip.close()
-            os.replace(self.tmp, self.path)
         except BaseException as e:
             self.abort()
             if isinstance(e, OSError):
-                from onmt.utils.files import write_error
-                raise write_error(self.path, e, f"-attn_debug {self.path}") from None
+                raise write_error(self.path, e, self.what) from None
             raise
+        self._out.commit()        # a failure removes the file too
 
     def abort(self):
         try:
             self._zip.close()
         except OSError:
             pass
-        if os.path.exists(self.tmp):
-            os.remove(self.tmp)
+        self._out.discard()
 
     def __enter__(self):
         return self

@@ -7,7 +7,8 @@ the translation of text lines with the checkpoint's test-time input rules (input
 import argparse
 from typing import NamedTuple, Optional
 
-from onmt.errors import UserError
+from onmt import opts
+from onmt.errors import OptionError, UserError
 from onmt.inputters.vocab import Vocabs
 from onmt.utils.logging import logger
 
@@ -15,22 +16,26 @@ from onmt.utils.logging import logger
 class Session(NamedTuple):
     model: object                # in eval mode, on its device
     vocabs: Vocabs
-    model_opt: argparse.Namespace
+    model_opt: argparse.Namespace   # the checkpoint's model options, updated and validated
     preprocess: Optional[dict]   # the checkpoint's preprocessing record (None: an older checkpoint)
 
 
-class MissingOption(UserError, AttributeError):
-    """An option the checkpoint's options lack (an AttributeError too: getattr's default still works)."""
-
-
-class CheckpointOptions(argparse.Namespace):
-    """A checkpoint's options; reading one it lacks is one line naming the checkpoint and the option."""
-
-    def __getattr__(self, name):            # only called for a missing attribute
-        if name.startswith("__"):
-            raise AttributeError(name)
-        where = self.__dict__.get("_checkpoint") or "the checkpoint"
-        raise MissingOption(f"checkpoint {where} is damaged or from another program: its options lack {name}")
+def checkpoint_model_options(saved, name=None):
+    """The model options of a checkpoint (`saved`: its "opt" dict; `name`: its path, for the messages)
+    as train.py resolved them, with the defaults of the options added since it was written
+    (onmt/opts/update.py), validated as train.py validates them. A model option it lacks otherwise,
+    or an impossible one, is one UserError naming the checkpoint."""
+    where = f"checkpoint {name}" if name else "the checkpoint"
+    lacking = opts.lacking_model_options(saved)
+    if lacking:
+        raise UserError(f"{where} is damaged or from another program: its options lack {', '.join(lacking)}")
+    model_opt = argparse.Namespace(**saved)
+    opts.update_saved_model_opts(model_opt)
+    try:
+        opts.validate_model_opts(model_opt)
+    except OptionError as e:
+        raise UserError(f"{where} is damaged or from another program: its options are invalid: {e}") from None
+    return model_opt
 
 
 def model_from_checkpoint(ckpt, device, name=None):
@@ -41,8 +46,8 @@ def model_from_checkpoint(ckpt, device, name=None):
         vocabs = Vocabs.from_dict(ckpt["vocab"])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise UserError(f"checkpoint {name or ''} is damaged: its vocabulary cannot be read ({e!r})") from None
-    model_opt = CheckpointOptions(**ckpt["opt"], _checkpoint=name)
-    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True).to(device)
+    model_opt = checkpoint_model_options(ckpt["opt"], name)
+    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True, device=device)
     model.eval()
     return model, vocabs, model_opt
 

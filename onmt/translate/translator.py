@@ -1,6 +1,6 @@
 """Translator: source lines -> n-best predictions as words, and gold-target scoring.
 
-It calls only the model interface (onmt/models/interface.py) through `greedy_search` (beam size 1)
+It calls only the model interface (onmt/interface.py) through `greedy_search` (beam size 1)
 or `beam_search`, so it serves every model family alike.
 """
 import math
@@ -63,8 +63,7 @@ class Translator:
                    max_length=opt.max_length, length_penalty=opt.length_penalty, alpha=opt.alpha,
                    block_ngram_repeat=opt.block_ngram_repeat, ignore_when_blocking=opt.ignore_when_blocking,
                    replace_unk=opt.replace_unk, batch_size=opt.batch_size, verbose=opt.verbose,
-                   coverage_penalty=getattr(opt, "coverage_penalty", "none"), beta=getattr(opt, "beta", 0.0),
-                   stepwise_penalty=getattr(opt, "stepwise_penalty", False),
+                   coverage_penalty=opt.coverage_penalty, beta=opt.beta, stepwise_penalty=opt.stepwise_penalty,
                    **{"show_progress": True, **kwargs})
 
     # ------------------------------------------------------------------ decoding
@@ -74,7 +73,7 @@ class Translator:
         An empty (or blank) line gets empty translations without running the model. With
         `tgt_lines`, the gold targets are scored too and GOLD AVG SCORE / GOLD PPL logged.
         With `on_record`, the search keeps the inspection data (keep_inspection) and calls
-        `on_record(record)` with the record (onmt/inspection/records.py) of the best hypothesis of
+        `on_record(record)` with the record (onmt/translate/records.py) of the best hypothesis of
         every line in `record_lines` (a container of 0-based line numbers; None: every line), in
         the order batches finish; only batches holding such a line pay for keeping it.
         """

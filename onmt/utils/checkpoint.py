@@ -1,33 +1,20 @@
 """Checkpoints: atomic save, safe load (weights_only), validation against data and options."""
 import os
 import random
-import tempfile
 
 import torch
 
 from onmt.errors import UserError
+from onmt.utils.files import write_atomic
 
 REQUIRED_KEYS = ("model", "opt", "vocab", "step")
 
 
 def atomic_torch_save(obj, path, what="checkpoint"):
-    """torch.save to a temporary file in the same folder, then rename: never a half-written file. A
-    failed write (a full disk, a read-only folder) leaves no temporary file and is one UserError,
-    "cannot write checkpoint PATH: No space left on device"."""
-    from onmt.utils.files import write_error
-    folder = os.path.dirname(os.path.abspath(path))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-        # through a Python file: a write error is an OSError (ENOSPC...), not torch's "unexpected pos"
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise write_error(path, e, what) from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.remove(tmp)
+    """torch.save to `path` whole or not at all (files.write_atomic): a failed write (a full disk, a
+    read-only folder) leaves no temporary file and is one UserError,
+    "checkpoint: cannot write PATH: No space left on device"."""
+    write_atomic(path, lambda f: torch.save(obj, f), what, binary=True)
 
 
 def rng_state():

@@ -24,6 +24,7 @@ from typing import NamedTuple
 import torch
 
 from onmt.errors import UserError
+from onmt.opts import given
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 
@@ -56,18 +57,16 @@ def resolve(opt, device):
     """The World of this process for the options `opt` (-world_size, -gpu_ranks, -gpu) and the
     environment; `device` is the one -gpu alone gives."""
     env = _torchrun_env()
-    gpu_ranks = list(getattr(opt, "gpu_ranks", None) or [])
-    world_size = getattr(opt, "world_size", 1)
+    gpu_ranks, world_size = list(opt.gpu_ranks), opt.world_size
     if env is not None and env[1] > 1:
         rank, size, local = env
-        given_size = getattr(opt, "_given", frozenset())
-        if "world_size" in given_size and world_size != size:
+        if given(opt, "world_size") and world_size != size:
             raise UserError(f"-world_size {world_size} differs from torchrun's WORLD_SIZE {size}: "
                             "leave -world_size out under torchrun")
         if os.environ.get(SPAWNED) == "1":   # spawned by -world_size N: GPUs with -gpu_ranks, as asked
             cuda = bool(gpu_ranks)
         else:                               # torchrun: GPUs when there are, unless -gpu -1 is given
-            cuda = torch.cuda.is_available() and not ("gpu" in given_size and opt.gpu < 0 and not gpu_ranks)
+            cuda = torch.cuda.is_available() and not (given(opt, "gpu") and opt.gpu < 0 and not gpu_ranks)
         if cuda and torch.cuda.is_available():
             if local >= torch.cuda.device_count():
                 raise UserError(f"LOCAL_RANK {local} but only {torch.cuda.device_count()} GPUs here: "
@@ -87,7 +86,7 @@ def resolve(opt, device):
         return World(0, world_size, 0, torch.device("cuda:0" if gpu_ranks else "cpu"), spawn=True)
     if gpu_ranks:
         return World(0, 1, 0, torch.device(f"cuda:{gpu_ranks[0]}"))
-    if env is not None and torch.cuda.is_available() and not ("gpu" in getattr(opt, "_given", ()) and opt.gpu < 0):
+    if env is not None and torch.cuda.is_available() and not (given(opt, "gpu") and opt.gpu < 0):
         local = env[2]  # torchrun --nproc_per_node 1: its GPU, as for several ranks
         return World(0, 1, local, torch.device(f"cuda:{local}") if device.type == "cpu" else device)
     return World(0, 1, 0, device)

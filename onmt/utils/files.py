@@ -3,11 +3,15 @@
 `check_output(path, what)` raises a one-line UserError when `path` cannot be written (its folder is
 missing, is not a folder or is read-only; the path itself is a folder), so that a command fails in its
 first second rather than after hours of work; `check_prefix` does the same for a prefix of files
-(train.py -save_model). `write_text_atomic` / `write_lines_atomic` write to a temporary file next to
-the target and rename it into place, so a reader never sees a half-written file; a failure (a full
-disk included) leaves the target as it was, no temporary file, and one line naming the file
-(`write_error`).
+(train.py -save_model), `check_output_folder` for a folder of outputs (-attn_plot).
+
+Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder,
+renamed onto the target when complete), so a reader never sees a half-written file; a failure (a full
+disk, ^C included) leaves the target as it was, no temporary file, and one line naming the file
+(`write_error`). `write_atomic(path, write)` is the common form (`write(f)` fills the file);
+`write_text_atomic` / `write_lines_atomic` write strings.
 """
+import contextlib
 import os
 import tempfile
 
@@ -23,6 +27,15 @@ def check_output(path, what):
         raise UserError(f"{what}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{what}: folder {folder} is not writable")
+
+
+def check_output_folder(path, what):
+    """UserError naming `what` (e.g. "-attn_plot plots") unless `path` is a folder or could be created as
+    one (`check_output` on it)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"{what}: not a folder")
+    if not os.path.isdir(path):
+        check_output(path, what)
 
 
 def check_prefix(prefix, what):
@@ -58,22 +71,118 @@ def write_error(path, error, what=None):
     return UserError(f"{what + ': ' if what else ''}cannot write {path}: {reason}")
 
 
+class AtomicFile:
+    """A file written whole or not at all: a temporary file in the folder of `path`, open for writing as
+    `.file` (text: UTF-8 with "\\n" line ends; bytes when `binary`), renamed onto `path` by `commit()`
+    and removed by `discard()`. As a with-block (`with AtomicFile(p) as f:`) it commits when the block
+    completes and discards on any exception, ^C included. An OSError (a full disk, a read-only folder;
+    inside the with-block too) leaves `path` as it was and no temporary file, and is raised as
+    `write_error`'s one-line UserError naming `what` and `path`. The file gets the permissions that
+    open() gives a new file (the process's umask), not the temporary file's 0o600."""
+
+    def __init__(self, path, what=None, binary=False):
+        self.path, self.what = os.fspath(path), what
+        self.file = self.tmp = None
+        with self._discarded_on_error():
+            fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.path) + ".", suffix=".tmp",
+                                            dir=os.path.dirname(os.path.abspath(self.path)))
+            # a Python file over the descriptor: a write error is an OSError (ENOSPC...), whoever writes
+            self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+
+    @contextlib.contextmanager
+    def _discarded_on_error(self):
+        """On any exception, remove the temporary file; an OSError becomes write_error's one line."""
+        try:
+            yield
+        except BaseException as e:
+            self.discard()
+            if isinstance(e, OSError):
+                raise write_error(self.path, e, self.what) from None
+            raise
+
+    def close(self):
+        """Complete the temporary file (flushed and closed), for `commit` to rename later."""
+        with self._discarded_on_error():
+            self.file.close()
+
+    def commit(self):
+        """Complete the temporary file and rename it onto `path`."""
+        with self._discarded_on_error():
+            self.file.close()
+            os.chmod(self.tmp, _new_file_mode())
+            os.replace(self.tmp, self.path)
+        self.tmp = None
+
+    def discard(self):
+        """Close and remove the temporary file (never raises an OSError; nothing to do after commit)."""
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:
+                pass
+        if self.tmp is not None:
+            try:
+                os.remove(self.tmp)
+            except OSError:
+                pass
+            self.tmp = None
+
+    def __enter__(self):
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+            return False
+        failure = self._write_failure(exc)
+        self.discard()
+        if failure is not None:
+            raise write_error(self.path, failure, self.what) from None
+        return False
+
+    def _write_failure(self, exc):
+        """The OSError behind the exception `exc` of a with-block: `exc` itself, or for another Exception
+        (torch.save reports a full disk as RuntimeError "unexpected pos") the OSError it arose from or
+        the one that closing the file raises; None when there is none (^C, a bug)."""
+        if isinstance(exc, OSError) or not isinstance(exc, Exception):
+            return exc if isinstance(exc, OSError) else None
+        if isinstance(exc.__context__, OSError):
+            return exc.__context__
+        try:
+            self.file.close()
+        except OSError as e:
+            return e
+        return None
+
+
+def _new_file_mode():
+    """The permissions open() gives a new file: 0o666 less the process's umask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(path, write, what=None, binary=False, by_name=False):
+    """Call `write(f)` with `f` open on the temporary file of an AtomicFile for `path` (text, or bytes
+    when `binary`), then rename it onto `path`; `by_name`: `write(name)` with the temporary file's name
+    instead, for a writer that opens the file itself. Errors as AtomicFile's."""
+    out = AtomicFile(path, what, binary)
+    with out as f:
+        if by_name:
+            f.close()
+            write(out.tmp)
+        else:
+            write(f)
+
+
 def write_text_atomic(path, text, what=None):
-    """Write `text` (UTF-8) to `path` through a temporary file renamed when complete; a failure (a full
-    disk included) leaves `path` as it was and no temporary file, and is raised as one-line UserError."""
-    write_lines_atomic(path, [text], what, newline=False)
+    """Write `text` (UTF-8) to `path` whole or not at all (`write_atomic`)."""
+    write_atomic(path, lambda f: f.write(text), what)
 
 
-def write_lines_atomic(path, lines, what=None, newline=True):
-    """Write the strings `lines` (each followed by "\\n" when `newline`) as `write_text_atomic` does."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            for line in lines:
-                f.write(line + "\n" if newline else line)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise write_error(path, e, what) from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+def write_lines_atomic(path, lines, what=None):
+    """Write the strings `lines`, each followed by "\\n", to `path` whole or not at all (`write_atomic`)."""
+    def write(f):
+        for line in lines:
+            f.write(line + "\n")
+    write_atomic(path, write, what)

@@ -77,20 +77,18 @@ def exponential_scale(step, rate, decay_steps, start_step):
 
 def exponential_decay_on(opt):
     """-decay_method none decays only when one of its three options has a value (module comment)."""
-    return any(getattr(opt, name, None) is not None for name in EXP_DECAY_DEFAULTS)
+    return any(getattr(opt, name) is not None for name in EXP_DECAY_DEFAULTS)
 
 
 def learning_rate_schedule(opt):
     """step -> learning-rate multiplier for these options, or None for a constant rate (the default)."""
-    method = getattr(opt, "decay_method", "none") or "none"
-    warmup = getattr(opt, "warmup_steps", None) or 4000
+    method, warmup = opt.decay_method, opt.warmup_steps
     if method == "noam":
         return functools.partial(noam_scale, warmup_steps=warmup, model_size=opt.rnn_size)
     if method == "rsqrt":
         return functools.partial(rsqrt_scale, warmup_steps=warmup)
     if not exponential_decay_on(opt):
         return None
-    value = {n: getattr(opt, n, None) if getattr(opt, n, None) is not None else d
-             for n, d in EXP_DECAY_DEFAULTS.items()}
+    value = {n: getattr(opt, n) if getattr(opt, n) is not None else d for n, d in EXP_DECAY_DEFAULTS.items()}
     return functools.partial(exponential_scale, rate=value["learning_rate_decay"],
                              decay_steps=value["decay_steps"], start_step=value["start_decay_steps"])

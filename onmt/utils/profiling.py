@@ -4,11 +4,9 @@ At the end: the top 25 operators by self CPU time (and by self CUDA time on a GP
 torch.profiler tables, and a Chrome trace (chrome://tracing, https://ui.perfetto.dev) is written to
 the trace path, atomically (a temporary file renamed when complete).
 """
-import os
-
 import torch
 
-from onmt.utils.files import check_output
+from onmt.utils.files import check_output, write_atomic
 from onmt.utils.logging import logger
 
 TOP_OPERATORS = 25
@@ -68,15 +66,7 @@ class Profiler:
         if self.cuda:
             self.log(f"Profile of {self.count} {self.what}: top {TOP_OPERATORS} operators by self CUDA time\n"
                      + averages.table(sort_by=_device_key(averages), row_limit=TOP_OPERATORS))
-        tmp = f"{self.path}.tmp{os.getpid()}"
-        try:
-            prof.export_chrome_trace(tmp)
-            os.replace(tmp, self.path)
-        except OSError as e:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            from onmt.utils.files import write_error
-            raise write_error(self.path, e, "-profile_trace") from None
+        write_atomic(self.path, prof.export_chrome_trace, "-profile_trace", by_name=True)
         self.log(f"Chrome trace of the profiled {self.what} in {self.path}")
 
 

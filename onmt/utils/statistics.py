@@ -82,7 +82,7 @@ class Statistics:
         return out
 
     def rl_report(self):
-        """'; '-joined figures of the self-critical loss (reinforced/losses.py) in this window, or ''."""
+        """'; '-joined figures of the self-critical loss (onmt/losses/rl.py) in this window, or ''."""
         e = self.extra
         n = e.get("rl_examples", 0)
         if not n:
@@ -93,7 +93,7 @@ class Statistics:
                 f"ml loss: {ml}; rl loss: {e['rl_loss'] / n:.4f}; copies: {copies:.1f}%")
 
     def valid_rouge_report(self):
-        """The greedy validation ROUGE-L line (reinforced/losses.py), or ''."""
+        """The greedy validation ROUGE-L line (onmt/losses/rl.py), or ''."""
         n = self.extra.get("valid_rouge_examples", 0)
         if not n:
             return ""

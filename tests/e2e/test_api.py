@@ -44,10 +44,10 @@ def cli_args(settings):
     return args
 
 
-def run_cli(d, ckpt, settings, *extra):
+def run_cli(d, ckpt, settings, *more_args):
     from onmt.bin.translate import main
     out = d / "pred.txt"
-    main(["-model", ckpt, "-src", str(d / "src.txt"), "-output", str(out), *cli_args(settings), *extra])
+    main(["-model", ckpt, "-src", str(d / "src.txt"), "-output", str(out), *cli_args(settings), *more_args])
     return out.read_text().splitlines()
 
 

@@ -44,9 +44,9 @@ def data(tmp_path_factory):
                             target=lambda words: words[: max(2, len(words) - 2)])
 
 
-def _args(data, model, save, *extra):
+def _args(data, model, save, *more_args):
     return ["-data", data, "-save_model", str(save), *model, "-train_steps", "20", "-report_every", "5",
-            "-valid_steps", "10", "-save_checkpoint_steps", "10", "-seed", "5", *extra]
+            "-valid_steps", "10", "-save_checkpoint_steps", "10", "-seed", "5", *more_args]
 
 
 def _model(path):
@@ -130,12 +130,12 @@ def test_world_of_the_options_and_of_torchrun(monkeypatch):
 
 def test_world_size_options_are_checked_in_one_line(data, tmp_path):
     from onmt.errors import OptionError
-    for extra, message in ((["-world_size", "0"], "-world_size must be positive"),
+    for more_args, message in ((["-world_size", "0"], "-world_size must be positive"),
                            (["-accum_count", "0"], "-accum_count must be positive"),
                            (["-world_size", "2", "-gpu_ranks", "0", "2"], "distinct ranks below -world_size 2"),
                            (["-world_size", "2", "-gpu", "0"], "-gpu_ranks 0 1")):
         with pytest.raises(OptionError, match=message):
-            train_bin.main(["-data", data, "-save_model", str(tmp_path / "m"), *extra])
+            train_bin.main(["-data", data, "-save_model", str(tmp_path / "m"), *more_args])
 
 
 def test_resume_position_follows_another_number_of_ranks():

@@ -1,7 +1,7 @@
 """Batch invariance of beam search: -batch_size 1 and -batch_size 64 give the same predictions.
 
-A copy+coverage model and a reinforced model are trained briefly on copy_oov (sources of 1..20 tokens, most of them outside
-the target vocabulary), so batches differ in source padding and in the size of the extended
+A copy+coverage model and a reinforced model are trained briefly on copy_oov (sources of 1..20 tokens,
+most of them outside the target vocabulary), so batches differ in source padding and in the size of the extended
 vocabulary (V_tgt + the batch's largest OOV list); a trained model keeps clear of the exact score ties
 of an untrained one. Every one of 500 test sentences must get the same words, scores within 1e-4.
 """
@@ -43,6 +43,7 @@ def _translate(ckpt, lines, batch_size, beam_size=5):
     from onmt.translate.translator import Translator
     opt = opts.translate_parser().parse_args(["-model", ckpt, "-src", "unused", "-beam_size", str(beam_size),
                                               "-batch_size", str(batch_size), "-max_length", "40"])
+    opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
     model, vocabs = load_model(ckpt, torch.device("cpu"))
     return [nbest[0] for nbest in Translator.from_opt(opt, model, vocabs, log=lambda msg: None).translate(lines)]

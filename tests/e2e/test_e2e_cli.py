@@ -84,7 +84,10 @@ def test_evaluate_on_predictions(pipeline, tmp_path):
     scores = evaluate(["-pred", str(pipeline["pred"]), "-ref", ref])
     assert scores["n"] == 30
     assert all(math.isfinite(scores[m][k]) for m in ("rouge1", "rouge2", "rougeL", "rougeLsum") for k in "prf")
-    assert 0.0 <= exact_match(pipeline["pred"], ref) <= 1.0
+    # 40 steps already copy some test lines exactly (measured 4 of 30; an untrained model copies none),
+    # and never the two whose source was blanked out (lines 5 and 12 predict nothing)
+    assert 1 / 30 <= exact_match(pipeline["pred"], ref) <= 28 / 30
+    assert scores["rouge1"]["f"] >= 20.0   # measured 38.8
 
 
 # --------------------------------------------------------------------------- bad input, through the CLI

@@ -37,7 +37,7 @@ def _run(opt, vocabs, src_low, steps, B, S, seed, lr):
 
 
 def test_attention_model_learns_copy_task():
-    vocabs = make_vocabs(n_src=14, n_tgt=14, shared=False)
+    vocabs = make_vocabs(src_vocab_size=14, tgt_vocab_size=14, shared=False)
     opt = make_opt(rnn_size=32, word_vec_size=16, global_attention="general", brnn=True, param_init=0.1)
     first, last = _train(opt, vocabs, src_low=4)
     assert last < 0.25 * first, (first, last)
@@ -45,7 +45,7 @@ def test_attention_model_learns_copy_task():
 
 def test_pointer_copies_words_outside_target_vocabulary():
     # every source word is outside the target vocabulary: only the pointer can produce them
-    vocabs = make_vocabs(n_src=20, n_tgt=8, shared=True)
+    vocabs = make_vocabs(src_vocab_size=20, tgt_vocab_size=8, shared=True)
     opt = make_opt(rnn_size=32, word_vec_size=16, global_attention="mlp", copy_attn=True,
                    coverage_attn=True, share_embeddings=True, brnn=True)
     first, last = _train(opt, vocabs, src_low=8, steps=100)

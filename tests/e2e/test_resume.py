@@ -19,9 +19,9 @@ REINFORCED = ["-reinforced", "-rnn_size", "16", "-word_vec_size", "8", "-dropout
 COPY = ["-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn", "-copy_attn", "-dropout", "0"]
 
 
-def _train(data, model, save, *extra):
+def _train(data, model, save, *more_args):
     train_bin.main(["-data", data, "-save_model", save, *model, "-batch_size", "16", "-report_every", "2",
-                    "-valid_steps", "4", "-save_checkpoint_steps", "4", "-seed", "5", *extra])
+                    "-valid_steps", "4", "-save_checkpoint_steps", "4", "-seed", "5", *more_args])
 
 
 def _ckpt(path):

@@ -43,19 +43,19 @@ def make_data(task, folder, seed=1, **sizes):
     return str(folder)
 
 
-def preprocess(data_dir, prefix, *extra):
+def preprocess(data_dir, prefix, *more_args):
     from onmt.bin.preprocess import main
     d = str(data_dir)
     main(["-train_src", f"{d}/train.src.txt", "-train_tgt", f"{d}/train.tgt.txt",
           "-valid_src", f"{d}/valid.src.txt", "-valid_tgt", f"{d}/valid.tgt.txt",
-          "-save_data", str(prefix), "-share_vocab", "-dynamic_dict", *map(str, extra)])
+          "-save_data", str(prefix), "-share_vocab", "-dynamic_dict", *map(str, more_args)])
     return str(prefix)
 
 
-def train(prefix, save_model, *extra):
+def train(prefix, save_model, *more_args):
     """onmt.bin.train.main; returns the path of the last checkpoint (the one with the largest step)."""
     from onmt.bin.train import main
-    main(["-data", str(prefix), "-save_model", str(save_model), *map(str, extra)])
+    main(["-data", str(prefix), "-save_model", str(save_model), *map(str, more_args)])
     return last_checkpoint(save_model)
 
 
@@ -66,9 +66,9 @@ def last_checkpoint(save_model):
     return f"{save_model}_step_{max(steps)}.pt"
 
 
-def translate(model, src, output, *extra):
+def translate(model, src, output, *more_args):
     from onmt.bin.translate import main
-    main(["-model", str(model), "-src", str(src), "-output", str(output), *map(str, extra)])
+    main(["-model", str(model), "-src", str(src), "-output", str(output), *map(str, more_args)])
     return read_lines(output)
 
 

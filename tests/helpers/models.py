@@ -5,24 +5,29 @@ import torch
 from onmt.constants import BOS, EOS, PAD, SPECIALS, UNK
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
-from onmt.opts import model_opts, validate_model_opts
+from onmt.opts import model_opts, update_model_opts, update_train_opts, validate_model_opts
 
 
 def make_opt(**overrides):
+    """Model options (tiny sizes, then `overrides`), updated and validated as train.py does, with
+    train.py's other options at their defaults (the losses read some)."""
     parser = configargparse.ArgumentParser()
     model_opts(parser)
     opt = parser.parse_args([])
     defaults = dict(rnn_size=8, word_vec_size=6, layers=-1, enc_layers=1, dec_layers=1, dropout=0.0)
     for k, v in {**defaults, **overrides}.items():
         setattr(opt, k, v)
+    update_model_opts(opt)
+    update_train_opts(opt)
     validate_model_opts(opt)
     return opt
 
 
-def make_vocabs(n_src=20, n_tgt=12, shared=True):
-    words = SPECIALS + [f"w{i}" for i in range(n_src - len(SPECIALS))]
+def make_vocabs(src_vocab_size=20, tgt_vocab_size=12, shared=True):
+    words = SPECIALS + [f"w{i}" for i in range(src_vocab_size - len(SPECIALS))]
     src = Vocab(words)
-    tgt = src.prefix(n_tgt) if shared else Vocab(SPECIALS + [f"t{i}" for i in range(n_tgt - len(SPECIALS))])
+    tgt = (src.prefix(tgt_vocab_size) if shared
+           else Vocab(SPECIALS + [f"t{i}" for i in range(tgt_vocab_size - len(SPECIALS))]))
     return Vocabs(src, tgt, shared)
 
 

@@ -1,12 +1,19 @@
 """A small reinforced model and batches for its tests: random sources with words outside the target
-vocabulary, and copy-only batches whose targets only the pointer can produce."""
+vocabulary, and copy-only batches whose targets only the pointer can produce; the per-step-generator
+reference of bench/reinforced_step_bench.py."""
+import functools
+import importlib.util
+import os
+
 import configargparse
 import torch
 
+from helpers.paths import ROOT
 from onmt import opts
 from onmt.constants import BOS, EOS, PAD, SPECIALS, UNK
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
+from onmt.model_builder import init_parameters
 from onmt.reinforced.model import ReinforcedModel
 
 V_SRC, V_TGT = 40, 24
@@ -17,18 +24,38 @@ def _vocabs():
     return Vocabs(Vocab(words), Vocab(words[:V_TGT]), shared=True)
 
 
-def _opt(*extra):
+def _opt(*more_args):
     parser = configargparse.ArgumentParser()
     opts.model_opts(parser)
-    opt = opts.parse_with_given(parser, ["-reinforced", "-brnn", "-rnn_size", "12", "-word_vec_size", "6", "-layers", "1",
-                             "-dropout", "0", *extra])
+    opt = opts.parse_with_given(parser, ["-reinforced", "-brnn", "-rnn_size", "12", "-word_vec_size", "6",
+                                         "-layers", "1", "-dropout", "0", *more_args])
+    opts.update_model_opts(opt)
     opts.validate_model_opts(opt)
     return opt
 
 
-def _model(*extra, seed=0):
+def _model(*more_args, seed=0):
     torch.manual_seed(seed)
-    return ReinforcedModel.from_opt(_opt(*extra), _vocabs())
+    opt = _opt(*more_args)
+    model = ReinforcedModel.from_opt(opt, _vocabs())
+    init_parameters(model, opt.param_init)  # as onmt.model_builder.build_model does
+    return model
+
+
+@functools.lru_cache(maxsize=None)
+def _step_bench():
+    path = os.path.join(ROOT, "bench", "reinforced_step_bench.py")
+    spec = importlib.util.spec_from_file_location("_reinforced_step_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def per_step_forward(model, batch, hoisted=False):
+    """`model(batch)` computed by a per-step generator (the generator at every step on every row,
+    W_out recomputed per step or, `hoisted`, once per pass): bench/reinforced_step_bench.py's
+    baseline, the reference of the model's fused teacher forcing. Returns log p (B, T-1, X), attns."""
+    return _step_bench().per_step_forward(model, batch, hoisted=hoisted)
 
 
 def _batch(seed=0, B=3, S=7, T=6):

@@ -69,17 +69,17 @@ class ToyModel(nn.Module):
     `sharp` scales the logits (larger: more peaked distributions).
     """
 
-    def __init__(self, n_src, n_tgt, dim=8, copy=False, seed=0, sharp=2.0):
+    def __init__(self, src_vocab_size, tgt_vocab_size, dim=8, copy=False, seed=0, sharp=2.0):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        self.tgt_vocab_size, self.copy, self.sharp = n_tgt, copy, sharp
-        self.src_emb = nn.Parameter(torch.randn(n_src, dim, generator=g))
-        self.tgt_emb = nn.Parameter(torch.randn(n_tgt, dim, generator=g))
+        self.tgt_vocab_size, self.copy, self.sharp = tgt_vocab_size, copy, sharp
+        self.src_emb = nn.Parameter(torch.randn(src_vocab_size, dim, generator=g))
+        self.tgt_emb = nn.Parameter(torch.randn(tgt_vocab_size, dim, generator=g))
         self.w_in = nn.Parameter(torch.randn(dim, dim, generator=g) / dim ** 0.5)
         self.w_rec = nn.Parameter(torch.randn(dim, dim, generator=g) / dim ** 0.5)
-        self.w_out = nn.Parameter(torch.randn(dim, n_tgt, generator=g) / dim ** 0.5)
+        self.w_out = nn.Parameter(torch.randn(dim, tgt_vocab_size, generator=g) / dim ** 0.5)
         self.w_gen = nn.Parameter(torch.randn(dim, generator=g) / dim ** 0.5)
-        self.bias = nn.Parameter(torch.zeros(n_tgt))                         # (V,) e.g. favour <unk>
+        self.bias = nn.Parameter(torch.zeros(tgt_vocab_size))                # (V,) e.g. favour <unk>
 
     def encode(self, batch):
         mask = batch.src != PAD                                              # (B, S)

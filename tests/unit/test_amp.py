@@ -18,14 +18,21 @@ from helpers.e2e import random_pair_data
 from helpers.models import build, make_batch, make_opt, make_vocabs
 from onmt.bin import train as train_bin
 from onmt.constants import PAD
+from onmt.fused.gold_mixture import (
+    copy_generator_gold_log_prob,
+    gold_mixture,
+    packed_out_weight,
+    pointer_generator_gold_log_prob,
+    pointer_generator_predict,
+)
+from onmt.fused.packed_linear import PackedLinear
 from onmt.interface import gold_targets
 from onmt.losses.ml import MLLoss, coverage_penalty
 from onmt.losses.rewards import REWARDS
 from onmt.losses.rl import MixedLoss
 from onmt.models.rnn_decoder import DecoderOutput
 from onmt.modules.copy_generator import CopyGenerator, Generator
-from onmt.modules.copy_mixture import first_occurrence, gold_mixture
-from onmt.modules.packed_linear import PackedLinear
+from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.precision import float32_region, widen
 from onmt.reinforced.pointer_generator import PointerGenerator
@@ -69,9 +76,9 @@ def _generator(tied=True, seed=0, D=96, E=32, V=400):
 
 def _reference(gen):
     """The same generator in float64 (its own embedding copy)."""
-    ref = PointerGenerator(gen.proj.size(1) if gen.tied else gen.out.in_features, gen.vocab_size,
+    ref = PointerGenerator(gen.proj.size(1) if gen.tied else gen.out.in_features, gen.tgt_vocab_size,
                            embedding=PartialEmbedding(nn.Embedding(*gen.embedding.full.weight.shape,
-                                                                   padding_idx=PAD), gen.vocab_size),
+                                                                   padding_idx=PAD), gen.tgt_vocab_size),
                            tied=gen.tied)
     ref.load_state_dict(gen.state_dict())
     return ref.double()
@@ -80,7 +87,7 @@ def _reference(gen):
 def _inputs(gen, N=200, S=10, n_oov=6, seed=1):
     """o and the attention in bfloat16, as the decoder gives them under autocast, and gold ids."""
     g = torch.Generator().manual_seed(seed)
-    D, V = gen.switch.in_features, gen.vocab_size
+    D, V = gen.switch.in_features, gen.tgt_vocab_size
     o = torch.tanh(torch.randn(N, D, generator=g)).to(BF16)
     src_ex = torch.randint(4, V + n_oov, (N, S), generator=g)
     attn = torch.softmax(torch.randn(N, S, generator=g) * 3, 1).to(BF16)
@@ -100,7 +107,7 @@ def test_out_weight_is_float32_under_autocast(tied):
     assert torch.equal(w, want_w) and torch.equal(b, want_b)
     if tied:  # what the old code gave under autocast: W_out in bfloat16, ~3 significant digits
         assert naive.dtype == BF16
-        assert (naive.float() - want_w[:gen.vocab_size]).abs().max() > 1e-3
+        assert (naive.float() - want_w[:gen.tgt_vocab_size]).abs().max() > 1e-3
 
 
 def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
@@ -110,14 +117,14 @@ def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
     gen = _generator()
     ref = _reference(gen)
     o, attn, src_ex, first, gold, n_oov = _inputs(gen)
-    want, _ = ref.gold_log_prob(o.double(), attn.double(), src_ex, first, gold)  # (N,)
+    want, _ = pointer_generator_gold_log_prob(ref, o.double(), attn.double(), src_ex, first, gold)  # (N,)
     want_full = ref(o.double(), attn.double(), src_ex, first, n_oov)  # (N, X)
     o_req = o.clone().requires_grad_()
     with bf16_autocast():
-        ll, pred = gen.gold_log_prob(o_req, attn, src_ex, first, gold)
+        ll, pred = pointer_generator_gold_log_prob(gen, o_req, attn, src_ex, first, gold)
         logp, p_copy = gen(o, attn, src_ex, first, n_oov, return_p_copy=True)
-        predicted = gen.predict(o, attn, src_ex, first, weight=gen.packed_out_weight())
-        logits = gen.packed_out_weight()(o)
+        predicted = pointer_generator_predict(gen, o, attn, src_ex, first, weight=packed_out_weight(gen))
+        logits = packed_out_weight(gen)(o)
         naive, _ = gold_mixture(o, torch.tanh(gen.embedding.target_weight() @ gen.proj), gen.bias,
                                 -gen.switch(o), attn, src_ex, first, gold)
     assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32
@@ -132,7 +139,7 @@ def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
     ll.sum().backward()
     assert o_req.grad.dtype == BF16 and gen.proj.grad.dtype == torch.float32
     ref_o = o.double().requires_grad_()
-    ref.gold_log_prob(ref_o, attn.double(), src_ex, first, gold)[0].sum().backward()
+    pointer_generator_gold_log_prob(ref, ref_o, attn.double(), src_ex, first, gold)[0].sum().backward()
     torch.testing.assert_close(gen.proj.grad.double(), ref.proj.grad, rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(o_req.grad.double(), ref_o.grad, rtol=1e-2, atol=1e-2)  # bf16 rounding
 
@@ -140,11 +147,11 @@ def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
 def test_draws_under_autocast_equal_the_float32_draws():
     gen = _generator()
     o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=50)
-    logits32 = gen.packed_out_weight()(o.float())
+    logits32 = packed_out_weight(gen)(o.float())
     torch.manual_seed(3)
     want = gen.draw(logits32, o.float(), attn.float(), src_ex)
     with bf16_autocast():
-        logits = gen.packed_out_weight()(o)
+        logits = packed_out_weight(gen)(o)
         torch.manual_seed(3)
         got = gen.draw(logits, o, attn, src_ex)
     assert torch.equal(logits, logits32)
@@ -203,7 +210,7 @@ def test_copy_generator_and_generator_are_float32_under_autocast():
             assert naive_err > 100 * (logp.double() - want)[..., real].abs().mean()
         else:
             with bf16_autocast():
-                ll, _ = gen.gold_log_prob(dec, src_ex, first_occurrence(src_ex), gold)
+                ll, _ = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
             assert ll.dtype == torch.float32
             torch.testing.assert_close(ll.double(), want.gather(-1, gold[..., None]).squeeze(-1).float().double(),
                                        rtol=0, atol=1e-4)
@@ -221,7 +228,7 @@ def test_coverage_penalty_is_float32_under_autocast():
 
 
 # --------------------------------------------------------------------------- the reinforced model end to end
-VOCABS = make_vocabs(n_src=60, n_tgt=40)
+VOCABS = make_vocabs(src_vocab_size=60, tgt_vocab_size=40)
 
 
 def _model(**overrides):
@@ -305,9 +312,9 @@ def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path):
               "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "8", "-train_steps", "4",
               "-valid_steps", "2", "-report_every", "2", "-save_checkpoint_steps", "4", "-seed", "3",
               "-rl_gamma", "0.5", "-max_gen_length", "5"]
-    for name, extra in (("plain", []), ("amp", ["-amp"])):
+    for name, more_args in (("plain", []), ("amp", ["-amp"])):
         train_bin.main(common + ["-save_model", str(tmp_path / name), "-log_file", str(tmp_path / f"{name}.log"),
-                                 *extra])
+                                 *more_args])
     notice = "-amp: mixed precision needs CUDA; training in float32 on the CPU"
     logs = {name: open(tmp_path / f"{name}.log", encoding="utf-8").read() for name in ("plain", "amp")}
     assert logs["amp"].count(notice) == 1 and notice not in logs["plain"]

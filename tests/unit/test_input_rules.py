@@ -59,6 +59,7 @@ def test_reinforced_blocks_trigrams_unless_told():
         rules, notes = resolve(o, model_opt(reinforced=True), CNNDM)
         assert rules.block_ngram_repeat == int(args[1]) and any("given" in n for n in notes)
     o = topt("-avoid_trigram_repetition")
+    opts.update_translate_opts(o)
     opts.validate_translate_opts(o)
     assert resolve(o, model_opt(), CNNDM)[0].block_ngram_repeat == 3
 

@@ -257,10 +257,10 @@ def cli_setup(tmp_path_factory):
     return d, ckpt, lines
 
 
-def translate(d, ckpt, out, *extra):
+def translate(d, ckpt, out, *more_args):
     from onmt.bin.translate import main
     main(["-model", ckpt, "-src", str(d / "src.txt"), "-output", str(out), "-beam_size", "3",
-          "-max_length", "6", *map(str, extra)])
+          "-max_length", "6", *map(str, more_args)])
     return (out).read_text().splitlines()
 
 

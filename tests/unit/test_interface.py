@@ -30,3 +30,28 @@ def test_within_source_reorder_equals_full_reorder(overrides):
     # and the reorder really matters: without it the prediction differs
     c, _, _ = model.decode_step(inputs, state)
     assert not torch.allclose(a, c)
+
+
+@pytest.mark.parametrize("overrides,steps_keys,forward_keys", [
+    (dict(), {"std"}, {"std"}),
+    (dict(global_attention="none", rnn_type="GRU"), set(), set()),
+    (dict(copy_attn=True, coverage_attn=True, global_attention="mlp", brnn=True),
+     {"std", "coverage", "p_copy"}, {"std", "coverage", "p_copy"}),
+    (dict(reinforced=True, brnn=True, scheduled_sampling=0.5), {"std", "p_copy", "intra"},
+     {"std", "p_copy", "sampled"}),
+])
+def test_every_family_implements_the_protocol_and_only_documented_attns_keys(overrides, steps_keys, forward_keys):
+    from onmt.interface import ATTN_KEYS, DecoderState, Model
+    torch.manual_seed(0)
+    vocabs = make_vocabs()
+    model = build(make_opt(**overrides), vocabs).train()
+    batch = make_batch(vocabs, B=3, S=6, T=5)
+    assert isinstance(model, Model)
+    state = model.init_state(batch, model.encode(batch))
+    assert isinstance(state, DecoderState)
+    _, _, attns = model.decode_step(torch.full((3,), 2), state)
+    assert set(attns) == steps_keys and set(attns) <= set(ATTN_KEYS)
+    _, attns = model(batch)
+    assert set(attns) == forward_keys and set(attns) <= set(ATTN_KEYS)
+    _, _, attns = model.gold_log_likelihood(batch)
+    assert set(attns) == forward_keys

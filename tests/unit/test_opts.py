@@ -18,6 +18,7 @@ def test_command_line_overrides_config(tmp_path):
     cfg.write_text("reinforced: true\nrnn_size: 400\nlearning_rate: 0.001\n")
     opt = opts.train_parser().parse_args(["-config", str(cfg), "-data", "d", "-rnn_size", "64"])
     assert opt.reinforced and opt.rnn_size == 64 and opt.learning_rate == 0.001
+    opts.update_model_opts(opt)
     opts.validate_model_opts(opt)
     assert opt.copy_attn and opt.share_embeddings  # implied by -reinforced
 
@@ -25,6 +26,8 @@ def test_command_line_overrides_config(tmp_path):
 @pytest.mark.parametrize("name", ["cnndm_reinforced", "gigaword_reinforced", "demo_train"])
 def test_shipped_train_configs_parse(name):
     opt = opts.train_parser().parse_args(["-config", f"config/{name}.yaml", "-data", "d"])
+    opts.update_model_opts(opt)
+    opts.update_train_opts(opt)
     opts.validate_model_opts(opt)
     opts.validate_train_opts(opt)
     assert opt.reinforced
@@ -45,6 +48,7 @@ def test_validation_errors_name_the_option():
     with pytest.raises(OptionError, match="-n_best"):
         opts.validate_translate_opts(opt)
     opt = opts.translate_parser().parse_args(["-model", "m", "-src", "s", "-avoid_trigram_repetition"])
+    opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
     assert opt.block_ngram_repeat == 3
     opt = opts.train_parser().parse_args(["-data", "d", "-scheduled_sampling", "1.5"])
@@ -54,7 +58,9 @@ def test_validation_errors_name_the_option():
 
 def _train_opt(*args):
     opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *args])
+    opts.update_train_opts(opt)
     opts.validate_train_opts(opt)
+    opts.update_model_opts(opt)
     opts.validate_model_opts(opt)
     return opt
 
@@ -137,3 +143,99 @@ def test_exact_names_still_parse_values_and_configs(tmp_path):
     opt = opts.train_parser().parse_args(["-config", str(cfg), "-data", "d", "-gpu", "-1", "--seed=7",
                                           "-learning_rate", "-0.001"])
     assert (opt.rnn_size, opt.gpu, opt.seed, opt.learning_rate) == (64, -1, 7, -0.001)
+
+
+# --------------------------------------------------------------------------- update, then validate
+def _parsed(parser, argv, update):
+    opt = opts.parse_with_given(parser, argv)
+    update(opt)
+    return opt
+
+
+VALID_SETS = {
+    "model": [(opts.train_parser, ["-data", "d"]),
+              (opts.train_parser, ["-data", "d", "-reinforced"]),
+              (opts.train_parser, ["-data", "d", "-reinforced", "-encoder_type", "brnn", "-hidden_size", "64"]),
+              (opts.train_parser, ["-data", "d", "-layers", "3", "-brnn", "-copy_attn", "-coverage_attn"]),
+              (opts.train_parser, ["-data", "d", "-encoder_type", "rnn", "-copy_attn", "-copy_attn_type", "general",
+                                   "-reuse_copy_attn", "-share_decoder_embeddings", "-hidden_size", "500"]),
+              (opts.train_parser, ["-data", "d", "-config", "config/cnndm_reinforced.yaml"])],
+    "train": [(opts.train_parser, ["-data", "d"]),
+              (opts.train_parser, ["-data", "d", "-decay_method", "noam", "-warmup_steps", "10"]),
+              (opts.train_parser, ["-data", "d", "-learning_rate_decay", "0.5", "-rl_gamma", "0.9"])],
+    "translate": [(opts.translate_parser, ["-model", "m", "-src", "s"]),
+                  (opts.translate_parser, ["-model", "m", "-src", "s", "-avoid_trigram_repetition", "-beam_size", "3",
+                                           "-n_best", "2", "-coverage_penalty", "wu", "-beta", "0.2"])],
+    "preprocess": [(opts.preprocess_parser, ["-train_src", "a", "-train_tgt", "b", "-save_data", "p", "-share_vocab",
+                                             "-dynamic_dict", "-valid_src", "c", "-valid_tgt", "d"])],
+    "evaluate": [(opts.evaluate_parser, ["-pred", "p", "-ref", "r1", "r2", "-sentence_split", " . "])],
+    "prepare": [(opts.prepare_cnndm_parser, ["-input", "i", "-output", "o", "-splits", "test", "train", "test"])],
+    "plot_attention": [(opts.plot_attention_parser, ["-attn_debug", "d.npz", "-attn_plot", "p"])],
+}
+UPDATE = {name: getattr(opts, f"update_{name}_opts") for name in VALID_SETS}
+VALIDATE = {name: getattr(opts, f"validate_{name}_opts") for name in VALID_SETS}
+
+
+@pytest.mark.parametrize("group", sorted(VALID_SETS))
+def test_validation_never_changes_the_options(group):
+    """What an option implies is the update step's (update.py); a check leaves `opt` as it is, updated
+    or not (an -avoid_trigram_repetition still to resolve stays unresolved)."""
+    import copy
+    for parser, argv in VALID_SETS[group]:
+        for update in (UPDATE[group], lambda opt: None):
+            opt = _parsed(parser(), argv, update)
+            before = copy.deepcopy(vars(opt))
+            VALIDATE[group](opt)
+            assert vars(opt) == before, (group, argv)
+            if group == "model":   # the same options validate for a train.py run (start, then the model)
+                opts.update_train_opts(opt)
+                before = copy.deepcopy(vars(opt))
+                opts.validate_train_opts(opt)
+                assert vars(opt) == before
+
+
+def test_update_resolves_implications_and_runs_again_unchanged():
+    import copy
+    opt = _parsed(opts.train_parser(), ["-data", "d", "-reinforced"], opts.update_model_opts)
+    assert opt.brnn and opt.copy_attn and opt.share_embeddings and (opt.layers, opt.enc_layers) == (1, 1)
+    assert _parsed(opts.train_parser(), ["-data", "d", "-layers", "3"], opts.update_model_opts).dec_layers == 3
+    t = _parsed(opts.translate_parser(), ["-model", "m", "-src", "s", "-avoid_trigram_repetition"],
+                opts.update_translate_opts)
+    assert t.block_ngram_repeat == 3
+    e = _parsed(opts.evaluate_parser(), ["-pred", "p", "-ref", "r", "-sentence_split", " . "],
+                opts.update_evaluate_opts)
+    assert e.sentence_split == "."
+    p = _parsed(opts.prepare_cnndm_parser(), ["-input", "i", "-output", "o", "-splits", "test", "train", "test"],
+                opts.update_prepare_opts)
+    assert p.splits == ["test", "train"]
+    for group, sets in VALID_SETS.items():
+        for parser, argv in sets:
+            opt = _parsed(parser(), argv, UPDATE[group])
+            once = copy.deepcopy(vars(opt))
+            UPDATE[group](opt)
+            assert vars(opt) == once, (group, argv)
+
+
+@pytest.mark.parametrize("declare, parser, required", [
+    (opts.model_opts, opts.train_parser, {"data": "d"}),
+    (opts.train_opts, opts.train_parser, {"data": "d"}),
+    (opts.translate_opts, opts.translate_parser, {"model": "m", "src": "s"}),
+    (opts.preprocess_opts, opts.preprocess_parser, {"train_src": "a", "train_tgt": "b", "save_data": "p"}),
+])
+def test_defaults_filled_in_are_the_parsers(declare, parser, required):
+    """An option a namespace lacks gets the default a parse gives it."""
+    import argparse
+    parsed = vars(parser().parse_args([x for k, v in required.items() for x in (f"-{k}", v)]))
+    made = argparse.Namespace(**required)
+    opts.fill_defaults(made, declare)
+    assert vars(made) == {k: parsed[k] for k in vars(made)}
+    assert set(vars(made)) == set(opts.option_names(declare)) | set(required)
+
+
+def test_options_added_after_checkpoints_default_to_their_old_meaning():
+    parsed = vars(opts.train_parser().parse_args(["-data", "d"]))
+    assert opts.ADDED_MODEL_OPTIONS == {k: parsed[k] for k in opts.ADDED_MODEL_OPTIONS}
+    saved = {k: v for k, v in parsed.items() if k not in opts.ADDED_MODEL_OPTIONS}
+    assert opts.lacking_model_options(saved) == []
+    del saved["rnn_size"]
+    assert opts.lacking_model_options(saved) == ["rnn_size"]

@@ -1,11 +1,12 @@
-"""Pointer-generator mixture against a loop over examples and source words (float64)."""
+"""Pointer-generator mixture (Paulus et al. eqs. 9-13) against a loop over examples and source words
+(float64). Its fused paths (onmt/fused/gold_mixture.py) are tested in test_gold_mixture.py."""
 import torch
 import torch.nn as nn
 
 from onmt.constants import PAD
 from onmt.modules.copy_mixture import first_occurrence
+from onmt.modules.masked_softmax import masked_softmax
 from onmt.modules.partial_embedding import PartialEmbedding
-from onmt.reinforced.intra_attention import masked_softmax
 from onmt.reinforced.pointer_generator import PointerGenerator
 
 V, V_SRC, D, E = 9, 14, 6, 4

@@ -337,7 +337,7 @@ def test_cli_failure_leaves_nothing_behind(tmp_path):
     out.mkdir()
     (out / "train.src.txt").write_text("old\n")
     err = one_line_error(prepare("prepare_cnndm.py", "-input", tmp_path / "in", "-output", out))
-    assert "valid.tgt.txt: line 1 is not valid UTF-8" in err
+    assert "valid.tgt.txt: line 1: invalid UTF-8" in err
     assert tree(out) == ["train.src.txt"] and (out / "train.src.txt").read_text() == "old\n"
     one_line_error(prepare("prepare_cnndm.py", "-input", tmp_path / "in", "-output", tmp_path / "new"))
     assert not (tmp_path / "new").exists()           # a folder it made is removed again

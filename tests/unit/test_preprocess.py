@@ -35,11 +35,11 @@ def corpus(tmp_path, src=SRC, tgt=TGT, gz=False):
     return paths
 
 
-def run(tmp_path, *extra, gz=False, save=None):
+def run(tmp_path, *more_args, gz=False, save=None):
     s, t = corpus(tmp_path, gz=gz)
     save = save or str(tmp_path / "out" / "data")
     main(["-train_src", s, "-train_tgt", t, "-save_data", save, "-src_seq_length", "10",
-          "-tgt_seq_length", "5", "-src_vocab_size", "12", "-tgt_vocab_size", "8", *extra])
+          "-tgt_seq_length", "5", "-src_vocab_size", "12", "-tgt_vocab_size", "8", *more_args])
     return save, load_vocabs(save)[1]
 
 

@@ -1,7 +1,7 @@
 """Property tests (hypothesis) of the numerically delicate pieces, each against an obviously-correct
 reference written here in plain Python / float64:
 
-- both masked softmaxes (global attention's and the reinforced model's);
+- the masked softmax both attentions use;
 - the intra-temporal attention (its log-space running sum) and the intra-decoder attention over steps;
 - the copy mixture (copy_mixture.py, CopyGenerator, PointerGenerator), its fused gold / argmax paths;
 - the beam's n-gram blocking and per-step token rules (decoding.py).
@@ -18,14 +18,18 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from onmt.constants import BOS, EOS, PAD, UNK
+from onmt.fused.gold_mixture import (
+    copy_generator_gold_log_prob,
+    pointer_generator_gold_log_prob,
+    pointer_generator_predict,
+)
 from onmt.models.rnn_decoder import DecoderOutput
 from onmt.modules import copy_mixture
 from onmt.modules.copy_generator import CopyGenerator
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, first_occurrence, generation_log_probs
-from onmt.modules.global_attention import masked_softmax as global_masked_softmax
+from onmt.modules.masked_softmax import masked_softmax
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
-from onmt.reinforced.intra_attention import masked_softmax as intra_masked_softmax
 from onmt.reinforced.pointer_generator import PointerGenerator
 from onmt.translate.decoding import NEG_INF, apply_rules, blocked_ngrams
 
@@ -98,15 +102,14 @@ TOL = {torch.float16: 2e-3, torch.float32: 2e-6, torch.float64: 1e-12}
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
-@pytest.mark.parametrize("softmax", [global_masked_softmax, intra_masked_softmax], ids=["global", "intra"])
 @PROPS
 @given(case=masked_scores(), transpose=st.booleans())
-def test_masked_softmax_is_the_softmax_over_allowed_positions(softmax, dtype, case, transpose):
+def test_masked_softmax_is_the_softmax_over_allowed_positions(dtype, case, transpose):
     scores, mask = case
     x = scores.to(dtype)
     ref = softmax_reference(x.double(), mask)  # of the scores as the dtype rounds them
     x = x.requires_grad_(dtype != torch.float16)
-    got = softmax(x.t(), mask.t(), dim=0).t() if transpose else softmax(x, mask)
+    got = masked_softmax(x.t(), mask.t(), dim=0).t() if transpose else masked_softmax(x, mask)
     assert got.shape == scores.shape
     assert torch.isfinite(got).all()
     assert (got[~mask] == 0).all()                                       # exactly 0 where masked
@@ -294,7 +297,7 @@ def check_mixture(logp, ref, rows_oov, V, exact_impossible, tol):
 
 
 def _attn(case):
-    return global_masked_softmax(case["scores"], case["mask"])   # (B, S) float64, exactly 0 on padding
+    return masked_softmax(case["scores"], case["mask"])   # (B, S) float64, exactly 0 on padding
 
 
 @PROPS
@@ -323,10 +326,10 @@ def test_pointer_generator_mixture(case, tied, grad):
 
     # the fused paths: log p(gold) of every producible id and the argmax, as the distribution says
     gold = torch.stack([torch.randint(0, V + k, ()) for k in case["n_oovs"]])
-    ll, pred = gen.gold_log_prob(o, attn, src_ex, first_pos, gold)
+    ll, pred = pointer_generator_gold_log_prob(gen, o, attn, src_ex, first_pos, gold)
     assert torch.allclose(ll, logp.detach().gather(1, gold[:, None]).squeeze(1), atol=1e-9, rtol=1e-12)
     best = logp.detach().max(1).values
-    assert torch.equal(pred, gen.predict(o, attn, src_ex, first_pos))
+    assert torch.equal(pred, pointer_generator_predict(gen, o, attn, src_ex, first_pos))
     assert torch.allclose(logp.detach().gather(1, pred[:, None]).squeeze(1), best, atol=1e-9, rtol=0)
 
 
@@ -344,10 +347,10 @@ def test_mixture_is_invariant_to_a_constant_added_to_the_generation_logits(case,
     gold = torch.stack([torch.randint(0, V + k, ()) for k in case["n_oovs"]])
     with torch.no_grad():
         before = gen(o, attn, src_ex, first_pos, n_oov)
-        ll_before = gen.gold_log_prob(o, attn, src_ex, first_pos, gold)[0]
+        ll_before = pointer_generator_gold_log_prob(gen, o, attn, src_ex, first_pos, gold)[0]
         (gen.bias if tied else gen.out.bias).add_(shift)
         after = gen(o, attn, src_ex, first_pos, n_oov)
-        ll_after, pred = gen.gold_log_prob(o, attn, src_ex, first_pos, gold)
+        ll_after, pred = pointer_generator_gold_log_prob(gen, o, attn, src_ex, first_pos, gold)
     assert torch.allclose(after.exp(), before.exp(), atol=1e-9, rtol=0)
     possible = ll_before > IMPOSSIBLE / 2
     assert torch.allclose(ll_after[possible], ll_before[possible], atol=1e-6, rtol=0)
@@ -394,7 +397,7 @@ def test_copy_generator_mixture(case, grad):
     # the fused training path against the full distribution, for producible gold ids
     gold = torch.stack([torch.randint(0, V + k, (T,)) for k in case["n_oovs"]])   # (B, T)
     gold = gold.masked_fill(gold == PAD, UNK)
-    ll, pred = gen.gold_log_prob(dec, src_ex, first_occurrence(src_ex), gold)
+    ll, pred = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
     want = logp.detach().gather(2, gold.unsqueeze(2)).squeeze(2)
     possible = want > IMPOSSIBLE / 2
     assert torch.allclose(ll[possible], want[possible], atol=1e-4, rtol=1e-5)
@@ -406,19 +409,19 @@ def test_copy_generator_mixture(case, grad):
 
 
 def test_fused_path_equals_forward_for_impossible_gold():
-    """CopyGenerator.gold_log_prob promises forward(...) gathered at gold, values and gradients: also for
+    """copy_generator_gold_log_prob promises forward(...) gathered at gold, values and gradients: also for
     an OOV gold whose attention underflowed to exactly 0 (a score gap of > 104 in float32)."""
     torch.manual_seed(0)
     V, H, E = 6, 3, 2
     gen = CopyGenerator(H, V, E)
     src_ex = torch.tensor([[V, 4]])                                     # the OOV word, then word 4
-    attn = global_masked_softmax(torch.tensor([[0.0, 120.0]]), torch.ones(1, 2, dtype=torch.bool))
+    attn = masked_softmax(torch.tensor([[0.0, 120.0]]), torch.ones(1, 2, dtype=torch.bool))
     assert attn[0, 0] == 0                                             # underflow: no copy mass on it
     dec = DecoderOutput(out=torch.randn(1, 1, H), rnn_out=torch.randn(1, 1, H), context=torch.randn(1, 1, H),
                         emb=torch.randn(1, 1, E), attn=attn.view(1, 1, 2))
     gold = torch.tensor([[V]])
     want = gen(dec, src_ex, 1).gather(2, gold.unsqueeze(2)).squeeze(2)
-    ll, _ = gen.gold_log_prob(dec, src_ex, first_occurrence(src_ex), gold)
+    ll, _ = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
     assert torch.allclose(ll, want, atol=1e-3)
 
 

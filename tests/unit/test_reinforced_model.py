@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from helpers.reinforced import V_SRC, V_TGT, _batch, _copy_batch, _model, _opt, _vocabs
+from helpers.reinforced import V_SRC, V_TGT, _batch, _copy_batch, _model, _opt, _vocabs, per_step_forward
 from onmt.constants import PAD, UNK
-from onmt.reinforced.model import ReinforcedModel
+from onmt.model_builder import build_model
 
 
 def _loop(model, batch, choose=None):
@@ -19,9 +19,9 @@ def _loop(model, batch, choose=None):
     return torch.stack(logps, 1), torch.stack(fed, 1), state
 
 
-@pytest.mark.parametrize("extra", [[], ["-no_temporal_attn", "-no_intra_decoder_attn"], ["-no_tied_output"]])
-def test_decode_step_equals_forward(extra):
-    model, batch = _model(*extra).eval(), _batch()
+@pytest.mark.parametrize("more_args", [[], ["-no_temporal_attn", "-no_intra_decoder_attn"], ["-no_tied_output"]])
+def test_decode_step_equals_forward(more_args):
+    model, batch = _model(*more_args).eval(), _batch()
     logp, attns = model(batch)
     X = V_TGT + batch.n_oov
     assert logp.shape == (3, 5, X) and attns["std"].shape == (3, 5, 7)
@@ -32,12 +32,13 @@ def test_decode_step_equals_forward(extra):
     assert (attns["std"].permute(1, 0, 2)[:, pad] == 0).all()  # padding never attended
 
 
-def test_scheduled_sampling_zero_is_teacher_forcing_and_naive_agrees():
+def test_scheduled_sampling_zero_is_teacher_forcing_and_per_step_generator_agrees():
     model, batch = _model("-scheduled_sampling", "0").train(), _batch(1)
     logp, _ = model(batch)
     ref, _, _ = _loop(model, batch)
     assert torch.allclose(logp, ref, atol=1e-5)
-    assert torch.allclose(model(batch, naive=True)[0], ref, atol=1e-5)
+    assert torch.allclose(per_step_forward(model, batch)[0], ref, atol=1e-5)
+    assert torch.allclose(per_step_forward(model, batch, hoisted=True)[0], ref, atol=1e-5)
 
 
 def test_scheduled_sampling_one_feeds_the_models_own_argmax():
@@ -48,18 +49,18 @@ def test_scheduled_sampling_one_feeds_the_models_own_argmax():
     ref, fed, _ = _loop(model, batch, choose=lambda lp: lp.argmax(1))
     assert (fed >= V_TGT).any()
     assert torch.allclose(logp, ref, atol=1e-5)
-    assert torch.allclose(model(batch, naive=True)[0], ref, atol=1e-5)
+    assert torch.allclose(per_step_forward(model, batch)[0], ref, atol=1e-5)
     model.eval()  # no scheduled sampling outside training
     assert torch.allclose(model(batch)[0], _loop(model, batch)[0], atol=1e-5)
 
 
-def test_scheduled_sampling_sample_mode_same_draws_as_naive():
+def test_scheduled_sampling_sample_mode_same_draws_as_per_step_generator():
     model, batch = _model("-scheduled_sampling", "1", "-scheduled_sampling_mode", "sample").train(), _batch(3)
     torch.manual_seed(5)
     fast, _ = model(batch)
     torch.manual_seed(5)
-    naive, _ = model(batch, naive=True)
-    assert torch.isfinite(fast).all() and torch.allclose(fast, naive, atol=1e-5)
+    per_step, _ = per_step_forward(model, batch)
+    assert torch.isfinite(fast).all() and torch.allclose(fast, per_step, atol=1e-5)
 
 
 def test_partial_sampling_rate_differs_from_teacher_forcing_after_the_first_fed_back_input():
@@ -127,8 +128,7 @@ def test_state_reorder_follows_beams():
 
 
 def test_learns_to_copy_words_outside_the_target_vocabulary():
-    torch.manual_seed(0)
-    model = ReinforcedModel.from_opt(_opt("-rnn_size", "32", "-word_vec_size", "16"), _vocabs())
+    model = _model("-rnn_size", "32", "-word_vec_size", "16")
     optim = torch.optim.Adam(model.parameters(), lr=0.01)
     for step in range(60):
         batch = _copy_batch(step)
@@ -147,10 +147,7 @@ def test_works_with_the_ml_loss():
     assert torch.isfinite(loss) and stats.n_words == batch.n_tgt_tokens
 
 
-def test_lstm_step_and_step_embedding_match_the_modules():
-    import torch.nn.functional as F
-
-    from onmt.reinforced.step_embedding import StepEmbedding
+def test_lstm_step_matches_the_module():
     torch.manual_seed(0)
     dec = _model("-layers", "2").decoder.double()
     x, h, c = (torch.randn(3, 6, dtype=torch.float64), torch.randn(2, 3, 12, dtype=torch.float64),
@@ -158,11 +155,25 @@ def test_lstm_step_and_step_embedding_match_the_modules():
     out, (h_ref, c_ref) = dec.rnn(x.unsqueeze(1), (h, c))
     top, (h_new, c_new) = dec._lstm_step(x, (h, c))
     assert torch.allclose(top, out[:, 0]) and torch.allclose(h_new, h_ref) and torch.allclose(c_new, c_ref)
-    weight = torch.randn(10, 4, dtype=torch.float64, requires_grad=True)
-    ids = [torch.tensor([1, 3, 3]), torch.tensor([PAD, 2, 9])]
-    table = StepEmbedding(weight, padding_idx=PAD)
-    coef = torch.randn(3, 4, dtype=torch.float64)
-    got = torch.autograd.grad(sum((table(i) * coef * (k + 1)).sum() for k, i in enumerate(ids)), weight)[0]
-    want = torch.autograd.grad(sum((F.embedding(i, weight, padding_idx=PAD) * coef * (k + 1)).sum()
-                                   for k, i in enumerate(ids)), weight)[0]
-    assert torch.allclose(got, want)
+
+
+def test_old_checkpoints_with_the_decoder_embedding_key_load_bit_for_bit():
+    """`decoder.embedding.*` (the attribute's former name) is read as `decoder.embeddings.*`."""
+    opt, batch = _opt("-scheduled_sampling", "0"), _batch(2)
+    torch.manual_seed(0)
+    model = build_model(opt, _vocabs()).eval()
+    old = {k.replace("decoder.embeddings.", "decoder.embedding."): v for k, v in model.state_dict().items()}
+    assert "decoder.embedding.full.weight" in old and "decoder.embeddings.full.weight" not in old
+    torch.manual_seed(1)  # another initialization, overwritten by the checkpoint
+    loaded = build_model(opt, _vocabs(), checkpoint_state=old).eval()
+    for (name, p), (name_l, p_l) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert name == name_l and torch.equal(p, p_l), name
+    with torch.no_grad():
+        assert torch.equal(model(batch)[0], loaded(batch)[0])
+        state, state_l = (m.init_state(batch, m.encode(batch)) for m in (model, loaded))
+        inputs = batch.tgt[:, 0]
+        for _ in range(3):
+            logp, state, _ = model.decode_step(inputs, state)
+            logp_l, state_l, _ = loaded.decode_step(inputs, state_l)
+            assert torch.equal(logp, logp_l)
+            inputs = logp.argmax(1)

@@ -1,4 +1,4 @@
-"""The self-critical mixed objective (onmt/reinforced/losses.py) and the rollouts it runs."""
+"""The self-critical mixed objective (onmt/losses/rl.py) and the rollouts it runs."""
 import pytest
 import torch
 
@@ -10,7 +10,7 @@ from onmt.losses.rewards import rouge_l
 from onmt.losses.rl import MixedLoss, reference_tokens
 from onmt.models.generic import rollout_from_steps
 
-VOCABS = make_vocabs(n_src=30, n_tgt=14)
+VOCABS = make_vocabs(src_vocab_size=30, tgt_vocab_size=14)
 
 
 def _model(seed=0, **overrides):

@@ -132,7 +132,8 @@ def test_union_hits_follow_rouge_path():
 
 # --------------------------------------------------------------------------- where scorers used to differ
 def test_tokens_like_rouge_1_5_5():
-    assert tokens("The U.S. e-mail costs $5,000 (1990s)!") == ["the", "u", "s", "e", "mail", "costs", "5", "000", "1990s"]
+    assert tokens("The U.S. e-mail costs $5,000 (1990s)!") == ["the", "u", "s", "e", "mail", "costs", "5", "000",
+                                                              "1990s"]
     assert tokens("café naïve Ünïcode") == ["caf", "na", "ve", "n", "code"]      # non-ASCII separates
     assert tokens("KELVIN \u212a") == ["kelvin"]                                   # no Unicode lowercasing
     assert tokens("") == [] and tokens(" . , -- ") == []

@@ -17,12 +17,12 @@ def data(tmp_path_factory):
                             target=lambda words: words[:3])
 
 
-def _train(data, save_model, family, *extra):
+def _train(data, save_model, family, *more_args):
     log = f"{save_model}.log"
     train_bin.main(["-data", data, "-save_model", save_model, *FAMILIES[family], "-rnn_size", "16",
                     "-word_vec_size", "8", "-dropout", "0.3", "-optim", "adam", "-learning_rate", "0.01",
                     "-batch_size", "16", "-report_every", "3", "-valid_steps", "4", "-train_steps", "6",
-                    "-save_checkpoint_steps", "0", "-seed", "3", "-log_file", log, *extra])
+                    "-save_checkpoint_steps", "0", "-seed", "3", "-log_file", log, *more_args])
     with open(log, encoding="utf-8") as f:
         return torch.load(f"{save_model}_step_6.pt", weights_only=True), f.read()
 

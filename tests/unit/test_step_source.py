@@ -1,7 +1,9 @@
-"""StepSource (onmt/reinforced/step_source.py) against plain bmm products under autograd."""
+"""StepSource (onmt/fused/step_source.py) against plain bmm products and the plain intra-temporal
+attention (Paulus et al. eqs. 2-5) under autograd."""
 import torch
 
-from onmt.reinforced.step_source import StepSource
+from onmt.fused.step_source import StepSource
+from onmt.reinforced.intra_attention import IntraTemporalAttention
 
 
 def _run(use_source, keys, memory, queries, weights):
@@ -53,3 +55,32 @@ def test_without_gradients_it_is_the_plain_product():
         torch.testing.assert_close(src.scores(q), torch.bmm(keys, q.unsqueeze(2)).squeeze(2))
         a = torch.softmax(src.scores(q), 1)
         torch.testing.assert_close(src.context(a), torch.bmm(a.unsqueeze(1), memory).squeeze(1))
+
+
+def test_temporal_attention_with_step_source_equals_the_plain_attention():
+    """IntraTemporalAttention(source=StepSource) over several steps == the plain path (source=None):
+    attention, context, lse and the gradients of the encoder states and of W^e_attn."""
+    torch.manual_seed(0)
+    B, S, H, T = 3, 6, 4, 5
+    att = IntraTemporalAttention(H).double()
+    memory_leaf = torch.randn(B, S, H, dtype=torch.float64, requires_grad=True)
+    queries = torch.randn(T, B, H, dtype=torch.float64)
+    mask = torch.arange(S).unsqueeze(0) < torch.tensor([[6], [4], [1]])  # (B, S), one single-position row
+    results = []
+    for fused in (False, True):
+        memory = memory_leaf * 1.0  # a non-leaf, as the encoder's output
+        keys = att.keys(memory)
+        source = StepSource(keys, memory) if fused else None
+        lse, outs, q = None, [], queries[0]
+        for t in range(T):
+            c, a, lse = att(q, keys, memory, mask, lse, source=source)
+            outs.append(torch.cat([c, a, lse], 1))
+            q = torch.tanh(c + queries[t])  # the next query depends on this step
+        outs = torch.stack(outs, 1)  # (B, T, H + 2S)
+        loss = (outs.masked_fill(~torch.isfinite(outs), 0.0) * torch.linspace(-1, 1, outs.size(-1),
+                                                                              dtype=outs.dtype)).sum()
+        results.append((outs, torch.autograd.grad(loss, (memory_leaf, att.weight))))
+    (plain, g_plain), (fused, g_fused) = results
+    torch.testing.assert_close(fused, plain)
+    for a, b in zip(g_fused, g_plain):
+        torch.testing.assert_close(a, b)

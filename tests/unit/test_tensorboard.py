@@ -21,12 +21,12 @@ def data(tmp_path_factory):
                             target=lambda words: words[:3])
 
 
-def _train(data, save_model, *extra, model=("-copy_attn", "-coverage_attn")):
+def _train(data, save_model, *more_args, model=("-copy_attn", "-coverage_attn")):
     with torch_threads(1):
         train_bin.main(["-data", data, "-save_model", save_model, "-layers", "1", "-rnn_size", "16",
                         "-word_vec_size", "8", "-brnn", *model, "-dropout", "0.2", "-optim", "adam",
                         "-learning_rate", "0.01", "-batch_size", "16", "-report_every", "2",
-                        "-valid_steps", "3", "-seed", "5", "-save_checkpoint_steps", "0", *extra])
+                        "-valid_steps", "3", "-seed", "5", "-save_checkpoint_steps", "0", *more_args])
 
 
 def _scalars(log_dir):

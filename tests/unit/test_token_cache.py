@@ -68,11 +68,11 @@ def test_cached_passes_equal_text_reference(tmp_path, monkeypatch, shared, threa
     monkeypatch.setattr(prep, "CHUNK", 7)           # many chunks, spread over the workers
     (s_path, t_path), src, tgt = random_corpus(str(tmp_path / "data"))
     save = str(tmp_path / "out" / "d")
-    extra = ["-share_vocab", "-dynamic_dict"] if shared else []
+    more_args = ["-share_vocab", "-dynamic_dict"] if shared else []
     n_src = 20 if shared else 100            # unshared: room for every word, so a zero count would show
     main(["-train_src", s_path, "-train_tgt", t_path, "-save_data", save, "-src_seq_length", "8",
           "-tgt_seq_length", "4", "-src_vocab_size", str(n_src), "-tgt_vocab_size", "10", "-shard_size", "9",
-          "-num_threads", str(threads), *extra])
+          "-num_threads", str(threads), *more_args])
     vocabs, meta = load_vocabs(save)
     sc, tc = naive_counts(src, tgt, shared)
     # vocabularies: decreasing count, ties by word, no word that the training side never used

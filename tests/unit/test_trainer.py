@@ -23,11 +23,11 @@ def data(tmp_path_factory):
                             target=lambda words: reversed(words))
 
 
-def _train(data, save_model, *extra):
+def _train(data, save_model, *more_args):
     args = ["-data", data, "-save_model", save_model, "-layers", "1", "-rnn_size", "16",
             "-word_vec_size", "8", "-brnn", "-copy_attn", "-coverage_attn", "-dropout", "0.3",
             "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "16", "-report_every", "2",
-            "-valid_steps", "3", "-seed", "7", *extra]
+            "-valid_steps", "3", "-seed", "7", *more_args]
     train_bin.main(args)
 
 

@@ -12,6 +12,7 @@ from onmt.model_builder import build_model
 
 def _model_opt(*argv):
     opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *argv])
+    opts.update_model_opts(opt)
     opts.validate_model_opts(opt)
     return opt
 
@@ -47,6 +48,7 @@ from onmt.utils.optim import learning_rate_schedule  # noqa: E402
 
 def _schedule(*argv):
     opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", "-rnn_size", "64", *argv])
+    opts.update_train_opts(opt)
     opts.validate_train_opts(opt)
     return learning_rate_schedule(opt)
 
@@ -77,11 +79,11 @@ def data(tmp_path_factory):
                             target=lambda words: words[:3])
 
 
-def _train(data, save_model, *extra):
+def _train(data, save_model, *more_args):
     with torch_threads(1):
         train_bin.main(["-data", data, "-save_model", save_model, "-layers", "1", "-rnn_size", "8",
                         "-word_vec_size", "6", "-optim", "sgd", "-learning_rate", "0.5", "-batch_size", "8",
-                        "-report_every", "100", "-valid_steps", "0", "-seed", "7", *extra])
+                        "-report_every", "100", "-valid_steps", "0", "-seed", "7", *more_args])
 
 
 def _ckpt(path):
@@ -159,6 +161,22 @@ def test_checkpoints_older_than_the_added_options_still_resume(data, tmp_path):
     torch.save(ckpt, tmp_path / "old.pt")
     _train(data, str(tmp_path / "o2"), "-train_steps", "2", "-train_from", str(tmp_path / "old.pt"))
     assert _ckpt(tmp_path / "o2_step_2.pt")["opt"]["fix_word_vecs_enc"] is False
+
+
+@pytest.mark.parametrize("family", ["copy", "reinforced"])
+def test_checkpoints_older_than_the_added_options_still_translate(tmp_path, family):
+    """translate.py gives a checkpoint the defaults of the model options it predates, then validates."""
+    from helpers.checkpoints import save_tiny_checkpoint
+    from onmt.bin.translate import main as translate
+    new = save_tiny_checkpoint(tmp_path / "new.pt", family)
+    ckpt = _ckpt(new)
+    for name in opts.ADDED_MODEL_OPTIONS:
+        del ckpt["opt"][name]
+    torch.save(ckpt, tmp_path / "old.pt")
+    (tmp_path / "src.txt").write_text("w1 w2 w9\nw3 w11 w4 w5\n")
+    out = [translate(["-model", path, "-src", str(tmp_path / "src.txt"), "-output", str(tmp_path / f"{i}.txt"),
+                      "-beam_size", "2", "-max_length", "5"]) for i, path in enumerate((new, str(tmp_path / "old.pt")))]
+    assert [[t.tokens for t in n] for n in out[0]] == [[t.tokens for t in n] for n in out[1]]
 
 
 # --------------------------------------------------------------------------- 4. bridge, copy options

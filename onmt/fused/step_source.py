@@ -15,7 +15,10 @@ plain products. Create one per forward pass; its backward runs once.
 import torch
 
 
-class _Collect(torch.autograd.Function):
+class _SumStepOuterProducts(torch.autograd.Function):
+    """The handle every step of a pass depends on; its backward gives keys and memory the sum of the
+    steps' outer-product gradients, one bmm each."""
+
     @staticmethod
     def forward(ctx, keys, memory, pending):
         ctx.pending = pending  # {"keys": [(g, q)], "memory": [(a, dc)]}, shared with the steps
@@ -65,7 +68,7 @@ class StepSource:
         self.memory_t = self.memory.transpose(1, 2).contiguous()  # (B, Hm, S)
         self.pending = {"keys": [], "memory": []}
         track = torch.is_grad_enabled() and (keys.requires_grad or memory.requires_grad)
-        self.handle = _Collect.apply(keys, memory, self.pending) if track else None
+        self.handle = _SumStepOuterProducts.apply(keys, memory, self.pending) if track else None
 
     def scores(self, query):
         """query (B, H) -> K query (B, S)."""

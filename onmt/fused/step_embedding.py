@@ -10,7 +10,10 @@ only after every step's lookup has passed its gradient, so the result is the sam
 import torch
 
 
-class _Collect(torch.autograd.Function):
+class _IndexAddStepRows(torch.autograd.Function):
+    """The handle every lookup of a pass depends on; its backward index_adds the row gradients of all
+    the pass's steps into one (V, E) gradient of the matrix."""
+
     @staticmethod
     def forward(ctx, weight, pending):
         ctx.pending = pending  # a list shared with the lookups (not the StepEmbedding: no cycle)
@@ -29,6 +32,8 @@ class _Collect(torch.autograd.Function):
 
 
 class _Lookup(torch.autograd.Function):
+    """weight[ids]; backward records (ids, row gradients) for _IndexAddStepRows."""
+
     @staticmethod
     def forward(ctx, handle, weight, ids, pending, padding_idx):
         ctx.pending, ctx.padding_idx = pending, padding_idx
@@ -52,7 +57,7 @@ class StepEmbedding:
         self.weight = weight.detach()  # (V, E)
         self.padding_idx = padding_idx
         self.pending = []  # (ids, row gradients) of the steps whose backward has run
-        self.handle = _Collect.apply(weight, self.pending) if weight.requires_grad else None
+        self.handle = _IndexAddStepRows.apply(weight, self.pending) if weight.requires_grad else None
 
     def __call__(self, ids):
         if self.handle is None:

@@ -13,14 +13,15 @@ of each row and its id, and the logits at given columns (the source words).
 """
 import torch
 
-from onmt.modules.packed_linear import linear
+from onmt.fused.packed_linear import linear
 
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
 _CPU_CHUNK_ELEMENTS = 1 << 19
 
 
-def _chunks(n_rows, n_cols, device):
+def _row_blocks(n_rows, n_cols, device):
+    """[(first row, end row)] of the cache-sized row blocks of an (n_rows, n_cols) pass (one block off CPU)."""
     step = n_rows if device.type != "cpu" else max(1, _CPU_CHUNK_ELEMENTS // max(1, n_cols))
     return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
 
@@ -39,7 +40,7 @@ def _row_stats(buf, gold, columns, impossible):
     total = buf.new_empty(N)  # (N,) sum exp(logits - rowmax)
     gold_logit = buf.new_empty(N)  # (N,)
     at_cols = buf.new_empty(columns.shape)  # (N, S)
-    for r0, r1 in _chunks(N, V, buf.device):
+    for r0, r1 in _row_blocks(N, V, buf.device):
         chunk = buf[r0:r1]  # (n, V)
         torch.max(chunk, dim=1, out=(top[r0:r1], top_id[r0:r1]))
         gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
@@ -94,7 +95,7 @@ class GoldLogSoftmax(torch.autograd.Function):
             N, V = buf.shape
             scale = -(g / total)  # (N,) d z / d logits = onehot(gold) - softmax
             grad_bias = buf.new_zeros(V)  # (V,)
-            for r0, r1 in _chunks(N, V, o.device):
+            for r0, r1 in _row_blocks(N, V, o.device):
                 chunk = buf[r0:r1]  # (n, V) now the gradient of the logits
                 chunk.mul_(scale[r0:r1, None])
                 rows = torch.arange(r0, r1, device=buf.device)

@@ -1,0 +1,134 @@
+"""The pointer mixture's log p(gold) and argmax without the (N, X) distribution (docs/DESIGN.md section 4).
+
+Training needs log p(y*) of the mixture (Paulus et al. eq. 12, See et al. eq. 9) at the gold word only,
+and scheduled sampling / greedy rollouts need its argmax only. Both follow from the generation
+logits' row statistics (gold_softmax.py) and the copy mass at the (N, S) source positions, so neither
+builds the (N, X) log-probabilities that the generators' `forward` (the plain formula) returns.
+
+    gold_mixture, mixture_argmax          the kernels, on (N, ...) tensors
+    pointer_generator_gold_log_prob       PointerGenerator.forward(...).gather(1, gold), fused
+    pointer_generator_predict             PointerGenerator.forward(...).argmax(1), fused
+    packed_out_weight                     PointerGenerator.out_weight() packed for small products
+    copy_generator_gold_log_prob          CopyGenerator.forward(...).gather(-1, gold), fused
+"""
+import torch
+import torch.nn.functional as F
+
+from onmt.constants import PAD
+from onmt.fused.gold_softmax import gold_log_softmax, logit_stats
+from onmt.fused.packed_linear import PackedLinear
+from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources, repeat_per_step
+from onmt.modules.precision import float32_region, widen
+
+
+def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold, logits=None):
+    """log p(gold) of the mixture and its exact argmax, without the (N, X) distribution.
+
+    o (N, D) generator input; weight (V, D), bias (V,) of the generation softmax (a masked word has
+    a very negative bias); gen_logit (N, 1): p(generate) = sigmoid(gen_logit); attn (N, S); src_ex (N, S);
+    first_pos (N, S); gold (N,) extended ids; logits: o W^T + b (N, V) if already computed (it is
+    overwritten). Returns log p(gold) (N,) and the argmax (N,) (no gradient); value and gradients
+    equal those of the full distribution gathered at gold.
+    """
+    z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE, logits)  # (N,) ...
+    log_gen_switch, log_copy_switch = F.logsigmoid(gen_logit), F.logsigmoid(-gen_logit)  # (N, 1)
+    V = weight.size(0)
+    # (N,) log p(u=0) p(gold | u=0); exactly IMPOSSIBLE (no gradient) for an OOV slot, as in the full
+    # distribution, whatever the logits
+    gen_gold = torch.where(gold < V, z + log_gen_switch.squeeze(1), z.new_full((), IMPOSSIBLE))
+    copy_gold = (attn * (src_ex == gold.unsqueeze(1))).sum(1)  # (N,) p(gold | u=1)
+    tiny = torch.finfo(copy_gold.dtype).tiny
+    log_copy = log_copy_switch.squeeze(1) + torch.log(copy_gold.clamp_min(tiny))  # (N,)
+    ll = torch.where(copy_gold > 0, torch.logaddexp(gen_gold, log_copy), gen_gold)  # (N,)
+    with torch.no_grad():
+        copy = copy_at_sources(attn, first_pos)  # (N, S)
+        pred = mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex, V)
+    return ll, pred
+
+
+def mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex, tgt_vocab_size):
+    """The best word is the best generated word or a source word (copy only adds mass there).
+    top, top_id (N,): largest generation logit and its id; at_src (N, S): logits at the source ids;
+    lse (N,): their log-sum-exp; a source id >= tgt_vocab_size (an OOV) has generation part IMPOSSIBLE.
+    Ties go to the smaller id, as argmax over the full distribution does."""
+    norm = (lse.unsqueeze(1) - log_gen_switch)  # (N, 1)
+    best_gen = top - norm.squeeze(1)  # (N,)
+    gen_at_src = torch.where(src_ex < tgt_vocab_size, at_src - norm, at_src.new_full((), IMPOSSIBLE))  # (N, S)
+    mixed = mix_at_sources(gen_at_src, log_copy_switch, copy)  # (N, S)
+    best_src = mixed.max(1, keepdim=True).values  # (N, 1)
+    src_id = src_ex.masked_fill(mixed < best_src, torch.iinfo(src_ex.dtype).max).amin(1)  # (N,)
+    best_src = best_src.squeeze(1)
+    return torch.where(best_src > best_gen, src_id,
+                       torch.where(best_src < best_gen, top_id, torch.minimum(src_id, top_id)))
+
+
+# ------------------------------------------------------------------ Paulus et al.'s PointerGenerator
+def pointer_generator_gold_log_prob(generator, o, attn, src_ex, first_pos, gold, weight=None, logits=None,
+                                    return_p_copy=False):
+    """log p(gold) under the mixture of `generator` (a PointerGenerator) without the (N, X) distribution.
+
+    o (N, D); attn (N, S); src_ex (N, S); first_pos (N, S); gold (N,) extended ids;
+    weight: a `generator.out_weight()` result (unpadded) to reuse; logits: the (N, V) generation logits
+    o W_out^T + b_out already computed from the same o and weight (overwritten), or None.
+    Returns log p(gold) (N,) and the argmax of the full mixture (N,) (no gradient).
+    Value and gradients equal those of `generator(...).gather(1, gold)`.
+    With `return_p_copy`, also p(u=1) per row (N,), without gradient.
+    """
+    w_out, b_out = generator.out_weight() if weight is None else weight
+    with float32_region(o):
+        o, attn, w_out, b_out, logits = (widen(x) for x in (o, attn, w_out, b_out, logits))
+        # the switch gives p(u=1), the copy probability: generation is sigmoid of minus its logit
+        switch = generator.switch(o)  # (N, 1)
+        ll, pred = gold_mixture(o, w_out, b_out, -switch, attn, src_ex, first_pos, gold, logits)
+        if return_p_copy:
+            return ll, pred, torch.sigmoid(switch.detach()).squeeze(1)  # (N,)
+        return ll, pred
+
+
+def packed_out_weight(generator, weight=None):
+    """W_out, b_out of `generator` (an `out_weight()` result, unpadded) packed for many small products
+    without gradient (the scheduled-sampling rows of each step, the rollouts' rows)."""
+    w_out, b_out = generator.out_weight() if weight is None else weight
+    return PackedLinear(w_out.detach(), b_out.detach())
+
+
+@torch.no_grad()
+def pointer_generator_predict(generator, o, attn, src_ex, first_pos, weight=None, logits=None):
+    """argmax of `generator`'s mixture over the extended vocabulary (N,), without the (N, X)
+    distribution. weight: a `packed_out_weight()` result to reuse, or an unpadded `out_weight()`
+    result; logits: the (N, V) generation logits if already computed (overwritten)."""
+    with float32_region(o):
+        o, attn, logits = widen(o), widen(attn), widen(logits)
+        if logits is None:
+            if not isinstance(weight, PackedLinear):
+                weight = PackedLinear(*(generator.out_weight() if weight is None else weight), pack=False)
+            logits = weight(o)  # (N, V)
+        lse, top, top_id, at_src = logit_stats(logits, src_ex, IMPOSSIBLE)  # (N,) x3, (N, S)
+        switch = generator.switch(o)  # (N, 1)
+        log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, 1) x2
+        copy = copy_at_sources(attn, first_pos)  # (N, S)
+        return mixture_argmax(top, top_id, at_src, lse, log_gen_switch, log_copy_switch, copy, src_ex,
+                              logits.size(1))
+
+
+# ------------------------------------------------------------------ See et al.'s CopyGenerator
+def copy_generator_gold_log_prob(generator, dec, src_ex, first_pos, gold, return_p_copy=False):
+    """The training path of `generator` (a CopyGenerator): log p(gold) (B, T) and the argmax (B, T)
+    of the mixture for a teacher-forced sequence, without the (B, T, X) distribution; same values
+    and gradients as `generator(...)` gathered at gold. dec: DecoderOutput (B, T, ...);
+    src_ex, first_pos (B, S); gold (B, T) extended ids. With `return_p_copy` also 1 - p_gen
+    (B, T) (no gradient)."""
+    B, T = gold.shape
+    S = src_ex.size(-1)
+    with float32_region(dec.out):
+        features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (B, T, 2H+E)
+        gen_logit = generator.switch(features).float().reshape(B * T, 1)  # (B*T, 1)
+        pad_col = torch.zeros_like(generator.linear.bias, dtype=torch.bool)
+        pad_col[PAD] = True
+        bias = generator.linear.bias.masked_fill(pad_col, torch.finfo(torch.float32).min)  # PAD never generated
+        ll, pred = gold_mixture(widen(dec.out).reshape(B * T, -1), generator.linear.weight, bias, gen_logit,
+                                dec.attn.float().reshape(B * T, S), repeat_per_step(src_ex, T),
+                                repeat_per_step(first_pos, T), gold.reshape(B * T))
+        if return_p_copy:
+            return ll.view(B, T), pred.view(B, T), torch.sigmoid(-gen_logit.detach()).view(B, T)  # (B, T)
+        return ll.view(B, T), pred.view(B, T)

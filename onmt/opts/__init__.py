@@ -1,0 +1,79 @@
+"""Every command-line option of the toolkit, declared once, one function per group; every option can
+also come from a YAML file given with ``-config``.
+
+    data.py, model.py, train.py, translate.py   the declarations (`model_opts(parser)`, ...)
+    parse.py      the exact-name parser, unknown-option messages, `parse_with_given` / `given`,
+                  one parser per command (`train_parser()`, ...)
+    update.py     `update_*`: what options imply, and defaults for what a namespace lacks
+    validate.py   `validate_*`: the cross-option checks; they never change `opt`
+
+An entry point parses, updates, then validates:
+
+    opt = opts.parse_with_given(opts.translate_parser(), argv)
+    opts.update_translate_opts(opt)
+    opts.validate_translate_opts(opt)
+
+A checkpoint's model options go through `update_saved_model_opts` and `validate_model_opts`.
+"""
+from onmt.errors import OptionError
+from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
+from onmt.opts.model import ADDED_MODEL_OPTIONS, ENCODER_TYPES, model_opts
+from onmt.opts.parse import (
+    UPSTREAM_OPTIONS,
+    config_opts,
+    evaluate_parser,
+    given,
+    make_parser,
+    parse_with_given,
+    plot_attention_parser,
+    prepare_cnndm_parser,
+    prepare_gigaword_parser,
+    preprocess_parser,
+    save_config_opts,
+    saved_options,
+    train_parser,
+    translate_parser,
+    unknown_option_message,
+    write_config,
+)
+from onmt.opts.train import train_opts
+from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts
+from onmt.opts.update import (
+    fill_defaults,
+    lacking_model_options,
+    option_names,
+    update_evaluate_opts,
+    update_model_opts,
+    update_plot_attention_opts,
+    update_prepare_opts,
+    update_preprocess_opts,
+    update_saved_model_opts,
+    update_train_opts,
+    update_translate_opts,
+)
+from onmt.opts.validate import (
+    PAPER_SETTINGS,
+    check_model_numbers,
+    paper_differences,
+    validate_evaluate_opts,
+    validate_model_opts,
+    validate_plot_attention_opts,
+    validate_prepare_opts,
+    validate_preprocess_opts,
+    validate_train_opts,
+    validate_translate_opts,
+)
+
+__all__ = [
+    "OptionError", "CNNDM_FORMATS", "GIGAWORD_FORMATS", "prepare_opts", "preprocess_opts", "ADDED_MODEL_OPTIONS",
+    "ENCODER_TYPES", "model_opts", "UPSTREAM_OPTIONS", "config_opts", "evaluate_parser", "given", "make_parser",
+    "parse_with_given", "plot_attention_parser", "prepare_cnndm_parser", "prepare_gigaword_parser",
+    "preprocess_parser", "save_config_opts", "saved_options", "train_parser", "translate_parser",
+    "unknown_option_message", "write_config", "train_opts", "evaluate_opts", "plot_attention_opts",
+    "translate_opts", "fill_defaults", "lacking_model_options", "option_names", "update_evaluate_opts",
+    "update_model_opts", "update_plot_attention_opts", "update_prepare_opts", "update_preprocess_opts",
+    "update_saved_model_opts", "update_train_opts", "update_translate_opts", "PAPER_SETTINGS",
+    "check_model_numbers", "paper_differences", "validate_evaluate_opts", "validate_model_opts",
+    "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts", "validate_train_opts",
+    "validate_translate_opts",
+]

@@ -1,0 +1,191 @@
+"""Parsing: the exact-name parser, the one-line message of an unknown option (with what an upstream
+OpenNMT-py option is here), which options the user gave, and the parser of each command."""
+import configargparse
+
+from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
+from onmt.opts.model import model_opts
+from onmt.opts.train import train_opts
+from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts
+
+# Upstream OpenNMT-py options a user may bring: -> (this project's option, or None when there is no
+# counterpart, and a few words on it). Used only to explain an unknown option.
+UPSTREAM_OPTIONS = {
+    "enc_hid_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "dec_hid_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "enc_rnn_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "dec_rnn_size": ("-rnn_size", "the hidden size (encoder = decoder size here)"),
+    "src_word_vec_size": ("-word_vec_size", "one size for both sides"),
+    "tgt_word_vec_size": ("-word_vec_size", "one size for both sides"),
+    "gpuid": ("-gpu", "the GPU id, -1 for the CPU"),
+    "max_shard_size": ("-shard_size", "counted in examples"),
+    "decoder_type": (None, "the decoder is always an RNN"),
+    "model_type": (None, "text only"),
+    "data_type": (None, "text only"),
+    "transformer_ff": (None, "no Transformer here"),
+    "heads": (None, "no Transformer here"),
+    "position_encoding": (None, "no Transformer here"),
+    "label_smoothing": (None, "not implemented"),
+    "truncated_decoder": (None, "not implemented"),
+    "copy_attn_force": (None, "not implemented"),
+    "random_sampling_topk": (None, "decoding is greedy or beam search"),
+    "random_sampling_temp": (None, "decoding is greedy or beam search"),
+    "phrase_table": (None, "-replace_unk copies the attended source word"),
+    "fp32": (None, "translation runs in float32"),
+    "int8": (None, "translation runs in float32"),
+}
+
+
+class _ExactParser(configargparse.ArgumentParser):
+    """configargparse's parser with exact option names. argparse matches a prefix of a single-dash
+    option even with allow_abbrev=False (-src_vocab became -src_vocab_size) and reads -hidden_size as
+    -h with the value 'idden_size'; here an option given on the command line must be spelt in full,
+    and an unknown one stops with one line that says, for an upstream OpenNMT-py option, what it is
+    here, else the closest names."""
+
+    def parse_known_args(self, args=None, namespace=None, **kwargs):
+        import sys
+        self._check_names(sys.argv[1:] if args is None else list(args))
+        return super().parse_known_args(args=args, namespace=namespace, **kwargs)
+
+    def _check_names(self, argv):
+        for token in argv:
+            if token == "--":
+                return
+            if len(token) < 2 or token[0] != "-" or _is_number(token):
+                continue
+            name = token.split("=", 1)[0]
+            if name not in self._option_string_actions:
+                self.exit(2, f"{self.prog}: error: {unknown_option_message(name, self._option_string_actions)}\n")
+
+
+def _is_number(token):
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def unknown_option_message(name, known):
+    """One line about an option `name` (e.g. "-hidden_size") that the parser with options `known` lacks."""
+    import difflib
+    bare = name.lstrip("-")
+    if bare in UPSTREAM_OPTIONS:
+        here, what = UPSTREAM_OPTIONS[bare]
+        if here:
+            return f"unknown option {name}: OpenNMT-py's -{bare} is {here} here ({what})"
+        return f"unknown option {name}: OpenNMT-py's -{bare} has no counterpart here ({what})"
+    close = difflib.get_close_matches(name, [k for k in known if not k.startswith("--")], n=3, cutoff=0.6)
+    return f"unknown option {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+
+
+def make_parser(description):
+    """An empty parser of this toolkit: exact names, YAML -config files, defaults in -help."""
+    return _ExactParser(
+        description=description,
+        config_file_parser_class=configargparse.YAMLConfigFileParser,
+        formatter_class=configargparse.ArgumentDefaultsHelpFormatter,
+        allow_abbrev=False,
+    )
+
+
+def parse_with_given(parser, argv=None):
+    """Parse `argv` (sys.argv when None) -> opt, with `opt._given`: the dests of the options given on
+    the command line or in a -config file, as opposed to defaults (see `given`)."""
+    import argparse
+    opt = parser.parse_args(argv)
+    saved = [(a, a.default) for a in parser._actions]
+    try:
+        for a, _ in saved:
+            a.default = argparse.SUPPRESS
+        explicit, _ = parser.parse_known_args(argv)
+    finally:
+        for a, d in saved:
+            a.default = d
+    opt._given = frozenset(vars(explicit)) - {"config"}
+    return opt
+
+
+def given(opt, name):
+    """True when option `name` was given by the user (command line or -config), not a default.
+    A namespace not made by `parse_with_given` (a checkpoint's, a test's) has no `_given`: nothing
+    in it was given."""
+    return name in vars(opt).get("_given", ())
+
+
+def saved_options(opt):
+    """vars(opt) without the parsing bookkeeping (what a checkpoint stores)."""
+    return {k: v for k, v in vars(opt).items() if not k.startswith("_")}
+
+
+def config_opts(parser):
+    parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
+
+
+def save_config_opts(parser):
+    parser.add("-save_config", "--save_config", default=None,
+               help="write the options of this command (given and defaults) to this YAML file, usable as "
+                    "-config, and exit without doing anything else (OpenNMT-py's)")
+
+
+def write_config(opt, path):
+    """-save_config: the options of `opt` as YAML (None values and empty lists left out: their
+    defaults), readable back with -config."""
+    import yaml
+    values = {k: v for k, v in saved_options(opt).items()
+              if k not in ("config", "save_config") and v is not None and v != []}
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump(values, f, default_flow_style=False, sort_keys=True, allow_unicode=True)
+
+
+# --------------------------------------------------------------------------- one parser per command
+def preprocess_parser():
+    p = make_parser("Text -> vocabulary + numericalized shards")
+    config_opts(p)
+    save_config_opts(p)
+    preprocess_opts(p)
+    return p
+
+
+def train_parser():
+    p = make_parser("Shards -> checkpoints")
+    config_opts(p)
+    save_config_opts(p)
+    model_opts(p)
+    train_opts(p)
+    return p
+
+
+def translate_parser():
+    p = make_parser("Checkpoint + source -> predictions")
+    config_opts(p)
+    translate_opts(p)
+    return p
+
+
+def evaluate_parser():
+    p = make_parser("Predictions + references -> ROUGE")
+    config_opts(p)
+    evaluate_opts(p)
+    return p
+
+
+def prepare_cnndm_parser():
+    p = make_parser("CNN/DailyMail as published -> {train,valid,test}.{src,tgt}.txt")
+    config_opts(p)
+    prepare_opts(p, CNNDM_FORMATS)
+    return p
+
+
+def prepare_gigaword_parser():
+    p = make_parser("Gigaword as published -> {train,valid,test}.{src,tgt}.txt")
+    config_opts(p)
+    prepare_opts(p, GIGAWORD_FORMATS)
+    return p
+
+
+def plot_attention_parser():
+    p = make_parser("-attn_debug dump -> one PNG per example")
+    config_opts(p)
+    plot_attention_opts(p)
+    return p

@@ -1,0 +1,93 @@
+"""The options of what comes after training: translate.py, evaluate.py and tools/plot_attention.py."""
+
+def translate_opts(parser):
+    g = parser.add_argument_group("Data")
+    g.add("-model", "--model", required=True, help="checkpoint to translate with")
+    g.add("-src", "--src", required=True, help="source file, one example per line")
+    g.add("-tgt", "--tgt", default=None, help="score these targets (gold score, perplexity)")
+    g.add("-output", "--output", default="pred.txt", help="predictions, one line per input line")
+    g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
+    g.add("-batch_size", "--batch_size", type=int, default=30, help="examples per batch")
+    g.add("-verbose", "--verbose", action="store_true", help="print source, prediction and score")
+    g.add("-log_file", "--log_file", default="", help="also log to this file")
+    g.add("-seed", "--seed", type=int, default=829, help="random seed")
+    g = parser.add_argument_group("Search")
+    g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
+    g.add("-n_best", "--n_best", type=int, default=1, help="output the n best hypotheses")
+    g.add("-min_length", "--min_length", type=int, default=0, help="minimum prediction length")
+    g.add("-max_length", "--max_length", type=int, default=100, help="maximum prediction length")
+    g.add("-length_penalty", "--length_penalty", default="none", choices=["none", "avg", "wu"], help="length penalty")
+    g.add("-alpha", "--alpha", type=float, default=0.0, help="length penalty parameter for wu")
+    g.add("-coverage_penalty", "--coverage_penalty", default="none", choices=["none", "wu", "summary"],
+          help="coverage penalty of a hypothesis's summed attention cov_i: wu: -beta*sum_i log(min(cov_i, 1)); "
+               "summary: beta*(sum_i max(cov_i, 1) - S) (onmt/translate/decoding.py)")
+    g.add("-beta", "--beta", type=float, default=0.0, help="coverage penalty parameter")
+    g.add("-stepwise_penalty", "--stepwise_penalty", action="store_true",
+          help="apply the coverage penalty to the running scores at every step, not only to finished hypotheses")
+    g.add("-dump_beam", "--dump_beam", default="",
+          help="write the beam search's history (per example and step: token ids, words, scores, backpointers) "
+               "to this JSON file")
+    g.add("-block_ngram_repeat", "--block_ngram_repeat", type=int, default=0,
+          help="never repeat an n-gram of this size (0: off)")
+    g.add("-avoid_trigram_repetition", "--avoid_trigram_repetition", action="store_true",
+          help="same as -block_ngram_repeat 3")
+    g.add("-ignore_when_blocking", "--ignore_when_blocking", nargs="+", default=[],
+          help="tokens ignored by n-gram blocking")
+    g.add("-replace_unk", "--replace_unk", action="store_true",
+          help="replace <unk> with the source word of highest attention")
+    g = parser.add_argument_group("Inspection")
+    g.add("-attn_plot", "--attn_plot", default="",
+          help="write a PNG per example into this folder: encoder attention, intra-decoder attention and "
+               "p(copy) per output step (needs matplotlib: pip install .[plot])")
+    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
+    g.add("-attn_debug", "--attn_debug", default="",
+          help="dump the raw attention arrays and p(copy) of every example to this file "
+               "(re-plot with tools/plot_attention.py)")
+    g.add("-profile", "--profile", type=int, default=0,
+          help="profile the first N batches with torch.profiler: log the top 25 operators by self CPU (and "
+               "CUDA) time and write a Chrome trace to -profile_trace; the translation goes on (0: off)")
+    g.add("-profile_trace", "--profile_trace", default="",
+          help="the -profile Chrome trace (JSON; default: the -output path without extension + _profile.json)")
+    g = parser.add_argument_group("Input as in training (defaults: the checkpoint's preprocessing)")
+    g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
+          help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
+    g.add("-tgt_seq_length_trunc", "--tgt_seq_length_trunc", type=int, default=0,
+          help="cut -tgt lines to N tokens for gold scoring (default: as the training data was cut; 0: not cut)")
+    g.add("-report_rouge", "--report_rouge", action="store_true",
+          help="score the predictions against -tgt with ROUGE (built-in scorer) at the end")
+
+
+def evaluate_opts(parser):
+    g = parser.add_argument_group("Evaluate")
+    g.add("-pred", "--pred", required=True, nargs="+", action="extend",
+          help="predictions, one summary per line (plain or .gz); a second file is compared with the "
+               "first by a paired bootstrap test")
+    g.add("-ref", "--ref", required=True, nargs="+", action="extend",
+          help="references, one summary per line; several files (or -ref given again): several references")
+    g.add("-json", "--json", default="", help="also write the scores (and intervals) to this JSON file")
+    g.add("-official", "--official", action="store_true",
+          help="score with the original ROUGE-1.5.5 Perl script (needs perl and XML::Parser)")
+    g.add("-bootstrap", "--bootstrap", type=int, default=0,
+          help="N bootstrap samples: 95%% confidence intervals (and the paired test's samples; 1000 if 0)")
+    g.add("-seed", "--seed", type=int, default=1, help="seed of the bootstrap samples")
+    g.add("-limit_bytes", "--limit_bytes", type=int, default=0,
+          help="score only the first N bytes of every summary (ROUGE-1.5.5 -b; DUC-2004: 75)")
+    g.add("-limit_words", "--limit_words", type=int, default=0,
+          help="score only the first N words of every summary (ROUGE-1.5.5 -l)")
+    g.add("-recall_only", "--recall_only", action="store_true", help="report recall only (as DUC does)")
+    g.add("-no_stemming", "--no_stemming", action="store_true",
+          help="no Porter stemming (ROUGE-1.5.5 without -m; the standard setting stems)")
+    g.add("-sent_per_line", "--sent_per_line", action="store_true",
+          help="files hold one sentence per line, an empty line after each summary")
+    g.add("-sentence_split", "--sentence_split", default=".",
+          help="a summary's sentences (ROUGE-Lsum) end with this token, unless it has <t> ... </t> "
+               "tags ('' = one sentence)")
+
+
+def plot_attention_opts(parser):
+    g = parser.add_argument_group("Re-plot an -attn_debug dump (tools/plot_attention.py)")
+    g.add("-attn_debug", "--attn_debug", required=True, help="a dump written by translate.py -attn_debug")
+    g.add("-attn_plot", "--attn_plot", required=True,
+          help="write a PNG per example into this folder (needs matplotlib: pip install .[plot])")
+    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
+    g.add("-log_file", "--log_file", default="", help="also log to this file")
