@@ -1,27 +1,12 @@
 """masked_softmax (onmt/modules/masked_softmax.py), the softmax of both attentions (See et al. eq. 2,
 Paulus et al. eq. 4), against a naive per-row reference: values, gradients, all-masked rows, garbage
 in masked positions, half precision."""
-import math
 
 import pytest
 import torch
 
+from helpers.references import masked_softmax_reference
 from onmt.modules.masked_softmax import masked_softmax
-
-
-def _naive(scores, mask):
-    """Row by row in Python floats: exp(s_i - max) / sum over the allowed entries, 0 elsewhere and on
-    rows with no allowed entry."""
-    out = torch.zeros(scores.shape, dtype=torch.float64)
-    for b in range(scores.size(0)):
-        idx = [i for i in range(scores.size(1)) if mask[b, i]]
-        if not idx:
-            continue
-        top = max(float(scores[b, i]) for i in idx)
-        e = [math.exp(float(scores[b, i]) - top) for i in idx]
-        for i, x in zip(idx, e):
-            out[b, i] = x / sum(e)
-    return out
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
@@ -39,7 +24,7 @@ def test_against_the_naive_reference_values_and_gradient(dtype):
     x = scores.clone().requires_grad_()
     got = masked_softmax(x, mask)
     assert got.dtype == (dtype if dtype in (torch.float32, torch.float64) else torch.float32)
-    ref = _naive(scores.double(), mask)  # of the scores as the dtype rounds them
+    ref = masked_softmax_reference(scores.double(), mask)  # of the scores as the dtype rounds them
     tol = 1e-12 if dtype == torch.float64 else 1e-6
     assert torch.allclose(got.double(), ref, atol=tol, rtol=0)
     assert (got[~mask] == 0).all() and (got[1] == 0).all() and got[2, 4] == 1

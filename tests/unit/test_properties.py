@@ -17,6 +17,7 @@ import torch.nn as nn
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from helpers.references import masked_softmax_reference
 from onmt.constants import BOS, EOS, PAD, UNK
 from onmt.fused.gold_mixture import (
     copy_generator_gold_log_prob,
@@ -81,20 +82,6 @@ def masked_scores(draw):
     return torch.tensor(values, dtype=torch.float64), mask
 
 
-def softmax_reference(scores, mask):
-    """Row by row in Python floats: softmax over the allowed entries, 0 elsewhere (and on empty rows)."""
-    out = torch.zeros(scores.shape, dtype=torch.float64)
-    for b in range(scores.size(0)):
-        idx = [i for i in range(scores.size(1)) if mask[b, i]]
-        if not idx:
-            continue
-        top = max(float(scores[b, i]) for i in idx)
-        e = [math.exp(float(scores[b, i]) - top) for i in idx]
-        for i, x in zip(idx, e):
-            out[b, i] = x / sum(e)
-    return out
-
-
 # ---------------------------------------------------------------------------------------------------
 # 1. masked softmaxes
 
@@ -107,7 +94,7 @@ TOL = {torch.float16: 2e-3, torch.float32: 2e-6, torch.float64: 1e-12}
 def test_masked_softmax_is_the_softmax_over_allowed_positions(dtype, case, transpose):
     scores, mask = case
     x = scores.to(dtype)
-    ref = softmax_reference(x.double(), mask)  # of the scores as the dtype rounds them
+    ref = masked_softmax_reference(x.double(), mask)  # of the scores as the dtype rounds them
     x = x.requires_grad_(dtype != torch.float16)
     got = masked_softmax(x.t(), mask.t(), dim=0).t() if transpose else masked_softmax(x, mask)
     assert got.shape == scores.shape
@@ -185,7 +172,7 @@ def test_intra_temporal_attention_over_steps(case):
             logits = e[t] - torch.logsumexp(e[:t], dim=0)
         else:
             logits = e[t]
-        ref = softmax_reference(logits.masked_fill(~mask, 0.0), mask)
+        ref = masked_softmax_reference(logits.masked_fill(~mask, 0.0), mask)
         if dtype == torch.float64:
             assert torch.allclose(attn, ref, atol=1e-9, rtol=0)
         elif case["q_scale"] <= 1.0:   # float32 scores of ~1e4 are only known to ~1e-3
@@ -224,7 +211,7 @@ def test_intra_decoder_attention_over_steps(B, H, T, seed, scale, dtype):
                 assert (context[b] <= prev.max(0).values + 1e-4 * scale).all()
                 if dtype == torch.float64:
                     e = prev @ (att.weight.detach().t() @ states[t, b])   # h_t . W^d h_t'
-                    ref = softmax_reference(e.unsqueeze(0), torch.ones(1, t, dtype=torch.bool))[0]
+                    ref = masked_softmax_reference(e.unsqueeze(0), torch.ones(1, t, dtype=torch.bool))[0]
                     assert torch.allclose(attn[b], ref, atol=1e-9, rtol=0)
         new = states[t].unsqueeze(1)
         history = new if history is None else torch.cat([history, new], 1)
