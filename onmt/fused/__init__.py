@@ -5,7 +5,7 @@ onmt/reinforced/intra_attention.py, o_t = [h^d_t ; c^e_t ; c^d_t] in onmt/reinfo
 eqs. 9-13 in onmt/reinforced/pointer_generator.py; See et al. 2017's attention (eqs. 1-3, 11) in
 onmt/modules/global_attention.py, p_gen and the mixture (eqs. 4, 8, 9) in onmt/modules/copy_generator.py
 and copy_mixture.py. That plain code is the reference: each kernel here is tested against it (values
-and gradients), and every model can run without the kernels (the translator's decode_step does).
+and gradients), and every model can run without the kernels (decode_step under autograd does).
 Nothing in onmt/modules imports this package; the models choose the fused paths.
 
 Each entry: the formula (equation number), the plain reference code, the fused function, the test:
@@ -34,6 +34,10 @@ Paulus (12): argmax_y p(y)
     plain  PointerGenerator.forward(...).argmax(1)                           onmt/reinforced/pointer_generator.py
     fused  gold_mixture.pointer_generator_predict (mixture_argmax), with packed_out_weight
     test   tests/unit/test_gold_mixture.py::test_predict_with_packed_weights_is_the_argmax_of_the_full_mixture
+Paulus (9)-(12): log p(y) over the extended vocabulary at one decoding step, without autograd (beam search)
+    plain  PointerGenerator.forward(...)                                     onmt/reinforced/pointer_generator.py
+    fused  step_mixture.pointer_generator_step_log_probs: packed W_out, softmax in cache-sized row blocks
+    test   tests/unit/test_step_mixture.py::test_step_log_probs_equal_the_plain_generator
 See (9) and (6): log P(w*) of the mixture
     plain  CopyGenerator.forward(...).gather(-1, w*)                         onmt/modules/copy_generator.py
     fused  gold_mixture.copy_generator_gold_log_prob (gold_mixture)

@@ -8,8 +8,8 @@ generator's parameters keep their shapes. `step` is the plain path; a teacher-fo
 may pass it the fused per-pass lookups and products of `step_embedding()` / `step_source()`
 (onmt/fused/), which give the same values and gradients.
 """
-from dataclasses import dataclass
-from typing import Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -35,11 +35,12 @@ class ReinforcedState(DecoderStateBase):
     lse: Optional[torch.Tensor] = None         # (B, S) log sum_{j<t} exp(e_ji); None before step 1
     history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
     step: int = 0                              # decoding steps taken
-    out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (X, 3H), (X,) once per batch
+    out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (V, 3H), (V,) W_out, b_out once per batch
+    out_packed: Optional[Any] = None           # without autograd: out_weight as a fused PackedLinear
 
     _batch_dims = {"hidden": 1}
     _source_fields = frozenset({"memory", "enc_keys", "mask", "src_ex", "first_pos"})
-    _shared_fields = frozenset({"out_weight"})
+    _shared_fields = frozenset({"out_weight", "out_packed"})
 
 
 class ReinforcedDecoder(nn.Module):
@@ -131,9 +132,8 @@ class ReinforcedDecoder(nn.Module):
         else:
             c_dec, history = torch.zeros_like(h_t), None  # (B, H)
         o_t = torch.cat([h_t, c_enc, c_dec], dim=1)  # (B, 3H) [h^d_t ; c^e_t ; c^d_t] of eqs. 9 and 11
-        new_state = ReinforcedState(hidden=hidden, memory=state.memory, enc_keys=state.enc_keys,
-                                    mask=state.mask, src_ex=state.src_ex, first_pos=state.first_pos,
-                                    n_oov=state.n_oov, lse=lse, history=history, step=state.step + 1)
+        # the source fields and the per-batch W_out (out_weight, out_packed) carry over unchanged
+        new_state = replace(state, hidden=hidden, lse=lse, history=history, step=state.step + 1)
         if return_intra:
             return o_t, attn, new_state, intra
         return o_t, attn, new_state

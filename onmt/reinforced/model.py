@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from onmt.constants import BOS, EOS
 from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
+from onmt.fused.step_mixture import pointer_generator_step_log_probs
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
@@ -99,8 +100,29 @@ class ReinforcedModel(nn.Module):
 
     def init_state(self, batch, enc):
         state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
-        # W_out = tanh(E_tgt W_proj) once per batch, not at every decoding step (V x E x 3H FLOPs)
-        return replace(state, out_weight=self.generator.out_weight(state.n_oov))
+        # W_out = tanh(E_tgt W_proj) once per batch, not at every decoding step (V x E x 3H FLOPs);
+        # without autograd (beam search) packed for the steps' products, once per set of parameters
+        if torch.is_grad_enabled():
+            return replace(state, out_weight=self.generator.out_weight())  # (V, 3H), (V,)
+        weight, packed = self._decoding_weight()
+        return replace(state, out_weight=weight, out_packed=packed)
+
+    def train(self, mode=True):
+        self.__dict__.pop("_decoding_weight_cache", None)  # no stale or idle copy of W_out while training
+        return super().train(mode)
+
+    def _decoding_weight(self):
+        """W_out, b_out (V, 3H), (V,) without gradient and their PackedLinear, kept while the generator's
+        parameters are unchanged: an optimizer step or load_state_dict writes them in place, which bumps
+        their version counters (and .to() gives new storage), so a translation run evaluates and packs
+        W_out once instead of once per batch."""
+        key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in self.generator.parameters())
+        cached = self.__dict__.get("_decoding_weight_cache")
+        if cached is None or cached[0] != key:
+            weight = self.generator.out_weight()  # (V, 3H), (V,)
+            cached = (key, weight, packed_out_weight(self.generator, weight))
+            self.__dict__["_decoding_weight_cache"] = cached
+        return cached[1], cached[2]
 
     def decode_step(self, inputs, state):
         """inputs (B,) extended ids -> log p (B, X), new state, attns: "std" (B, S) the encoder
@@ -108,8 +130,14 @@ class ReinforcedModel(nn.Module):
         attention) "intra" (B, t) the attention over the t previous decoder states ((B, 0) at the
         first step). All three are by-products of the step: nothing is computed for them."""
         o_t, attn, state, intra = self.decoder.step(inputs, state, return_intra=True)
-        logp, p_copy = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
-                                      weight=state.out_weight, return_p_copy=True)  # (B, X), (B,)
+        if state.out_packed is not None and not torch.is_grad_enabled():  # the fused decoding path
+            logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.src_ex, state.first_pos,
+                                                            state.n_oov, state.out_packed)  # (B, X), (B,)
+        else:
+            weight = state.out_weight if state.out_weight is not None else self.generator.out_weight()  # (V, 3H), (V,)
+            weight = self.generator.pad_weight(weight, state.n_oov)  # (X, 3H), (X,)
+            logp, p_copy = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
+                                          weight=weight, return_p_copy=True)  # (B, X), (B,)
         attns = {"std": attn, "p_copy": p_copy}
         if intra is not None:
             attns["intra"] = intra

@@ -3,7 +3,8 @@
 Each example keeps K live hypotheses; their scores are sums of log-probabilities. At each step the
 B*K rows are decoded together, every example takes the top K of its K*X continuations (one topk
 over (B, K*X)), and the decoder state, token history and attention follow the backpointers through
-one `state.reorder`. A continuation ending in `</s>` is set aside with its length-penalized score
+one `state.reorder`. The first step decodes B rows, one per example (all K hypotheses would be the
+same `<s>`), and its topk over (B, X) fills the K slots. A continuation ending in `</s>` is set aside with its length-penalized score
 and its slot's score becomes -inf, so it is never extended (the next topk refills the slot).
 
 Stopping: an example is done once it holds `n_best` finished hypotheses and the n_best-th of them
@@ -26,6 +27,7 @@ its running score, before its slot is emptied).
 import torch
 
 from onmt.constants import BOS, EOS
+from onmt.interface import extended_size
 from onmt.translate.decoding import (
     NEG_INF,
     Hypothesis,
@@ -57,21 +59,25 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
     device = batch.src.device
     enc = model.encode(batch)
     state = model.init_state(batch, enc)
-    state = state.reorder(torch.arange(B, device=device).repeat_interleave(K))   # rows (B*K,)
-    base = (torch.arange(B, device=device) * K).unsqueeze(1)                     # (B, 1)
-    inputs = torch.full((B * K,), BOS, dtype=torch.long, device=device)          # (B*K,)
-    history = torch.zeros(B * K, 0, dtype=torch.long, device=device)             # (B*K, t)
+    # W rows per example: before the first step each example holds the one hypothesis <s>, so step 0
+    # decodes B rows and its topk fills the K slots (when the vocabulary offers K continuations)
+    W = 1 if extended_size(model, batch) >= K else K
+    if W > 1:
+        state = state.reorder(torch.arange(B, device=device).repeat_interleave(W))  # rows (B*W,)
+    base = (torch.arange(B, device=device) * W).unsqueeze(1)                     # (B, 1)
+    inputs = torch.full((B * W,), BOS, dtype=torch.long, device=device)          # (B*W,)
+    history = torch.zeros(B * W, 0, dtype=torch.long, device=device)             # (B*W, t)
     attn_hist = None                                                             # (B*K, t, S)
     inspected = None                     # keep_inspection: {"p_copy": (B*K, t), "intra": (B*K, t, t)}
-    scores = torch.full((B, K), NEG_INF, device=device)                          # (B, K)
-    scores[:, 0] = 0.0                    # the K copies of <s> are one hypothesis: expand only one
+    scores = torch.full((B, W), NEG_INF, device=device)                          # (B, W)
+    scores[:, 0] = 0.0                    # the W copies of <s> are one hypothesis: expand only one
     example = torch.arange(B, device=device)   # (B,) batch position of each example still decoded
     kept = torch.full((B, n_best), NEG_INF, device=device)   # (B, n_best) best finished scores
     finished = [[] for _ in range(B)]     # per example: Hypothesis list, filled only when one finishes
     use_cov = coverage_penalty_kind != "none"
     if use_cov:
         cov = None                                                               # (B*K, S) attention sums
-        cov_mask = source_mask(batch).repeat_interleave(K, dim=0)                # (B*K, S) real positions
+        cov_mask = source_mask(batch).repeat_interleave(W, dim=0)                # (B*W, S) real positions
     raw = scores                          # (B, K) sums of log-probabilities (scores, unless stepwise)
     dump = [] if beam_history is not None else None
     for step in range(max_length + 1):
@@ -85,16 +91,19 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
                 raise ValueError("a coverage penalty needs a model with source attention")
             cov = attn_now.float() if cov is None else cov + attn_now.float()    # (B*K, S), old row order
             if stepwise_penalty:   # running score: log-prob - penalty of the coverage up to this step
-                step_pen = coverage_penalty(coverage_penalty_kind, cov, beta, cov_mask)  # (B*K,)
-                scores = raw - step_pen.view(B, K)
-        cand = logp.add_(scores.view(B * K, 1)).view(B, K * X)                  # (B, K*X), in place
+                step_pen = coverage_penalty(coverage_penalty_kind, cov, beta, cov_mask)  # (B*W,)
+                scores = raw - step_pen.view(B, W)
+        cand = logp.add_(scores.view(B * W, 1)).view(B, W * X)                  # (B, W*X), in place
         top_scores, top_ids = cand.topk(K, dim=1)                                # (B, K)
         origin = torch.div(top_ids, X, rounding_mode="floor")                    # (B, K) beam of origin
         token = top_ids - origin * X                                             # (B, K)
         rows = (base + origin).view(B * K)                                       # (B*K,) backpointers
-        state = state.reorder(rows, within_source=True)  # rows stay within their example
+        # rows stay within their example; from B rows to B*K the per-source fields grow too
+        state = state.reorder(rows, within_source=W == K)
         if use_cov:
             cov = cov.index_select(0, rows)                                      # (B*K, S)
+            if W != K:
+                cov_mask = cov_mask.index_select(0, rows)                        # (B*K, S)
             pen = coverage_penalty(coverage_penalty_kind, cov, beta, cov_mask).view(B, K)  # (B, K)
             raw = top_scores + pen if stepwise_penalty else top_scores           # (B, K)
         else:
@@ -122,6 +131,9 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
             raw = raw.masked_fill(is_eos, NEG_INF)
         scores = top_scores
         inputs = token.view(B * K)
+        if W != K:   # after step 0: K rows per example
+            W = K
+            base = (torch.arange(B, device=device) * K).unsqueeze(1)             # (B, 1)
         # best score a live hypothesis can still reach (sums only decrease; largest penalty ahead)
         lp_max = max_penalty(length_penalty_kind, step + 2, max_length + 1, alpha)
         if not use_cov:

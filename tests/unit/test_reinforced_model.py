@@ -177,3 +177,32 @@ def test_old_checkpoints_with_the_decoder_embedding_key_load_bit_for_bit():
             logp_l, state_l, _ = loaded.decode_step(inputs, state_l)
             assert torch.equal(logp, logp_l)
             inputs = logp.argmax(1)
+
+
+def test_decoding_without_autograd_takes_the_fused_step_and_equals_the_plain_one():
+    model, batch = _model().eval(), _batch()
+    want, _, _ = _loop(model, batch)  # autograd on: the plain PointerGenerator.forward at each step
+    with torch.no_grad():
+        got, _, state = _loop(model, batch)
+    assert state.out_packed is not None  # the packed W_out travelled with the state to the last step
+    assert torch.allclose(got, want.detach(), atol=1e-5)
+
+
+def test_w_out_is_evaluated_once_per_set_of_parameters_while_decoding(monkeypatch):
+    model, batch = _model().eval(), _batch()
+    calls = []
+    out_weight = model.generator.out_weight
+    monkeypatch.setattr(model.generator, "out_weight", lambda *a: calls.append(1) or out_weight(*a))
+    with torch.no_grad():
+        first, _, _ = _loop(model, batch)
+        _loop(model, batch)
+    assert len(calls) == 1  # not once per step, nor once per batch
+    with torch.no_grad():  # an optimizer-like in-place update of W_proj: W_out is evaluated again
+        model.generator.proj.mul_(0.5)
+        moved, _, _ = _loop(model, batch)
+    assert len(calls) == 2 and not torch.allclose(moved, first, atol=1e-3)
+    model.train()
+    model.eval()
+    with torch.no_grad():
+        again, _, _ = _loop(model, batch)
+    assert len(calls) == 3 and torch.allclose(again, moved, atol=1e-6)
