@@ -24,7 +24,6 @@ from onmt.model_builder import build_model
 from onmt.translate.translator import Translator
 from onmt.utils.memory import reuse_freed_memory
 
-
 # per model: the defaults of the options left unset
 PRESETS = {
     "copy": dict(batch_sizes="1,16,64", n_sents=128, src_min=100, src_max=400, tgt_vocab=50000, word_vec_size=128,
