@@ -17,6 +17,7 @@ from onmt.interface import DecoderStateBase
 from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.global_attention import GlobalAttention
+from onmt.modules.lstm_step import lstm_step
 
 
 @dataclass
@@ -143,8 +144,11 @@ class RNNDecoder(nn.Module):
 
     def step(self, emb, state):
         """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state)."""
-        rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
-        rnn_out = rnn_out.squeeze(1)  # (B, H)
+        if isinstance(self.rnn, nn.LSTM):  # the cell equations: a per-step nn.LSTM call costs more
+            rnn_out, hidden = lstm_step(self.rnn, self._rnn_input(emb, state), state.hidden)  # (B, H)
+        else:
+            rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
+            rnn_out = rnn_out.squeeze(1)  # (B, H)
         dec = self._attend(rnn_out, emb, state, state.coverage)
         new_state = replace(state, hidden=hidden,
                             input_feed=dec.out if self.input_feed else state.input_feed,

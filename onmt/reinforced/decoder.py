@@ -19,6 +19,7 @@ from onmt.fused.step_embedding import StepEmbedding
 from onmt.fused.step_source import StepSource
 from onmt.interface import DecoderStateBase
 from onmt.modules.copy_mixture import first_occurrence
+from onmt.modules.lstm_step import lstm_step
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
 
 
@@ -80,25 +81,6 @@ class ReinforcedDecoder(nn.Module):
                                mask=enc.mask, src_ex=src_ex, first_pos=first_occurrence(src_ex),
                                n_oov=int(n_oov))
 
-    def _lstm_step(self, x, hidden):
-        """One step of self.rnn (same parameters and equations) from its cell math: on CPU a call
-        of nn.LSTM per step (and its backward) costs several times more. x (B, E); hidden (h, c)
-        each (L, B, H). Returns the top layer's h (B, H) and the new (h, c)."""
-        h_prev, c_prev = hidden
-        hs, cs = [], []
-        for layer in range(self.rnn.num_layers):
-            if layer > 0 and self.training and self.rnn.dropout > 0:
-                x = nn.functional.dropout(x, self.rnn.dropout, training=True)
-            w_ih, w_hh, b_ih, b_hh = (getattr(self.rnn, f"{name}_l{layer}")
-                                      for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
-            gates = torch.addmm(b_ih, x, w_ih.t()) + torch.addmm(b_hh, h_prev[layer], w_hh.t())  # (B, 4H)
-            i, f, g, o = gates.chunk(4, dim=1)  # (B, H) each
-            c = torch.sigmoid(f) * c_prev[layer] + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
-            x = torch.sigmoid(o) * torch.tanh(c)  # (B, H)
-            hs.append(x)
-            cs.append(c)
-        return x, (torch.stack(hs), torch.stack(cs))  # (B, H), (L, B, H) x2
-
     def step_embedding(self):
         """The input embedding for a whole decoding loop: the same lookups as `self.embeddings`, with one
         gradient write into the matrix per pass instead of one per step (onmt/fused/step_embedding.py)."""
@@ -118,7 +100,7 @@ class ReinforcedDecoder(nn.Module):
         """
         inputs = inputs.masked_fill(inputs >= self.tgt_vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
-        h_t, hidden = self._lstm_step(emb.squeeze(1), state.hidden)  # (B, H)
+        h_t, hidden = lstm_step(self.rnn, emb.squeeze(1), state.hidden)  # (B, H)
         c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse,
                                         source=source)  # (B, H) c^e_t, (B, S) a^e_t: eqs. 2-5
         intra = None

@@ -147,16 +147,6 @@ def test_works_with_the_ml_loss():
     assert torch.isfinite(loss) and stats.n_words == batch.n_tgt_tokens
 
 
-def test_lstm_step_matches_the_module():
-    torch.manual_seed(0)
-    dec = _model("-layers", "2").decoder.double()
-    x, h, c = (torch.randn(3, 6, dtype=torch.float64), torch.randn(2, 3, 12, dtype=torch.float64),
-               torch.randn(2, 3, 12, dtype=torch.float64))
-    out, (h_ref, c_ref) = dec.rnn(x.unsqueeze(1), (h, c))
-    top, (h_new, c_new) = dec._lstm_step(x, (h, c))
-    assert torch.allclose(top, out[:, 0]) and torch.allclose(h_new, h_ref) and torch.allclose(c_new, c_ref)
-
-
 def test_old_checkpoints_with_the_decoder_embedding_key_load_bit_for_bit():
     """`decoder.embedding.*` (the attribute's former name) is read as `decoder.embeddings.*`."""
     opt, batch = _opt("-scheduled_sampling", "0"), _batch(2)
