@@ -14,6 +14,11 @@ Paulus (2), (5): e_ti = h^d_t . W^e h^e_i and c^e_t = sum_i a^e_ti h^e_i, at eve
     plain  IntraTemporalAttention.forward(..., source=None)                  onmt/reinforced/intra_attention.py
     fused  step_source.StepSource: both products in the fast layout, the steps' gradients summed in one bmm
     test   tests/unit/test_step_source.py::test_temporal_attention_with_step_source_equals_the_plain_attention
+See (1)-(3), (11): e_i = v . tanh(W_m m_i + W_q h + w_c cov_i), a = softmax(e), c = sum_i a_i m_i, at every step
+    plain  GlobalAttention.forward(..., step=None)                          onmt/modules/global_attention.py
+    fused  step_attention.StepAttention: the tanh recomputed in backward (nothing (B, S, H) kept per step),
+           tanh as 2 sigmoid(2x) - 1; the context through StepSource
+    test   tests/unit/test_step_attention.py::test_fused_pass_equals_the_plain_attention_values_and_gradients
 The decoder input E_tgt[y_{t-1}], at every step
     plain  PartialEmbedding.forward (F.embedding)                            onmt/modules/partial_embedding.py
     fused  step_embedding.StepEmbedding: one index_add into the matrix's gradient per pass

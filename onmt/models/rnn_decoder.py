@@ -13,6 +13,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from onmt.fused.step_attention import StepAttention
 from onmt.interface import DecoderStateBase
 from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
@@ -129,31 +130,42 @@ class RNNDecoder(nn.Module):
             feed = feed.unsqueeze(1).expand(-1, emb.size(1), -1)  # (B, T, H)
         return torch.cat([emb, feed], dim=-1)
 
-    def _attend(self, rnn_out, emb, state, coverage):
-        """One step's output from the top-layer RNN output rnn_out (B, H)."""
+    def _attend(self, rnn_out, emb, state, coverage, step=None):
+        """One step's output from the top-layer RNN output rnn_out (B, H); step: a StepAttention of this
+        pass (onmt/fused/step_attention.py) or None."""
         if self.attn is None:
             context = state.context
             out = torch.tanh(self.linear_out(torch.cat([context, rnn_out], dim=-1)))  # (B, H)
             return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb)
-        out, attn, context = self.attn(rnn_out, state.memory, state.mask, keys=state.keys, coverage=coverage)
+        out, attn, context = self.attn(rnn_out, state.memory, state.mask, keys=state.keys, coverage=coverage,
+                                       step=step)
         return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb,
                              attn=attn, coverage=coverage)
 
     def _next_coverage(self, coverage, attn):
         return coverage + attn if coverage is not None else None  # See et al. eq. 10: c^t = sum_{t'<t} a^t'
 
-    def step(self, emb, state):
-        """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state)."""
+    def step(self, emb, state, attention=None):
+        """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state);
+        attention: a `step_attention(state)` of this pass, or None (the plain attention)."""
         if isinstance(self.rnn, nn.LSTM):  # the cell equations: a per-step nn.LSTM call costs more
             rnn_out, hidden = lstm_step(self.rnn, self._rnn_input(emb, state), state.hidden)  # (B, H)
         else:
             rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
             rnn_out = rnn_out.squeeze(1)  # (B, H)
-        dec = self._attend(rnn_out, emb, state, state.coverage)
+        dec = self._attend(rnn_out, emb, state, state.coverage, attention)
         new_state = replace(state, hidden=hidden,
                             input_feed=dec.out if self.input_feed else state.input_feed,
                             coverage=self._next_coverage(state.coverage, dec.attn))
         return dec, new_state
+
+    def step_attention(self, state):
+        """The fused attention of a whole teacher-forced pass from `state` (onmt/fused/step_attention.py):
+        under autograd in float32 only (its backward is the gain); None otherwise."""
+        if (self.attn is None or not torch.is_grad_enabled() or state.memory.dtype != torch.float32
+                or torch.is_autocast_enabled(state.memory.device.type)):
+            return None
+        return StepAttention(state.keys, state.memory)
 
     def forward(self, emb, state):
         """Teacher forcing. emb (B, T, E) -> (DecoderOutput of (B, T, ...), final state).
@@ -161,16 +173,17 @@ class RNNDecoder(nn.Module):
         Without input feeding the RNN runs over the whole sequence at once and only the attention
         loops over steps; the numbers equal those of T calls to step().
         """
+        attention = self.step_attention(state)
         if self.input_feed:
             steps = []
             for t in range(emb.size(1)):
-                dec, state = self.step(emb[:, t], state)
+                dec, state = self.step(emb[:, t], state, attention)
                 steps.append(dec)
             return DecoderOutput.stack(steps), state
         rnn_out, hidden = self.rnn(self._rnn_input(emb, state), state.hidden)  # (B, T, H)
         coverage, steps = state.coverage, []
         for t in range(emb.size(1)):
-            dec = self._attend(rnn_out[:, t], emb[:, t], state, coverage)
+            dec = self._attend(rnn_out[:, t], emb[:, t], state, coverage, attention)
             coverage = self._next_coverage(coverage, dec.attn)
             steps.append(dec)
         return DecoderOutput.stack(steps), replace(state, hidden=hidden, coverage=coverage)

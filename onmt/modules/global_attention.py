@@ -83,7 +83,7 @@ class GlobalAttention(nn.Module):
         hidden.tanh_()
         return torch.matmul(hidden, self.v.weight.view(-1))  # (b, S)
 
-    def forward(self, query, memory, mask, keys=None, coverage=None):
+    def forward(self, query, memory, mask, keys=None, coverage=None, step=None):
         """Attend with one query per example.
 
         Args:
@@ -92,12 +92,18 @@ class GlobalAttention(nn.Module):
             mask: (B, S) True at real source positions.
             keys: (B, S, H) from precompute_keys(memory); computed here when None.
             coverage: (B, S) sum of the previous attention distributions, for coverage models.
+            step: a fused per-pass StepAttention (onmt/fused/step_attention.py) computing the scores
+                and the context with the same values and gradients, or None.
         Returns:
             attn_h (B, H) attentional vector, align (B, S) attention, context (B, H).
         """
         if keys is None:
             keys = self.precompute_keys(memory)
-        align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S) See et al. eq. 2
-        context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H) eq. 3
+        if step is not None:
+            align = masked_softmax(step.score(self, query, keys, coverage), mask)  # (B, S)
+            context = step.context(align)  # (B, H)
+        else:
+            align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S) See et al. eq. 2
+            context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H) eq. 3
         attn_h = torch.tanh(self.linear_out(torch.cat([context, query], dim=-1)))  # (B, H)
         return attn_h, align, context
