@@ -243,6 +243,11 @@ def main(argv=None):
         fail(f"upstream's python cannot import onmt: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     versions = r.stdout.split()
     print(f"upstream OpenNMT-py {versions[0]} on torch {versions[1]}", flush=True)
+    r = subprocess.run([upy, os.path.join(ROOT, "bench", "upstream_wrapper.py"), "check"],
+                       capture_output=True, text=True, cwd=w)
+    if r.returncode:
+        fail(f"bench/upstream_wrapper.py's patches do not apply to upstream: "
+             f"{(r.stderr.strip().splitlines() or ['?'])[-1]}")
 
     # data: one vocabulary for both, the first translate_n validation pairs for translation
     logs = os.path.join(w, "logs")

@@ -3,6 +3,10 @@ workarounds, patched at import time; nothing in upstream's site-packages is chan
 
     <upstream venv>/bin/python bench/upstream_wrapper.py train -config C.yaml
     <upstream venv>/bin/python bench/upstream_wrapper.py translate -model M.pt -src S -output O ...
+    <upstream venv>/bin/python bench/upstream_wrapper.py check   # every patch applies, nothing runs
+
+Every `onmt` imported here is upstream's package (onmt.utils.loss, onmt.models.model, ...), never this
+project's: tests/unit/test_upstream_wrapper.py keeps a rename in this project from reaching this file.
 
 Workarounds:
 - torch >= 2.6 loads with weights_only=True; upstream's checkpoints hold a Namespace and a vocab dict:
@@ -26,7 +30,7 @@ os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
 
 
 def patch_statistics():
-    from onmt.losses.ml import LossCompute
+    from onmt.utils.loss import LossCompute  # upstream's module, not this project's
     coverage_loss = LossCompute._compute_coverage_loss
     stats = LossCompute._stats
 
@@ -80,6 +84,11 @@ def patch_inference():
 def main():
     what, rest = sys.argv[1], sys.argv[2:]
     patch_statistics()
+    if what == "check":
+        patch_checkpoint_keys()
+        patch_inference()
+        print("upstream_wrapper: every patch applies")
+        return
     if what == "train":
         from onmt.bin.train import main as entry
         sys.argv = ["onmt_train"] + rest
@@ -89,7 +98,7 @@ def main():
         from onmt.bin.translate import main as entry
         sys.argv = ["onmt_translate"] + rest
     else:
-        sys.exit(f"upstream_wrapper: unknown command {what!r} (train, translate)")
+        sys.exit(f"upstream_wrapper: unknown command {what!r} (train, translate, check)")
     entry()
 
 
