@@ -13,8 +13,6 @@ of each row and its id, and the logits at given columns (the source words).
 """
 import torch
 
-from onmt.fused.packed_linear import linear
-
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
 _CPU_CHUNK_ELEMENTS = 1 << 19
@@ -26,8 +24,9 @@ def _row_blocks(n_rows, n_cols, device):
     return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
 
 
-def _row_stats(buf, gold, columns, impossible):
-    """One cache-blocked pass over the (N, V) logits `buf`, which it turns into exp(logits - rowmax).
+def _row_stats(buf, gold, columns, impossible, bias=None):
+    """One cache-blocked pass over the (N, V) logits `buf`, which it turns into exp(logits - rowmax);
+    with `bias` (V,), buf holds o W^T and each block gets the bias added first, while in cache.
 
     Returns the logits at gold (N,) (`impossible` for gold >= V), lse (N,), the row max (N,) and its id
     (N,), the logits at `columns` (N, S) (`impossible` for ids >= V) and sum exp(logits - rowmax) (N,).
@@ -42,6 +41,8 @@ def _row_stats(buf, gold, columns, impossible):
     at_cols = buf.new_empty(columns.shape)  # (N, S)
     for r0, r1 in _row_blocks(N, V, buf.device):
         chunk = buf[r0:r1]  # (n, V)
+        if bias is not None:
+            chunk.add_(bias)
         torch.max(chunk, dim=1, out=(top[r0:r1], top_id[r0:r1]))
         gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
         at_cols[r0:r1] = chunk.gather(1, cols[r0:r1])
@@ -74,9 +75,12 @@ class GoldLogSoftmax(torch.autograd.Function):
         dtype = torch.promote_types(o.dtype, weight.dtype)
         with torch.autocast(device_type=o.device.type, enabled=False):
             o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
-            # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax)
-            buf = linear(o_, w_, b_) if logits is None else logits.to(dtype)
-            gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible)
+            # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax).
+            # A plain product: packing W for one product costs more than it saves (bench/packing_bench.py);
+            # the bias is added block by block in the pass below (addmm would first copy it to all N rows)
+            buf = o_ @ w_.t() if logits is None else logits.to(dtype)
+            gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible,
+                                                                      b_ if logits is None else None)
         V = w_.size(0)
         ctx.save_for_backward(o_, w_, buf, total, gold.clamp(max=V - 1), gold < V)
         ctx.input_dtypes = (o.dtype, weight.dtype, bias.dtype)

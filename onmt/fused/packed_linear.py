@@ -3,9 +3,11 @@
 The generator's products have a few to a few thousand rows against a (V, D) matrix of 50k rows. For
 the small ones (the scheduled-sampling rows of one decoding step), MKL's sgemm on this kind of CPU
 reaches a fifth of the machine's peak; oneDNN's inner-product kernel on a weight reordered once into
-its blocked layout runs 3-5x faster (measured: 8 x 1200 by 1200 x 50k, 38 ms -> 8 ms on 2 cores) and
-also wins on large products. The result is an ordinary float32 product (a different summation order,
-so it matches `addmm` to float32 rounding, not bit for bit). Where oneDNN cannot take the weight (CUDA,
+its blocked layout runs 3-5x faster (measured: 8 x 1200 by 1200 x 50k, 38 ms -> 8 ms on 2 cores).
+Packing pays only when one packed weight serves several products: packing W for a single product, even
+a large one, costs more than it saves (bench/packing_bench.py), so one-off products use `addmm`. The
+result is an ordinary float32 product (a different summation order, so it matches `addmm` to float32
+rounding, not bit for bit). Where oneDNN cannot take the weight (CUDA,
 another dtype, a build without it), everything falls back to `torch.addmm`.
 
 The product runs in the wider of x's and W's dtypes with autocast off: a bfloat16 x from an autocast
@@ -48,7 +50,3 @@ class PackedLinear:
                     self.packed = None
             return torch.addmm(self.bias.to(dtype), x, self.weight.to(dtype).t())  # (N, V)
 
-
-def linear(x, weight, bias):
-    """x (N, D) W^T + b (N, V) without autograd, through a packed weight when that pays (large N)."""
-    return PackedLinear(weight, bias, rows_hint=x.size(0), pack=x.size(0) >= 256)(x)

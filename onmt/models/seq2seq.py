@@ -118,5 +118,5 @@ class CopyNMTModel(NMTModel):
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
         ll, pred, p_copy = copy_generator_gold_log_prob(self.generator, dec, state.src_ex, state.first_pos, gold,
-                                                        return_p_copy=True)  # (B, T-1) x3
+                                                        return_p_copy=True, mask=mask)  # (B, T-1) x3
         return ll.masked_fill(~mask, 0.0), pred, self._attns(dec, p_copy)

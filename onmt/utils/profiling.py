@@ -1,7 +1,8 @@
 """-profile N (train.py and translate.py): N training steps or translation batches under torch.profiler.
 
 At the end: the top 25 operators by self CPU time (and by self CUDA time on a GPU) are logged as
-torch.profiler tables, and a Chrome trace (chrome://tracing, https://ui.perfetto.dev) is written to
+torch.profiler tables, then the top 15 (operator, input shapes) pairs, which tell one product from
+another, and a Chrome trace (chrome://tracing, https://ui.perfetto.dev) is written to
 the trace path, atomically (a temporary file renamed when complete).
 """
 import torch
@@ -10,6 +11,7 @@ from onmt.utils.files import check_output, write_atomic
 from onmt.utils.logging import logger
 
 TOP_OPERATORS = 25
+TOP_SHAPES = 15
 
 
 def trace_path(opt, prefix):
@@ -33,7 +35,7 @@ class Profiler:
     def start(self):
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
-        self.prof = profile(activities=activities)
+        self.prof = profile(activities=activities, record_shapes=True)
         self.prof.start()
 
     @property
@@ -66,6 +68,10 @@ class Profiler:
         if self.cuda:
             self.log(f"Profile of {self.count} {self.what}: top {TOP_OPERATORS} operators by self CUDA time\n"
                      + averages.table(sort_by=_device_key(averages), row_limit=TOP_OPERATORS))
+        by_shape = prof.key_averages(group_by_input_shape=True)
+        sort = _device_key(by_shape) if self.cuda else "self_cpu_time_total"
+        self.log(f"Profile of {self.count} {self.what}: top {TOP_SHAPES} (operator, input shapes) by self "
+                 f"{'CUDA' if self.cuda else 'CPU'} time\n" + by_shape.table(sort_by=sort, row_limit=TOP_SHAPES))
         write_atomic(self.path, prof.export_chrome_trace, "-profile_trace", by_name=True)
         self.log(f"Chrome trace of the profiled {self.what} in {self.path}")
 

@@ -135,7 +135,11 @@ def test_copy_generator_fused_gold_path_equals_full_distribution(coverage, monke
     g = grads(ll)
     assert torch.allclose(ll.float(), ref_ll.float(), atol=1e-5)  # the full path computes in float32
     mask = batch.tgt[:, 1:] != 1
-    assert torch.equal(pred[mask], ref_pred[mask])
+    assert (~mask).any()  # padding, which the fused path skips
+    assert torch.equal(pred[mask], ref_pred[mask]) and (pred[~mask] == 1).all()
+    _, _, ref_attns = NMTModel.gold_log_likelihood(model, batch)
+    assert torch.allclose(attns["p_copy"][mask].float(), ref_attns["p_copy"][mask].float(), atol=1e-6)
+    assert (attns["p_copy"][~mask] == 0).all()
     assert g.keys() == ref_g.keys()
     for n in g:
         assert torch.allclose(g[n], ref_g[n], rtol=1e-4, atol=1e-5), n

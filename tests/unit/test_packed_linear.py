@@ -1,9 +1,9 @@
-"""PackedLinear / linear (onmt/fused/packed_linear.py) against the plain product x W^T + b (Paulus et al.
+"""PackedLinear (onmt/fused/packed_linear.py) against the plain product x W^T + b (Paulus et al.
 eq. 9's W_out o_t + b_out) in float64. The packed argmax of the pointer-generator: test_gold_mixture.py."""
 import pytest
 import torch
 
-from onmt.fused.packed_linear import PackedLinear, linear
+from onmt.fused.packed_linear import PackedLinear
 
 
 def _reference(x, w, b):
@@ -19,7 +19,6 @@ def test_packed_product_equals_the_float64_product(rows):
     assert got.shape == (rows, 1000) and got.dtype == torch.float32
     torch.testing.assert_close(got, _reference(x, w, b), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(lin(x[::2]), _reference(x[::2], w, b), rtol=1e-5, atol=1e-4)  # strided rows
-    torch.testing.assert_close(linear(x, w, b), _reference(x, w, b), rtol=1e-5, atol=1e-4)
     unpacked = PackedLinear(w, b, pack=False)
     assert unpacked.packed is None
     torch.testing.assert_close(unpacked(x), _reference(x, w, b), rtol=1e-5, atol=1e-4)

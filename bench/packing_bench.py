@@ -1,0 +1,52 @@
+"""When does packing the generator's weight for oneDNN pay? x (N, D) W^T + b against a (V, D) W.
+
+    python bench/packing_bench.py [-threads 1] [-repeats 10]
+
+Per shape (D, V: See et al.'s 256 x 17k and 256 x 50k, Paulus et al.'s 1200 x 30k) and row count N,
+prints the milliseconds of: packing W and one product (what a one-off product pays), one product on a
+weight packed beforehand (what each of many products on the same weight pays), and `torch.addmm`.
+The models pack once where one weight serves many products (decoding steps, scheduled-sampling rows)
+and use `addmm` for a one-off product (the teacher-forced logits of a training step).
+"""
+import argparse
+import time
+
+import torch
+
+from onmt.fused.packed_linear import PackedLinear
+
+SHAPES = [(256, 17326), (256, 50000), (1200, 30000)]
+ROWS = [32, 160, 360, 1600]
+
+
+def _ms(fn, repeats):
+    fn()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - start) / repeats * 1e3
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-threads", type=int, default=1)
+    p.add_argument("-repeats", type=int, default=10)
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    print(f"{a.threads} thread(s); milliseconds per product (mean of {a.repeats})")
+    print("| D | V | N | pack + product | prepacked product | addmm | addmm / (pack + product) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for D, V in SHAPES:
+        w, b = torch.randn(V, D), torch.randn(V)  # (V, D), (V,)
+        prepacked = PackedLinear(w, b)
+        for N in ROWS:
+            x = torch.randn(N, D)  # (N, D)
+            once = _ms(lambda: PackedLinear(w, b, rows_hint=N)(x), a.repeats)
+            packed = _ms(lambda: prepacked(x), a.repeats)
+            plain = _ms(lambda: torch.addmm(b, x, w.t()), a.repeats)
+            print(f"| {D} | {V} | {N} | {once:.2f} | {packed:.2f} | {plain:.2f} | {plain / once:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
