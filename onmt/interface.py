@@ -28,8 +28,9 @@
                                                           in model(batch) (scheduled sampling included)
              ll:     (B, T-1) log p(gold) with 0 at padding, gold = gold_targets(batch, X)
              pred:   (B, T-1) argmax ids over the extended vocabulary (no gradient)
-             attns:  as model(batch) returns them ("p_copy" (B, T-1) included for copy models,
-                     padding steps too: mask with batch.tgt[:, 1:] != PAD).
+             attns:  as model(batch) returns them ("p_copy" (B, T-1) included for copy models).
+             At padding steps pred and p_copy are unspecified (a model may skip those rows: See
+             et al.'s gives PAD and 0 there): mask with batch.tgt[:, 1:] != PAD.
              Values and gradients equal those of model(batch) followed by a gather of the gold; a
              model may compute them without the (B, T-1, X) distribution (the reinforced model does).
     rollouts = model.rollout(batch, enc, max_length, modes)  free-running decoding from `enc` for the
