@@ -25,7 +25,7 @@ The decoder input E_tgt[y_{t-1}], at every step
     test   tests/unit/test_step_embedding.py::test_decoder_steps_with_step_embedding_equal_the_plain_embedding
 Paulus (9), See (4): W_out o_t + b_out without gradient (scheduled sampling, rollouts)
     plain  F.linear / torch.addmm
-    fused  packed_linear.PackedLinear, linear: W_out packed once for oneDNN
+    fused  packed_linear.PackedLinear: W_out packed once for oneDNN, for many products
     test   tests/unit/test_packed_linear.py::test_packed_product_equals_the_float64_product
 Paulus (9), See (4) and (6): log softmax(o W^T + b)[y*]
     plain  log_softmax(F.linear(o, W, b)).gather(1, y*)
