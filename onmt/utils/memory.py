@@ -12,10 +12,13 @@ import ctypes.util
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+INT_MAX = 2 ** 31 - 1  # mallopt's value is a C int
 
 
 def reuse_freed_memory(threshold=1 << 30):
-    """Serve allocations below `threshold` bytes from the heap and keep freed memory; True if set."""
+    """Serve allocations below `threshold` bytes from the heap and keep freed memory (up to 2 GiB at
+    the top of the heap); True if set. Both values must fit mallopt's C int: ctypes truncates a larger
+    Python int silently (4 GiB became a trim threshold of 0, which gave every freed block straight back)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -23,4 +26,6 @@ def reuse_freed_memory(threshold=1 << 30):
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return False
-    return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(mallopt(M_TRIM_THRESHOLD, 4 * threshold))
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    threshold = min(int(threshold), INT_MAX)
+    return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(mallopt(M_TRIM_THRESHOLD, min(4 * threshold, INT_MAX)))
