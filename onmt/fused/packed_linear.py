@@ -50,3 +50,25 @@ class PackedLinear:
                     self.packed = None
             return torch.addmm(self.bias.to(dtype), x, self.weight.to(dtype).t())  # (N, V)
 
+
+
+CACHE_ATTR = "_decoding_weight_cache"
+
+
+def cached_while_unchanged(owner, tensors, build):
+    """build() computed once and kept on `owner` (a module, outside its state dict) while `tensors` are
+    unchanged: an optimizer step or load_state_dict writes parameters in place, which bumps their
+    version counters, and .to() gives new storage, so either rebuilds. For what decoding derives from
+    fixed weights (a packed W_out): a translation run packs once instead of once per batch. Call
+    `drop_cached(owner)` when training starts, so no idle copy is kept."""
+    key = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
+    cached = owner.__dict__.get(CACHE_ATTR)
+    if cached is None or cached[0] != key:
+        cached = (key, build())
+        owner.__dict__[CACHE_ATTR] = cached
+    return cached[1]
+
+
+def drop_cached(owner):
+    """Forget `owner`'s cached_while_unchanged value."""
+    owner.__dict__.pop(CACHE_ATTR, None)

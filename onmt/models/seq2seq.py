@@ -1,10 +1,12 @@
 """The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
 onmt/interface.py."""
+import torch
 import torch.nn as nn
 
 from onmt.constants import UNK
 from onmt.errors import UserError
 from onmt.fused.gold_mixture import copy_generator_gold_log_prob
+from onmt.fused.packed_linear import PackedLinear, cached_while_unchanged, drop_cached
 from onmt.interface import gold_targets
 from onmt.models.generic import gold_from_forward, rollout_from_steps
 from onmt.models.rnn_decoder import RNNDecoder
@@ -77,18 +79,33 @@ class NMTModel(nn.Module):
             attns["p_copy"] = p_copy
         return attns
 
-    def _generate(self, dec, state):
-        """log-probs (B, [T,] X) and the attns; copy models add "p_copy" (B, [T]) = 1 - p_gen."""
+    def _generate(self, dec, state, linear=None):
+        """log-probs (B, [T,] X) and the attns; copy models add "p_copy" (B, [T]) = 1 - p_gen.
+        linear: the vocabulary projection to use instead of the generator's own (same values)."""
         if self.copy:
-            logp, p_copy = self.generator(dec, state.src_ex, state.n_oov, state.first_pos, return_p_copy=True)
+            logp, p_copy = self.generator(dec, state.src_ex, state.n_oov, state.first_pos, return_p_copy=True,
+                                          linear=linear)
             return logp, self._attns(dec, p_copy)
-        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos), self._attns(dec)
+        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos, linear=linear), self._attns(dec)
 
     def decode_step(self, inputs, state):
-        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S) (and "p_copy" (B,) with copy))."""
+        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S) (and "p_copy" (B,) with copy)).
+        Without autograd the vocabulary product uses the generator's weight packed once (PackedLinear)."""
         dec, state = self.decoder.step(self.embed_target(inputs), state)
-        logp, attns = self._generate(dec, state)
+        linear = None if torch.is_grad_enabled() else self._decoding_linear()
+        logp, attns = self._generate(dec, state, linear)
         return logp, state, attns
+
+    def train(self, mode=True):
+        drop_cached(self)  # no stale or idle packed weight while training
+        return super().train(mode)
+
+    def _decoding_linear(self):
+        """The generator's vocabulary projection as a PackedLinear (no gradient), kept while its weight
+        and bias are unchanged (packed_linear.cached_while_unchanged); a tied weight is the embedding's."""
+        proj = self.generator.linear
+        weight, bias = proj.weight, proj.bias  # (V, H), (V,)
+        return cached_while_unchanged(self, [weight, bias], lambda: PackedLinear(weight.detach(), bias.detach()))
 
     def forward(self, batch):
         """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S) (and "p_copy"

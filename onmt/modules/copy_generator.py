@@ -70,10 +70,11 @@ class Generator(nn.Module):
         super().__init__()
         self.linear = vocab_projection(hidden_size, tgt_vocab_size, tied_embeddings)
 
-    def forward(self, dec, src_ex=None, n_oov=0, first_pos=None):
-        """dec: DecoderOutput -> (B, [T,] V) log-probabilities (the copy arguments are ignored)."""
+    def forward(self, dec, src_ex=None, n_oov=0, first_pos=None, linear=None):
+        """dec: DecoderOutput -> (B, [T,] V) log-probabilities (the copy arguments are ignored).
+        linear: a callable computing what `self.linear` computes (decoding passes a packed copy)."""
         with float32_region(dec.out):
-            return torch.log_softmax(_vocab_logits(self.linear, widen(dec.out)), dim=-1)
+            return torch.log_softmax(_vocab_logits(linear or self.linear, widen(dec.out)), dim=-1)
 
 
 class CopyGenerator(nn.Module):
@@ -91,10 +92,11 @@ class CopyGenerator(nn.Module):
         self.linear = vocab_projection(hidden_size, tgt_vocab_size, tied_embeddings)
         self.switch = nn.Linear(2 * hidden_size + emb_size, 1)  # eq. 8: w_h*, w_s, w_x, b_ptr
 
-    def forward(self, dec, src_ex, n_oov, first_pos=None, return_p_copy=False):
+    def forward(self, dec, src_ex, n_oov, first_pos=None, return_p_copy=False, linear=None):
         """dec: DecoderOutput with attention, src_ex (B, S) -> (B, [T,] X) log-probabilities, and
         with `return_p_copy` also the pointer's probability 1 - p_gen (B, [T]) (no gradient).
-        first_pos (B, S): first_occurrence(src_ex), computed here when not given.
+        first_pos (B, S): first_occurrence(src_ex), computed here when not given. linear: a callable
+        computing what `self.linear` computes (decoding passes a packed copy of its weight).
 
         Log space (onmt/modules/copy_mixture.py): log p_gen + log_softmax over V, the OOV slots at
         IMPOSSIBLE, and the mixture with the copy distribution written at the source positions.
@@ -102,7 +104,7 @@ class CopyGenerator(nn.Module):
         with float32_region(dec.out):
             features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (B, [T,] 2H+E)
             switch = self.switch(features).float()  # (B, [T,] 1) logit of p_gen (eq. 8)
-            logits = _vocab_logits(self.linear, widen(dec.out))  # (B, [T,] V) eq. 4 before the softmax
+            logits = _vocab_logits(linear or self.linear, widen(dec.out))  # (B, [T,] V) eq. 4 before the softmax
             shape = logits.shape[:-1]
             V, S = logits.size(-1), src_ex.size(-1)
             logits = logits.reshape(-1, V)  # (N, V)

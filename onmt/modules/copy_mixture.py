@@ -44,15 +44,17 @@ def mix_at_sources(gen_at_src, log_copy_switch, copy):
     return torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
 
 
-# rows of one block of the decoding-time softmax (~4 MB of float32 per block: it stays in cache)
-SOFTMAX_BLOCK = 1 << 20
+# elements of one block of the decoding-time softmax (~0.5 MB of float32 per block: it stays in cache)
+SOFTMAX_BLOCK = 1 << 17
 
 
 def generation_log_probs(logits, log_gen_switch, n_oov):
     """log p(u=0) + log_softmax(logits): (N, V) logits, (N, 1) log switch -> (N, X) with the n_oov
     extra slots at IMPOSSIBLE, a fresh tensor: log p_gen P_vocab(w) (See et al. eqs. 4, 9). Without
     autograd (decoding) it writes one output buffer in cache-sized row blocks instead of making several
-    passes over the whole (N, X): the same values (the autograd branch is the reference)."""
+    passes over the whole (N, X): log_softmax of the block (one fused kernel; logsumexp alone makes
+    several passes), then the switch added on the way into the output, whose rows are X long: the
+    same values up to float32 rounding (the autograd branch is the reference)."""
     N, V = logits.shape
     if torch.is_grad_enabled():
         norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
@@ -64,9 +66,8 @@ def generation_log_probs(logits, log_gen_switch, n_oov):
     out[:, V:] = IMPOSSIBLE
     rows = max(1, SOFTMAX_BLOCK // V)
     for i in range(0, N, rows):  # blocks of rows, not examples: cache blocking
-        blk = logits[i:i + rows]
-        shift = torch.logsumexp(blk, dim=1, keepdim=True) - log_gen_switch[i:i + rows]  # (r, 1)
-        torch.sub(blk, shift, out=out[i:i + rows, :V])
+        blk = torch.log_softmax(logits[i:i + rows], dim=1)  # (r, V) in cache
+        torch.add(blk, log_gen_switch[i:i + rows], out=out[i:i + rows, :V])
     return out
 
 

@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from onmt.constants import BOS, EOS
 from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
+from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.models.rnn_encoder import RNNEncoder
@@ -108,21 +109,16 @@ class ReinforcedModel(nn.Module):
         return replace(state, out_weight=weight, out_packed=packed)
 
     def train(self, mode=True):
-        self.__dict__.pop("_decoding_weight_cache", None)  # no stale or idle copy of W_out while training
+        drop_cached(self)  # no stale or idle copy of W_out while training
         return super().train(mode)
 
     def _decoding_weight(self):
         """W_out, b_out (V, 3H), (V,) without gradient and their PackedLinear, kept while the generator's
-        parameters are unchanged: an optimizer step or load_state_dict writes them in place, which bumps
-        their version counters (and .to() gives new storage), so a translation run evaluates and packs
-        W_out once instead of once per batch."""
-        key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in self.generator.parameters())
-        cached = self.__dict__.get("_decoding_weight_cache")
-        if cached is None or cached[0] != key:
+        parameters are unchanged (packed_linear.cached_while_unchanged)."""
+        def build():
             weight = self.generator.out_weight()  # (V, 3H), (V,)
-            cached = (key, weight, packed_out_weight(self.generator, weight))
-            self.__dict__["_decoding_weight_cache"] = cached
-        return cached[1], cached[2]
+            return weight, packed_out_weight(self.generator, weight)
+        return cached_while_unchanged(self, list(self.generator.parameters()), build)
 
     def decode_step(self, inputs, state):
         """inputs (B,) extended ids -> log p (B, X), new state, attns: "std" (B, S) the encoder

@@ -1,10 +1,10 @@
 """Beam search, batched over examples and beams, for every model of the interface.
 
 Each example keeps K live hypotheses; their scores are sums of log-probabilities. At each step the
-B*K rows are decoded together, every example takes the top K of its K*X continuations (one topk
-over (B, K*X)), and the decoder state, token history and attention follow the backpointers through
-one `state.reorder`. The first step decodes B rows, one per example (all K hypotheses would be the
-same `<s>`), and its topk over (B, X) fills the K slots. A continuation ending in `</s>` is set aside
+B*K rows are decoded together, every example takes the top K of its K*X continuations (beam_topk.py:
+the topk over (B, K*X) through chunk maxima), and the decoder state, token history and attention
+follow the backpointers through one `state.reorder`. The first step decodes B rows, one per example
+(all K hypotheses would be the same `<s>`), and its topk over (B, X) fills the K slots. A continuation ending in `</s>` is set aside
 with its length-penalized score and its slot's score becomes -inf, so it is never extended (the next
 topk refills the slot).
 
@@ -29,6 +29,7 @@ import torch
 
 from onmt.constants import BOS, EOS
 from onmt.interface import extended_size
+from onmt.translate.beam_topk import beam_topk
 from onmt.translate.decoding import (
     NEG_INF,
     Hypothesis,
@@ -94,8 +95,7 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
             if stepwise_penalty:   # running score: log-prob - penalty of the coverage up to this step
                 step_pen = coverage_penalty(coverage_penalty_kind, cov, beta, cov_mask)  # (B*W,)
                 scores = raw - step_pen.view(B, W)
-        cand = logp.add_(scores.view(B * W, 1)).view(B, W * X)                  # (B, W*X), in place
-        top_scores, top_ids = cand.topk(K, dim=1)                                # (B, K)
+        top_scores, top_ids = beam_topk(logp, scores, K)                         # (B, K) of the (B, W*X)
         origin = torch.div(top_ids, X, rounding_mode="floor")                    # (B, K) beam of origin
         token = top_ids - origin * X                                             # (B, K)
         rows = (base + origin).view(B * K)                                       # (B*K,) backpointers

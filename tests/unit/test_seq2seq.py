@@ -133,3 +133,32 @@ def test_training_mode_with_dropout(variant):
     logp[batch.tgt[:, 1:] != 1].max(-1).values.sum().backward()
     assert torch.isfinite(logp).all()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("variant", [dict(copy_attn=True, coverage_attn=True), dict(),
+                                     dict(share_decoder_embeddings=True, word_vec_size=8)],
+                         ids=["copy", "plain", "tied"])
+def test_decoding_packs_the_generator_weight_once_and_follows_its_updates(variant):
+    # without autograd decode_step uses the vocabulary projection packed once (PackedLinear); with
+    # autograd the generator's own nn.Linear is the reference. An in-place update of the weight (an
+    # optimizer step, load_state_dict) must be seen by the next decoding step.
+    vocabs = make_vocabs()
+    model = build(make_opt(**variant), vocabs).eval()
+    batch = make_batch(vocabs, B=3, S=6, T=4, seed=6)
+    state = model.init_state(batch, model.encode(batch))
+    inp = torch.tensor([4, 5, 6])
+    for round_ in range(2):
+        with torch.no_grad():
+            packed_logp, _, _ = model.decode_step(inp, state)
+            packed = model._decoding_linear()
+            assert model._decoding_linear() is packed  # packed once, while the weight is unchanged
+        plain_logp, _, _ = model.decode_step(inp, state)
+        assert torch.allclose(packed_logp, plain_logp.detach(), atol=1e-5)
+        if round_ == 0:
+            before = packed_logp
+            with torch.no_grad():
+                model.generator.linear.weight.mul_(3.0)  # in place, as an optimizer step writes
+    assert not torch.allclose(before, packed_logp, atol=1e-3)
+    assert model._decoding_linear() is packed
+    model.train()
+    assert "_decoding_weight_cache" not in model.__dict__  # no idle packed copy while training
