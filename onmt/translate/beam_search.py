@@ -4,9 +4,9 @@ Each example keeps K live hypotheses; their scores are sums of log-probabilities
 B*K rows are decoded together, every example takes the top K of its K*X continuations (beam_topk.py:
 the topk over (B, K*X) through chunk maxima), and the decoder state, token history and attention
 follow the backpointers through one `state.reorder`. The first step decodes B rows, one per example
-(all K hypotheses would be the same `<s>`), and its topk over (B, X) fills the K slots. A continuation ending in `</s>` is set aside
-with its length-penalized score and its slot's score becomes -inf, so it is never extended (the next
-topk refills the slot).
+(all K hypotheses would be the same `<s>`), and its topk over (B, X) fills the K slots. A
+continuation ending in `</s>` is set aside with its length-penalized score and its slot's score
+becomes -inf, so it is never extended (the next topk refills the slot).
 
 Stopping: an example is done once it holds `n_best` finished hypotheses and the n_best-th of them
 scores at least the best score any live hypothesis could still reach (its sum of log-probabilities,
