@@ -23,10 +23,12 @@ The decoder input E_tgt[y_{t-1}], at every step
     plain  PartialEmbedding.forward (F.embedding)                            onmt/modules/partial_embedding.py
     fused  step_embedding.StepEmbedding: one index_add into the matrix's gradient per pass
     test   tests/unit/test_step_embedding.py::test_decoder_steps_with_step_embedding_equal_the_plain_embedding
-Paulus (9), See (4): W_out o_t + b_out without gradient (scheduled sampling, rollouts)
+Paulus (9), See (4): W_out o_t + b_out without gradient (scheduled sampling, rollouts, decoding steps)
     plain  F.linear / torch.addmm
-    fused  packed_linear.PackedLinear: W_out packed once for oneDNN, for many products
-    test   tests/unit/test_packed_linear.py::test_packed_product_equals_the_float64_product
+    fused  packed_linear.PackedLinear: W_out packed once for oneDNN, for many products (kept per
+           weight version by cached_while_unchanged)
+    test   tests/unit/test_packed_linear.py::test_packed_product_equals_the_float64_product,
+           tests/unit/test_seq2seq.py::test_decoding_packs_the_generator_weight_once_and_follows_its_updates
 Paulus (9), See (4) and (6): log softmax(o W^T + b)[y*]
     plain  log_softmax(F.linear(o, W, b)).gather(1, y*)
     fused  gold_softmax.gold_log_softmax (and logit_stats): one (N, V) buffer for forward and backward
