@@ -51,7 +51,6 @@ class PackedLinear:
             return torch.addmm(self.bias.to(dtype), x, self.weight.to(dtype).t())  # (N, V)
 
 
-
 CACHE_ATTR = "_decoding_weight_cache"
 
 

@@ -16,7 +16,7 @@ unspecified either way).
 """
 import torch
 
-NEG_INF = float("-inf")
+from onmt.translate.decoding import NEG_INF
 
 CHUNK = 128  # columns per chunk (bench: 64 to 256 equally fast; the two topk sizes balance there)
 

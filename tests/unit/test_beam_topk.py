@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from onmt.translate.beam_topk import NEG_INF, beam_topk
+from onmt.translate.beam_topk import beam_topk
+from onmt.translate.decoding import NEG_INF
 
 
 def plain_topk(logp, scores, k):
