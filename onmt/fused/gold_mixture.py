@@ -136,9 +136,11 @@ def copy_generator_gold_log_prob(generator, dec, src_ex, first_pos, gold, return
         attn = dec.attn.float().reshape(B * T, S).index_select(0, rows)  # (N, S)
         ll, pred = gold_mixture(out, generator.linear.weight, bias, gen_logit, attn, src_ex.index_select(0, example),
                                 first_pos.index_select(0, example), gold.reshape(B * T).index_select(0, rows))
-        ll = ll.new_zeros(B * T).index_copy(0, rows, ll).view(B, T)  # (B, T)
-        pred = pred.new_full((B * T,), PAD).index_copy(0, rows, pred).view(B, T)  # (B, T)
+
+        def per_position(values, fill):  # (N,) at the computed rows -> (B, T), `fill` elsewhere
+            return values.new_full((B * T,), fill).index_copy(0, rows, values).view(B, T)
+
+        ll, pred = per_position(ll, 0.0), per_position(pred, PAD)  # (B, T) x2
         if return_p_copy:
-            p_copy = torch.sigmoid(-gen_logit.detach()).squeeze(1)  # (N,)
-            return ll, pred, p_copy.new_zeros(B * T).index_copy(0, rows, p_copy).view(B, T)  # (B, T)
+            return ll, pred, per_position(torch.sigmoid(-gen_logit.detach()).squeeze(1), 0.0)  # (B, T)
         return ll, pred
