@@ -4,15 +4,17 @@
 
 Per shape (D, V: See et al.'s 256 x 17k and 256 x 50k, Paulus et al.'s 1200 x 30k) and row count N,
 prints the milliseconds of: packing W and one product (what a one-off product pays), one product on a
-weight packed beforehand (what each of many products on the same weight pays), and `torch.addmm`.
+weight packed beforehand (what each of many products on the same weight pays), `torch.addmm`, and
+addmm in blocks of 1024 columns (gold_softmax.linear_in_column_blocks).
 The models pack once where one weight serves many products (decoding steps, scheduled-sampling rows)
-and use `addmm` for a one-off product (the teacher-forced logits of a training step).
+and use the column blocks for a one-off product (the teacher-forced logits of a training step).
 """
 import argparse
 import time
 
 import torch
 
+from onmt.fused.gold_softmax import linear_in_column_blocks
 from onmt.fused.packed_linear import PackedLinear
 
 SHAPES = [(256, 17326), (256, 50000), (1200, 30000)]
@@ -35,8 +37,9 @@ def main(argv=None):
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     print(f"{a.threads} thread(s); milliseconds per product (mean of {a.repeats})")
-    print("| D | V | N | pack + product | prepacked product | addmm | addmm / (pack + product) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| D | V | N | pack + product | prepacked product | addmm | addmm / (pack + product) | column blocks "
+          "| addmm / column blocks |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for D, V in SHAPES:
         w, b = torch.randn(V, D), torch.randn(V)  # (V, D), (V,)
         prepacked = PackedLinear(w, b)
@@ -45,7 +48,9 @@ def main(argv=None):
             once = _ms(lambda: PackedLinear(w, b, rows_hint=N)(x), a.repeats)
             packed = _ms(lambda: prepacked(x), a.repeats)
             plain = _ms(lambda: torch.addmm(b, x, w.t()), a.repeats)
-            print(f"| {D} | {V} | {N} | {once:.2f} | {packed:.2f} | {plain:.2f} | {plain / once:.2f} |", flush=True)
+            blocks = _ms(lambda: linear_in_column_blocks(x, w, b), a.repeats)
+            print(f"| {D} | {V} | {N} | {once:.2f} | {packed:.2f} | {plain:.2f} | {plain / once:.2f} | {blocks:.2f} "
+                  f"| {plain / blocks:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

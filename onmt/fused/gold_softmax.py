@@ -17,6 +17,26 @@ import torch
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
 _CPU_CHUNK_ELEMENTS = 1 << 19
 
+# Columns (vocabulary rows of W) per block of the CPU logits product. One (N, D) x (D, V) product with
+# D = 256 writes its (N, V) result in panels that do not stay in cache and runs at 55-60% of this
+# CPU's matmul peak; in blocks of 1024 columns (an (N, 1024) slice of the result, ~1 MB at N = 300)
+# the same product reaches 85% (measured at N 160-292, V 17k: 54 -> 34 ms; bench/packing_bench.py).
+_CPU_PRODUCT_COLUMNS = 1024
+
+
+def linear_in_column_blocks(o, weight, bias):
+    """o W^T + b (N, V) for o (N, D), weight (V, D), bias (V,): on CPU one addmm per block of
+    _CPU_PRODUCT_COLUMNS vocabulary columns, written in place into the result; elsewhere one addmm.
+    The same sums as one addmm per element (a block boundary does not split a dot product)."""
+    if o.device.type != "cpu":
+        return torch.addmm(bias, o, weight.t())  # (N, V)
+    N, V = o.size(0), weight.size(0)
+    out = o.new_empty(N, V)  # (N, V)
+    for c0 in range(0, V, _CPU_PRODUCT_COLUMNS):
+        c1 = min(V, c0 + _CPU_PRODUCT_COLUMNS)
+        torch.addmm(bias[c0:c1], o, weight[c0:c1].t(), out=out[:, c0:c1])  # (N, c1 - c0) in place
+    return out
+
 
 def _row_blocks(n_rows, n_cols, device):
     """[(first row, end row)] of the cache-sized row blocks of an (n_rows, n_cols) pass (one block off CPU)."""
@@ -24,9 +44,35 @@ def _row_blocks(n_rows, n_cols, device):
     return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
 
 
-def _row_stats(buf, gold, columns, impossible, bias=None):
-    """One cache-blocked pass over the (N, V) logits `buf`, which it turns into exp(logits - rowmax);
-    with `bias` (V,), buf holds o W^T and each block gets the bias added first, while in cache.
+# Columns per chunk of row_max's first pass (as onmt/translate/beam_topk.py's chunk maxima)
+_MAX_CHUNK = 128
+
+
+def row_max(x, out):
+    """The largest value of each row of x (n, V) and its first column, into out = (values (n,), ids (n,)),
+    as torch.max(x, dim=1) gives them. On CPU torch.max with indices reads ~1 element per ns, 9x slower
+    than amax; here amax over 128-column chunks, then the first chunk holding the row's maximum, then
+    the first column in it holding the maximum (argmax of a few (n, 128) booleans)."""
+    top, top_id = out
+    n, V = x.shape
+    m = V // _MAX_CHUNK  # whole chunks per row
+    if m < 2:
+        torch.max(x, dim=1, out=(top, top_id))
+        return
+    maxima = x[:, :m * _MAX_CHUNK].view(n, m, _MAX_CHUNK).amax(2)  # (n, m)
+    if m * _MAX_CHUNK < V:
+        maxima = torch.cat([maxima, x[:, m * _MAX_CHUNK:].amax(1, keepdim=True)], dim=1)  # (n, M)
+    torch.amax(maxima, dim=1, out=top)  # (n,)
+    first = (maxima == top.unsqueeze(1)).to(torch.uint8).argmax(1)  # (n,) first chunk holding the max
+    cols = (first * _MAX_CHUNK).unsqueeze(1) + torch.arange(_MAX_CHUNK, device=x.device)  # (n, C)
+    inside = cols < V  # (n, C) the last chunk may be shorter
+    cand = x.gather(1, cols.clamp_max(V - 1))  # (n, C)
+    hit = (cand == top.unsqueeze(1)) & inside  # (n, C)
+    top_id.copy_(cols.gather(1, hit.to(torch.uint8).argmax(1, keepdim=True)).squeeze(1))
+
+
+def _row_stats(buf, gold, columns, impossible):
+    """One cache-blocked pass over the (N, V) logits `buf`, which it turns into exp(logits - rowmax).
 
     Returns the logits at gold (N,) (`impossible` for gold >= V), lse (N,), the row max (N,) and its id
     (N,), the logits at `columns` (N, S) (`impossible` for ids >= V) and sum exp(logits - rowmax) (N,).
@@ -41,9 +87,7 @@ def _row_stats(buf, gold, columns, impossible, bias=None):
     at_cols = buf.new_empty(columns.shape)  # (N, S)
     for r0, r1 in _row_blocks(N, V, buf.device):
         chunk = buf[r0:r1]  # (n, V)
-        if bias is not None:
-            chunk.add_(bias)
-        torch.max(chunk, dim=1, out=(top[r0:r1], top_id[r0:r1]))
+        row_max(chunk, (top[r0:r1], top_id[r0:r1]))
         gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
         at_cols[r0:r1] = chunk.gather(1, cols[r0:r1])
         chunk.sub_(top[r0:r1, None]).exp_()
@@ -76,11 +120,9 @@ class GoldLogSoftmax(torch.autograd.Function):
         with torch.autocast(device_type=o.device.type, enabled=False):
             o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
             # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax).
-            # A plain product: packing W for one product costs more than it saves (bench/packing_bench.py);
-            # the bias is added block by block in the pass below (addmm would first copy it to all N rows)
-            buf = o_ @ w_.t() if logits is None else logits.to(dtype)
-            gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible,
-                                                                      b_ if logits is None else None)
+            # Not packed: packing W for one product costs more than it saves (bench/packing_bench.py)
+            buf = linear_in_column_blocks(o_, w_, b_) if logits is None else logits.to(dtype)
+            gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible)
         V = w_.size(0)
         ctx.save_for_backward(o_, w_, buf, total, gold.clamp(max=V - 1), gold < V)
         ctx.input_dtypes = (o.dtype, weight.dtype, bias.dtype)

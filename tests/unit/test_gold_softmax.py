@@ -5,13 +5,17 @@ import pytest
 import torch
 
 from onmt.fused import gold_softmax
-from onmt.fused.gold_softmax import gold_log_softmax
+from onmt.fused.gold_softmax import gold_log_softmax, linear_in_column_blocks, row_max
 
 
 @pytest.mark.parametrize("block_elements", [None, 2 * 13])
-def test_gold_log_softmax_against_autograd(block_elements, monkeypatch):
+@pytest.mark.parametrize("small_blocks", [False, True])
+def test_gold_log_softmax_against_autograd(block_elements, small_blocks, monkeypatch):
     if block_elements:
         monkeypatch.setattr(gold_softmax, "_CPU_CHUNK_ELEMENTS", block_elements)  # blocks of 2 rows
+    if small_blocks:  # the product in column blocks of 4 (the last one shorter), the row max over chunks of 3
+        monkeypatch.setattr(gold_softmax, "_CPU_PRODUCT_COLUMNS", 4)
+        monkeypatch.setattr(gold_softmax, "_MAX_CHUNK", 3)
     torch.manual_seed(0)
     N, D, V, S = 9, 5, 13, 4
     o = torch.randn(N, D, dtype=torch.float64, requires_grad=True)
@@ -32,3 +36,27 @@ def test_gold_log_softmax_against_autograd(block_elements, monkeypatch):
     want = torch.autograd.grad((ref * weights).sum(), (o, w, b))
     for g, r in zip(got, want):
         assert torch.allclose(g, r)
+
+
+@pytest.mark.parametrize("V", [2, 17, 128, 300, 1000])
+def test_row_max_equals_torch_max_with_ties_infinities_and_a_short_last_chunk(V):
+    torch.manual_seed(V)
+    x = torch.randn(8, V)
+    x[1] = 1.0                                   # every column ties: the first wins
+    x[2, [V // 3, V // 2, V - 1]] = 7.0          # ties in different chunks
+    x[3, V - 1] = 50.0                           # in the (shorter) last chunk
+    x[4, V // 2] = float("inf")
+    x[5] = float("-inf")
+    x[6, 0] = 3e38
+    values, ids = torch.empty(8), torch.empty(8, dtype=torch.long)
+    row_max(x, (values, ids))
+    want_values, want_ids = torch.max(x, dim=1)
+    assert torch.equal(values, want_values) and torch.equal(ids, want_ids)
+
+
+def test_linear_in_column_blocks_equals_addmm(monkeypatch):
+    monkeypatch.setattr(gold_softmax, "_CPU_PRODUCT_COLUMNS", 5)  # blocks of 5 columns, the last of 2
+    torch.manual_seed(0)
+    o, w, b = torch.randn(7, 6, dtype=torch.float64), torch.randn(17, 6, dtype=torch.float64), torch.randn(17)
+    got = linear_in_column_blocks(o, w, b.double())
+    assert got.shape == (7, 17) and torch.allclose(got, torch.addmm(b.double(), o, w.t()))
