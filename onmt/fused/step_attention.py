@@ -33,43 +33,59 @@ def _hidden(keys, q, cov, w_c):
     return tanh_(hidden)
 
 
+def mlp_scores_values(keys, q, cov, w_c, v):
+    """v . tanh(keys + q [+ cov w_c]) (B, S) in cache-sized row blocks, without autograd."""
+    B, S, H = keys.shape
+    rows = max(1, BLOCK // (S * H))
+    out = keys.new_empty(B, S)  # (B, S)
+    for i in range(0, B, rows):  # row blocks: cache blocking
+        c = None if cov is None else cov[i:i + rows]
+        torch.matmul(_hidden(keys[i:i + rows], q[i:i + rows], c, w_c), v, out=out[i:i + rows])
+    return out
+
+
+def mlp_scores_grads(grad, keys, q, cov, w_c, v, d_keys=None, d_v=None, d_wc=None):
+    """The gradients of mlp_scores_values for the scores' gradient `grad` (B, S), the tanh recomputed
+    block by block. d_keys (B, S, H), d_v (H,), d_wc (H,): accumulators the gradients are ADDED to
+    (created zero when None). Returns d_keys, d_q (B, H), d_cov (B, S) (None without cov), d_wc, d_v."""
+    B, S, H = keys.shape
+    rows = max(1, BLOCK // (S * H))
+    add_keys = d_keys is not None
+    d_keys = torch.empty_like(keys) if d_keys is None else d_keys  # (B, S, H)
+    d_q = torch.empty_like(q)  # (B, H)
+    d_cov = None if cov is None else torch.empty_like(cov)  # (B, S)
+    if cov is not None and d_wc is None:
+        d_wc = torch.zeros_like(w_c)  # (H,)
+    d_v = torch.zeros_like(v) if d_v is None else d_v  # (H,)
+    for i in range(0, B, rows):
+        j = min(B, i + rows)
+        c = None if cov is None else cov[i:j]
+        hidden = _hidden(keys[i:j], q[i:j], c, w_c)  # (b, S, H) recomputed
+        g = grad[i:j].to(hidden.dtype)  # (b, S)
+        d_v += torch.bmm(g.unsqueeze(1), hidden).sum((0, 1))  # (H,) sum_s g_s hidden_s
+        d_hidden = torch.ops.aten.tanh_backward(g.unsqueeze(-1) * v, hidden)  # (b, S, H)
+        if add_keys:
+            d_keys[i:j] += d_hidden
+        else:
+            d_keys[i:j] = d_hidden
+        d_q[i:j] = d_hidden.sum(1)  # (b, H)
+        if c is not None:
+            torch.matmul(d_hidden, w_c, out=d_cov[i:j])  # (b, S)
+            d_wc += torch.bmm(c.unsqueeze(1).to(d_hidden.dtype), d_hidden).sum((0, 1))  # (H,)
+    return d_keys, d_q, d_cov, d_wc, d_v
+
+
 class _MLPScores(torch.autograd.Function):
     """v . tanh(keys + q [+ cov w_c]) (B, S); backward recomputes the tanh block by block."""
 
     @staticmethod
     def forward(ctx, keys, q, cov, w_c, v):
         ctx.save_for_backward(keys, q, cov, w_c, v)
-        B, S, H = keys.shape
-        rows = max(1, BLOCK // (S * H))
-        out = keys.new_empty(B, S)  # (B, S)
-        for i in range(0, B, rows):  # row blocks: cache blocking
-            c = None if cov is None else cov[i:i + rows]
-            torch.matmul(_hidden(keys[i:i + rows], q[i:i + rows], c, w_c), v, out=out[i:i + rows])
-        return out
+        return mlp_scores_values(keys, q, cov, w_c, v)
 
     @staticmethod
     def backward(ctx, grad):
-        keys, q, cov, w_c, v = ctx.saved_tensors
-        B, S, H = keys.shape
-        rows = max(1, BLOCK // (S * H))
-        d_keys = torch.empty_like(keys)  # (B, S, H)
-        d_q = torch.empty_like(q)  # (B, H)
-        d_cov = None if cov is None else torch.empty_like(cov)  # (B, S)
-        d_wc = None if cov is None else torch.zeros_like(w_c)  # (H,)
-        d_v = torch.zeros_like(v)  # (H,)
-        for i in range(0, B, rows):
-            j = min(B, i + rows)
-            c = None if cov is None else cov[i:j]
-            hidden = _hidden(keys[i:j], q[i:j], c, w_c)  # (b, S, H) recomputed
-            g = grad[i:j].to(hidden.dtype)  # (b, S)
-            d_v += torch.bmm(g.unsqueeze(1), hidden).sum((0, 1))  # (H,) sum_s g_s hidden_s
-            d_hidden = torch.ops.aten.tanh_backward(g.unsqueeze(-1) * v, hidden)  # (b, S, H)
-            d_keys[i:j] = d_hidden
-            d_q[i:j] = d_hidden.sum(1)  # (b, H)
-            if c is not None:
-                torch.matmul(d_hidden, w_c, out=d_cov[i:j])  # (b, S)
-                d_wc += torch.bmm(c.unsqueeze(1).to(d_hidden.dtype), d_hidden).sum((0, 1))  # (H,)
-        return d_keys, d_q, d_cov, d_wc, d_v
+        return mlp_scores_grads(grad, *ctx.saved_tensors)
 
 
 def mlp_scores(keys, q, v, cov=None, w_c=None):

@@ -13,6 +13,7 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from onmt.fused.decoder_pass import lstm_mlp_decoder_pass
 from onmt.fused.step_attention import StepAttention
 from onmt.interface import DecoderStateBase
 from onmt.models.rnn_encoder import RNN_TYPES
@@ -167,12 +168,45 @@ class RNNDecoder(nn.Module):
             return None
         return StepAttention(state.keys, state.memory)
 
+    def _dropout_masks(self, T, B, like):
+        """nn.Dropout's scaled masks of the T steps' attentional vectors (T, B, H), or None (no dropout)."""
+        if not self.training or self.dropout.p == 0:
+            return None
+        keep = 1.0 - self.dropout.p
+        if keep == 0:
+            return like.new_zeros(T, B, self.hidden_size)  # (T, B, H)
+        return like.new_empty(T, B, self.hidden_size).bernoulli_(keep).div_(keep)  # (T, B, H)
+
+    def _fused_pass(self, emb, state):
+        """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass as one
+        autograd function (onmt/fused/decoder_pass.py) when gradients are wanted in float32 or float64
+        without autocast; None otherwise (the step loop runs)."""
+        memory = state.memory
+        if (self.attn is None or self.attn.attn_type != "mlp" or not self.input_feed
+                or not isinstance(self.rnn, nn.LSTM) or self.num_layers != 1 or emb.size(1) == 0
+                or not torch.is_grad_enabled() or memory.dtype not in (torch.float32, torch.float64)
+                or emb.dtype != memory.dtype or torch.is_autocast_enabled(memory.device.type)):
+            return None
+        B, T, _ = emb.shape
+        drop = self._dropout_masks(T, B, emb)
+        h0, c0 = state.hidden
+        out, rnn_out, context, attn, coverage, h, c, cov = lstm_mlp_decoder_pass(
+            emb, h0[0], c0[0], state.input_feed, state.coverage, state.keys, memory, state.mask, drop,
+            self.rnn, self.attn)
+        dec = DecoderOutput(out=out, rnn_out=rnn_out, context=context, emb=emb, attn=attn, coverage=coverage)
+        return dec, replace(state, hidden=(h.unsqueeze(0), c.unsqueeze(0)), input_feed=out[:, -1],
+                            coverage=cov)
+
     def forward(self, emb, state):
         """Teacher forcing. emb (B, T, E) -> (DecoderOutput of (B, T, ...), final state).
 
-        Without input feeding the RNN runs over the whole sequence at once and only the attention
-        loops over steps; the numbers equal those of T calls to step().
+        See et al.'s configuration runs as one fused pass (_fused_pass). Without input feeding the RNN
+        runs over the whole sequence at once and only the attention loops over steps; the numbers equal
+        those of T calls to step().
         """
+        fused = self._fused_pass(emb, state)
+        if fused is not None:
+            return fused
         attention = self.step_attention(state)
         if self.input_feed:
             steps = []
