@@ -17,24 +17,30 @@ import torch
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
 _CPU_CHUNK_ELEMENTS = 1 << 19
 
-# Columns (vocabulary rows of W) per block of the CPU logits product. One (N, D) x (D, V) product with
-# D = 256 writes its (N, V) result in panels that do not stay in cache and runs at 55-60% of this
-# CPU's matmul peak; in blocks of 1024 columns (an (N, 1024) slice of the result, ~1 MB at N = 300)
-# the same product reaches 85% (measured at N 160-292, V 17k: 54 -> 34 ms; bench/packing_bench.py).
+# Columns (vocabulary rows of W) per block of the CPU logits product. The (N, D) x (D, V) product runs
+# 30-40% slower when V is not a multiple of 16 (its result's rows are then misaligned): on one core of
+# the AMD host, N 292, D 256: V 17,326 47 GFLOP/s, V 17,328 65; V 50,001 43, V 50,000 60. Block by
+# block (1024 columns) into one reused, aligned (N, 1024) buffer, each block then copied to its place,
+# any V runs as fast as an aligned one (N 292 and 1616, V 17,326: 1.46x; V 50,000: 0.97-1.0x).
+# addmm straight into the strided (N, 1024) slice of the result is no substitute: it computes into a
+# fresh buffer of its own and copies (measured up to 2x slower than one addmm at N 1616, V 50k).
 _CPU_PRODUCT_COLUMNS = 1024
 
 
 def linear_in_column_blocks(o, weight, bias):
     """o W^T + b (N, V) for o (N, D), weight (V, D), bias (V,): on CPU one addmm per block of
-    _CPU_PRODUCT_COLUMNS vocabulary columns, written in place into the result; elsewhere one addmm.
-    The same sums as one addmm per element (a block boundary does not split a dot product)."""
-    if o.device.type != "cpu":
-        return torch.addmm(bias, o, weight.t())  # (N, V)
+    _CPU_PRODUCT_COLUMNS vocabulary columns into one reused contiguous block, copied into the result;
+    elsewhere one addmm. The same sums as one addmm per element (a block does not split a dot product)."""
     N, V = o.size(0), weight.size(0)
+    if o.device.type != "cpu" or V <= _CPU_PRODUCT_COLUMNS:
+        return torch.addmm(bias, o, weight.t())  # (N, V)
     out = o.new_empty(N, V)  # (N, V)
+    block = o.new_empty(N, _CPU_PRODUCT_COLUMNS)  # (N, C) reused: stays in cache between product and copy
     for c0 in range(0, V, _CPU_PRODUCT_COLUMNS):
         c1 = min(V, c0 + _CPU_PRODUCT_COLUMNS)
-        torch.addmm(bias[c0:c1], o, weight[c0:c1].t(), out=out[:, c0:c1])  # (N, c1 - c0) in place
+        part = block.view(-1)[:N * (c1 - c0)].view(N, c1 - c0)  # (N, c1 - c0) contiguous
+        torch.addmm(bias[c0:c1], o, weight[c0:c1].t(), out=part)
+        out[:, c0:c1] = part
     return out
 
 
