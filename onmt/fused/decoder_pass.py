@@ -30,6 +30,7 @@ compares values and every gradient, with coverage and without, with padding and 
 import torch
 
 from onmt.fused.step_attention import mlp_scores_grads, mlp_scores_values
+from onmt.modules.masked_softmax import masked_softmax
 
 
 def _tb(x):
@@ -66,9 +67,6 @@ class _DecoderPass(torch.autograd.Function):
         if cov0 is not None:
             covs = emb.new_empty(T + 1, B, S)  # (T+1, B, S) cov_0 .. cov_T
             covs[0] = cov0
-        keep = mask.to(emb.dtype)  # (B, S)
-        masked = ~mask
-        lowest = torch.finfo(emb.dtype).min
         for t in range(T):
             z = torch.addmm(gates_in[t], xh[t], w_rec.t())  # (B, 4H)
             a_t = act[t]
@@ -79,7 +77,8 @@ class _DecoderPass(torch.autograd.Function):
             h = torch.mul(o, torch.tanh(c, out=tcs[t]), out=ch[t, :, H:])  # (B, H)
             q = torch.mm(h, w_q.t(), out=qs[t])  # (B, H)
             e = mlp_scores_values(keys, q, None if covs is None else covs[t], w_c, v)  # (B, S)
-            a = torch.mul(torch.softmax(e.masked_fill_(masked, lowest), dim=1), keep, out=attn[t])  # (B, S)
+            attn[t] = masked_softmax(e, mask)  # (B, S)
+            a = attn[t]
             ch[t, :, :H] = torch.bmm(a.unsqueeze(1), memory).squeeze(1)  # (B, H) context
             y = torch.tanh(torch.addmm(b_o, ch[t], w_o.t()), out=ys[t])  # (B, H)
             if drop is None:

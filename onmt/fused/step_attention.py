@@ -47,7 +47,8 @@ def mlp_scores_values(keys, q, cov, w_c, v):
 def mlp_scores_grads(grad, keys, q, cov, w_c, v, d_keys=None, d_v=None, d_wc=None):
     """The gradients of mlp_scores_values for the scores' gradient `grad` (B, S), the tanh recomputed
     block by block. d_keys (B, S, H), d_v (H,), d_wc (H,): accumulators the gradients are ADDED to
-    (created zero when None). Returns d_keys, d_q (B, H), d_cov (B, S) (None without cov), d_wc, d_v."""
+    (when None, created holding this call's gradients only). Returns d_keys, d_q (B, H), d_cov (B, S)
+    (None without cov), d_wc, d_v."""
     B, S, H = keys.shape
     rows = max(1, BLOCK // (S * H))
     add_keys = d_keys is not None
