@@ -17,7 +17,7 @@ Paulus (2), (5): e_ti = h^d_t . W^e h^e_i and c^e_t = sum_i a^e_ti h^e_i, at eve
 See (1)-(3), (11): e_i = v . tanh(W_m m_i + W_q h + w_c cov_i), a = softmax(e), c = sum_i a_i m_i, at every step
     plain  GlobalAttention.forward(..., step=None)                          onmt/modules/global_attention.py
     fused  step_attention.StepAttention: the tanh recomputed in backward (nothing (B, S, H) kept per step),
-           tanh as 2 sigmoid(2x) - 1; the context through StepSource
+           never formed: v . tanh(x) = 2 v . sigmoid(2x) - sum(v); the context through StepSource
     test   tests/unit/test_step_attention.py::test_fused_pass_equals_the_plain_attention_values_and_gradients
 See (1)-(3), (10)-(11) with the LSTM cell and input feeding: the whole teacher-forced decoder pass
     plain  RNNDecoder.step under autograd, T times                          onmt/models/rnn_decoder.py

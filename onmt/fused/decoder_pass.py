@@ -20,7 +20,8 @@ Per step t (gates i, f, g, o in PyTorch's order; d = gradient):
     out_t = y * dropout mask      feed_{t+1} = out_t      cov_{t+1} = cov_t + a          (eq. 10)
 Backward, from d out_t (+ d feed_{t+1}), d h_t, d ctx_t, d a_t, d cov_t of the outputs and the carried
 d h, d c, d cov: dy = d out * mask; dp = dy (1 - y^2); d[ctx ; h] = dp W_out; d a += M d ctx + d cov;
-de = a (d a - <d a, a>); the mlp score gradients (step_attention.mlp_scores_grads, the tanh recomputed);
+de = a (d a - <d a, a>); the mlp score gradients (step_attention.mlp_scores_grads, from the sigmoids kept
+in forward, or recomputed when a long pass would make them too large: KEEP_SIGMOIDS);
 d h += dq W_q; d c = d c_next + d h s(o) (1 - tanh^2 c); gate gradients through s' and tanh';
 d [feed ; h_{t-1}] = dz [W_ih[:, E:] ; W_hh].
 
@@ -29,8 +30,13 @@ compares values and every gradient, with coverage and without, with padding and 
 """
 import torch
 
-from onmt.fused.step_attention import mlp_scores_grads, mlp_scores_values
+from onmt.fused.step_attention import keys_grad, mlp_scores_grads, mlp_scores_values
 from onmt.modules.masked_softmax import masked_softmax
+
+# the attention's sigmoids of every step are kept for backward while they take at most this many
+# elements (T*B*S*H; 128 MB of float32: Gigaword-size passes keep them, ~11 MB at batch 32), else
+# recomputed step by step in backward (CNN/DM-size passes would keep 650 MB)
+KEEP_SIGMOIDS = 1 << 25
 
 
 def _tb(x):
@@ -63,6 +69,9 @@ class _DecoderPass(torch.autograd.Function):
         qs = emb.new_empty(T, B, H)  # (T, B, H) W_q h_t
         ys = emb.new_empty(T, B, H)  # (T, B, H) y before dropout
         attn = emb.new_empty(T, B, S)  # (T, B, S)
+        sigs = None
+        if T * B * S * H <= KEEP_SIGMOIDS:
+            sigs = emb.new_empty(T, B, S, H)  # (T, B, S, H) the attention's sigmoids, for backward
         covs = None
         if cov0 is not None:
             covs = emb.new_empty(T + 1, B, S)  # (T+1, B, S) cov_0 .. cov_T
@@ -76,7 +85,8 @@ class _DecoderPass(torch.autograd.Function):
             c = torch.mul(f, cs[t], out=cs[t + 1]).addcmul_(i, g)  # (B, H)
             h = torch.mul(o, torch.tanh(c, out=tcs[t]), out=ch[t, :, H:])  # (B, H)
             q = torch.mm(h, w_q.t(), out=qs[t])  # (B, H)
-            e = mlp_scores_values(keys, q, None if covs is None else covs[t], w_c, v)  # (B, S)
+            e = mlp_scores_values(keys, q, None if covs is None else covs[t], w_c, v,
+                                  keep=None if sigs is None else sigs[t])  # (B, S)
             attn[t] = masked_softmax(e, mask)  # (B, S)
             a = attn[t]
             ch[t, :, :H] = torch.bmm(a.unsqueeze(1), memory).squeeze(1)  # (B, H) context
@@ -89,7 +99,7 @@ class _DecoderPass(torch.autograd.Function):
             if covs is not None:
                 torch.add(covs[t], a, out=covs[t + 1])
         ctx.save_for_backward(emb_tb, keys, memory, drop, w_ih, w_rec, w_q, v, w_c, w_o,
-                              xh, act, cs, tcs, ch, qs, ys, attn, covs)
+                              xh, act, cs, tcs, ch, qs, ys, attn, covs, sigs)
         ctx.dims = (B, T, E, H)
         outputs = (_bt(xh[1:, :, :H]), _bt(ch[:, :, H:]), _bt(ch[:, :, :H]), _bt(attn),
                    None if covs is None else _bt(covs[:T]), xh[T, :, H:].clone(), cs[T].clone(),
@@ -99,14 +109,14 @@ class _DecoderPass(torch.autograd.Function):
     @staticmethod
     def backward(ctx, d_out, d_rnn, d_ctx, d_attn, d_cov, d_hT, d_cT, d_covT):
         (emb_tb, keys, memory, drop, w_ih, w_rec, w_q, v, w_c, w_o,
-         xh, act, cs, tcs, ch, qs, ys, attn, covs) = ctx.saved_tensors
+         xh, act, cs, tcs, ch, qs, ys, attn, covs, sigs) = ctx.saved_tensors
         B, T, E, H = ctx.dims
         d_out, d_rnn, d_ctx, d_attn = _tb(d_out), _tb(d_rnn), _tb(d_ctx), _tb(d_attn)  # (T, B, ...)
         coverage = covs is not None
         if coverage:
             d_cov = _tb(d_cov)  # (T, B, S)
             dcov = d_covT.clone()  # (B, S) gradient of cov_{t+1}
-        d_keys = torch.zeros_like(keys)  # (B, S, H)
+        gu = torch.zeros_like(keys)  # (B, S, H) sum_t g_t u_t: the keys' gradient over 4 v
         memory_t = memory.transpose(1, 2).contiguous()  # (B, H, S): (1 x H)(H x S) products are the fast form
         d_v = torch.zeros_like(v)  # (H,)
         d_wc = torch.zeros_like(w_c) if coverage else None
@@ -131,7 +141,8 @@ class _DecoderPass(torch.autograd.Function):
             a = attn[t]
             de = a * (da - (da * a).sum(1, keepdim=True))  # (B, S) softmax backward; 0 where a = 0
             _, d_q, d_cov_s, _, _ = mlp_scores_grads(de, keys, qs[t], covs[t] if coverage else None, w_c, v,
-                                                     d_keys=d_keys, d_v=d_v, d_wc=d_wc)
+                                                     sig=None if sigs is None else sigs[t], gu=gu, d_v=d_v,
+                                                     d_wc=d_wc)
             dq[t] = d_q
             if coverage:
                 dcov = dcov + d_cov[t] + d_cov_s  # gradient of cov_t
@@ -155,7 +166,7 @@ class _DecoderPass(torch.autograd.Function):
         d_w_o = torch.mm(dp.view(T * B, H).t(), ch.view(T * B, 2 * H))  # (H, 2H)
         d_b_o = dp.view(T * B, H).sum(0)  # (H,)
         d_memory = torch.bmm(attn.permute(1, 2, 0), dctx.transpose(0, 1))  # (B, S, H) sum_t a_t dctx_t^T
-        return (d_emb, dh, dc, dfeed.contiguous(), dcov if coverage else None, d_keys, d_memory, None, None,
+        return (d_emb, dh, dc, dfeed.contiguous(), dcov if coverage else None, keys_grad(gu, v), d_memory, None, None,
                 d_w_ih, d_w_hh, d_b, d_b.clone(), d_w_q, d_v, d_wc, d_w_o, d_b_o)
 
 

@@ -7,7 +7,11 @@ backward then makes several more (B, S, H) passes per step, and the context prod
 dense (B, S, H) gradient per step that autograd adds into a running sum.
 
 Here `mlp_scores` keeps only its (small) inputs and recomputes the tanh in backward, in cache-sized
-row blocks, from the keys W_m m (which every step reads, so they stay in cache); the context goes
+row blocks, from the keys W_m m (which every step reads, so they stay in cache). The tanh is never
+formed: tanh(x) = 2 sigmoid(2x) - 1, so the scores are 2 v . sigmoid(2x) - sum(v) and the gradients
+are written with u = sigmoid(2x) (1 - sigmoid(2x)) (mlp_scores_grads): one sigmoid pass instead of
+PyTorch's float32 tanh, which costs about three on CPU, and five passes over (B, S, H) in backward
+where tanh_backward and its products took nine. The context goes
 through step_source.StepSource, whose steps' gradients reach memory in one bmm per pass. Same values
 and gradients as the plain attention. Create one `StepAttention` per forward pass.
 """
@@ -19,61 +23,80 @@ from onmt.fused.step_source import StepSource
 BLOCK = 1 << 20
 
 
-def tanh_(x):
-    """tanh in place as 2 sigmoid(2x) - 1: within 2e-7 of torch.tanh, and 2-3x faster on CPU, where
-    PyTorch's float32 tanh costs about three sigmoids (measured on (16, 400, 256): 4.3 ms against 1.9 ms)."""
-    return x.mul_(2).sigmoid_().mul_(2).sub_(1)
-
-
-def _hidden(keys, q, cov, w_c):
-    """tanh(keys + q [+ cov w_c]) for a block: (b, S, H), (b, H), (b, S) or None, (H,) -> (b, S, H)."""
-    hidden = keys + q.unsqueeze(1)  # (b, S, H)
+def mlp_sigmoids(keys, q, cov, w_c, out):
+    """out (b, S, H) <- sigmoid(2 (keys + q [+ cov w_c])), the doubling folded into the add; the scores'
+    tanh is 2 out - 1. keys (b, S, H), q (b, H), cov (b, S) or None, w_c (H,). Three passes over out."""
+    torch.add((2 * q).unsqueeze(1), keys, alpha=2, out=out)  # (b, S, H) 2 (keys + q)
     if cov is not None:
-        hidden.addcmul_(cov.unsqueeze(-1).to(hidden.dtype), w_c.view(1, 1, -1))
-    return tanh_(hidden)
+        out.addcmul_(cov.unsqueeze(-1).to(out.dtype), w_c.view(1, 1, -1), value=2)
+    return out.sigmoid_()
 
 
-def mlp_scores_values(keys, q, cov, w_c, v):
-    """v . tanh(keys + q [+ cov w_c]) (B, S) in cache-sized row blocks, without autograd."""
+def _rows(keys):
+    """Rows of one cache-sized block of a (B, S, H) tensor."""
+    return max(1, BLOCK // (keys.size(1) * keys.size(2)))
+
+
+def mlp_scores_values(keys, q, cov, w_c, v, keep=None):
+    """v . tanh(keys + q [+ cov w_c]) (B, S) as 2 v . sigmoid(2 (...)) - sum(v), in cache-sized row blocks,
+    without autograd. keep: a (B, S, H) buffer that receives the sigmoids for mlp_scores_grads, or None."""
     B, S, H = keys.shape
-    rows = max(1, BLOCK // (S * H))
+    rows = _rows(keys)
     out = keys.new_empty(B, S)  # (B, S)
+    scratch = None if keep is not None else keys.new_empty(min(B, rows), S, H)  # (b, S, H)
     for i in range(0, B, rows):  # row blocks: cache blocking
-        c = None if cov is None else cov[i:i + rows]
-        torch.matmul(_hidden(keys[i:i + rows], q[i:i + rows], c, w_c), v, out=out[i:i + rows])
-    return out
+        j = min(B, i + rows)
+        buf = keep[i:j] if keep is not None else scratch[:j - i]
+        sig = mlp_sigmoids(keys[i:j], q[i:j], None if cov is None else cov[i:j], w_c, buf)
+        torch.matmul(sig, v, out=out[i:j])
+    return out.mul_(2).sub_(v.sum())
 
 
-def mlp_scores_grads(grad, keys, q, cov, w_c, v, d_keys=None, d_v=None, d_wc=None):
-    """The gradients of mlp_scores_values for the scores' gradient `grad` (B, S), the tanh recomputed
-    block by block. d_keys (B, S, H), d_v (H,), d_wc (H,): accumulators the gradients are ADDED to
-    (when None, created holding this call's gradients only). Returns d_keys, d_q (B, H), d_cov (B, S)
-    (None without cov), d_wc, d_v."""
+def mlp_scores_grads(grad, keys, q, cov, w_c, v, sig=None, gu=None, d_v=None, d_wc=None):
+    """The gradients of mlp_scores_values for the scores' gradient `grad` (B, S), from the kept
+    sigmoids `sig` (B, S, H) or, when None, the sigmoids recomputed block by block.
+
+    With s = sigmoid(2x), x = keys + q [+ cov w_c]: tanh(x) = 2s - 1 and tanh'(x) = 4u, u = s (1 - s), so
+        d_v = sum_{b,s} g (2s - 1)       d_x = 4 v * (g u)      d_q = 4 v * sum_s g u
+        d_cov = 4 g * (u . (v * w_c))    d_wc = 4 v * sum_{b,s} cov g u      d_keys = d_x
+    The (B, S, H) g u is ADDED to `gu` when given (a pass of steps sums it and scales it once by 4 v:
+    keys_grad), else d_keys is returned. d_v (H,), d_wc (H,): accumulators the gradients are ADDED to
+    (when None, created holding this call's gradients only). Returns d_keys (None with gu), d_q (B, H),
+    d_cov (B, S) (None without cov), d_wc, d_v. Five passes over (B, S, H) from kept sigmoids."""
     B, S, H = keys.shape
-    rows = max(1, BLOCK // (S * H))
-    add_keys = d_keys is not None
-    d_keys = torch.empty_like(keys) if d_keys is None else d_keys  # (B, S, H)
+    rows = _rows(keys)
+    d_keys = None if gu is not None else torch.empty_like(keys)  # (B, S, H)
     d_q = torch.empty_like(q)  # (B, H)
     d_cov = None if cov is None else torch.empty_like(cov)  # (B, S)
     if cov is not None and d_wc is None:
         d_wc = torch.zeros_like(w_c)  # (H,)
     d_v = torch.zeros_like(v) if d_v is None else d_v  # (H,)
+    v4 = 4 * v  # (H,)
+    vw4 = None if cov is None else v4 * w_c  # (H,)
+    u_buf = keys.new_empty(min(B, rows), S, H)  # (b, S, H)
     for i in range(0, B, rows):
         j = min(B, i + rows)
         c = None if cov is None else cov[i:j]
-        hidden = _hidden(keys[i:j], q[i:j], c, w_c)  # (b, S, H) recomputed
-        g = grad[i:j].to(hidden.dtype)  # (b, S)
-        d_v += torch.bmm(g.unsqueeze(1), hidden).sum((0, 1))  # (H,) sum_s g_s hidden_s
-        d_hidden = torch.ops.aten.tanh_backward(g.unsqueeze(-1) * v, hidden)  # (b, S, H)
-        if add_keys:
-            d_keys[i:j] += d_hidden
-        else:
-            d_keys[i:j] = d_hidden
-        d_q[i:j] = d_hidden.sum(1)  # (b, H)
+        s = sig[i:j] if sig is not None else mlp_sigmoids(keys[i:j], q[i:j], c, w_c, u_buf[:j - i])  # (b, S, H)
+        g = grad[i:j].to(s.dtype)  # (b, S)
+        d_v += torch.bmm(g.unsqueeze(1), s).sum((0, 1)).mul_(2).sub_(g.sum())  # (H,)
+        u = torch.addcmul(s, s, s, value=-1, out=u_buf[:j - i])  # (b, S, H) s (1 - s); may overwrite s
+        G = g.unsqueeze(1) if c is None else torch.stack([g, g * c.to(g.dtype)], 1)  # (b, 1 or 2, S)
+        P = torch.bmm(G, u)  # (b, 1 or 2, H): sum_s g u [, sum_s cov g u]
+        torch.mul(P[:, 0], v4, out=d_q[i:j])
         if c is not None:
-            torch.matmul(d_hidden, w_c, out=d_cov[i:j])  # (b, S)
-            d_wc += torch.bmm(c.unsqueeze(1).to(d_hidden.dtype), d_hidden).sum((0, 1))  # (H,)
+            d_wc += P[:, 1].sum(0).mul_(v4)
+            torch.matmul(u, vw4, out=d_cov[i:j]).mul_(g)
+        if gu is not None:
+            gu[i:j].addcmul_(g.unsqueeze(-1), u)
+        else:
+            torch.mul(g.unsqueeze(-1), u, out=d_keys[i:j]).mul_(v4)
     return d_keys, d_q, d_cov, d_wc, d_v
+
+
+def keys_grad(gu, v):
+    """The keys' gradient 4 v * sum of g u from the `gu` accumulator of mlp_scores_grads (in place)."""
+    return gu.mul_(4 * v)
 
 
 class _MLPScores(torch.autograd.Function):

@@ -84,8 +84,11 @@ def _compare(dec, enc, emb, coverage, fused_expected=True):
             assert torch.allclose(a, b, atol=1e-11), name
 
 
+@pytest.mark.parametrize("keep", [True, False])  # the attention's sigmoids kept in forward, or recomputed
 @pytest.mark.parametrize("coverage", [True, False])
-def test_fused_pass_equals_the_step_loop_values_and_gradients(coverage):
+def test_fused_pass_equals_the_step_loop_values_and_gradients(coverage, keep, monkeypatch):
+    if not keep:
+        monkeypatch.setattr("onmt.fused.decoder_pass.KEEP_SIGMOIDS", 0)
     dec, enc, emb = _setup(coverage)
     _compare(dec, enc, emb, coverage)
 

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from onmt.fused.step_attention import StepAttention, tanh_
+from onmt.fused.step_attention import StepAttention, keys_grad, mlp_scores_grads, mlp_scores_values
 from onmt.modules.global_attention import GlobalAttention
 
 
@@ -49,8 +49,50 @@ def test_fused_pass_equals_the_plain_attention_values_and_gradients(attn_type, c
     assert (align_f[~mask.unsqueeze(1).expand_as(align_f)] == 0).all()
 
 
-def test_tanh_by_sigmoid_is_within_float32_rounding_of_tanh():
-    x = torch.cat([torch.linspace(-30, 30, 100001), torch.tensor([0.0, 1e-30, -1e-8, 88.0, -88.0, 1e4, -1e4])])
-    got = tanh_(x.clone())
-    assert (got - torch.tanh(x)).abs().max() <= 2.5e-7
-    assert got.abs().max() <= 1.0 and torch.isfinite(got).all()
+def _mlp_reference(keys, q, cov, w_c, v):
+    """v . tanh(keys + q [+ cov w_c]) per example and position, under autograd."""
+    B, S, _ = keys.shape
+    rows = []
+    for b in range(B):
+        row = []
+        for i in range(S):
+            x = keys[b, i] + q[b] + (cov[b, i] * w_c if cov is not None else 0)
+            row.append(v @ torch.tanh(x))
+        rows.append(torch.stack(row))
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("coverage", [True, False])
+@pytest.mark.parametrize("kept", [True, False])
+@pytest.mark.parametrize("block", [None, 2 * 5 * 8])
+def test_mlp_scores_by_sigmoids_and_their_gradients_equal_the_tanh_formula(coverage, kept, block, monkeypatch):
+    """Scores 2 v . sigmoid(2x) - sum(v) and the gradients written with u = s (1 - s), from kept sigmoids
+    or recomputed ones, one block or row blocks, returned or summed into the keys' accumulator."""
+    if block is not None:
+        monkeypatch.setattr("onmt.fused.step_attention.BLOCK", block)
+    torch.manual_seed(1)
+    B, S, H = 5, 5, 8
+    f64 = dict(dtype=torch.float64)
+    keys, q = 2 * torch.randn(B, S, H, **f64), torch.randn(B, H, **f64)
+    v, w_c = torch.randn(H, **f64), torch.randn(H, **f64)
+    cov = torch.rand(B, S, **f64) if coverage else None
+    leaves = [t.clone().requires_grad_() for t in (keys, q, v) + ((cov, w_c) if coverage else ())]
+    kk, qq, vv = leaves[:3]
+    cc, ww = leaves[3:] if coverage else (None, None)
+    grad = torch.randn(B, S, **f64)
+    want = _mlp_reference(kk, qq, cc, ww, vv)
+    want_grads = torch.autograd.grad((want * grad).sum(), leaves)
+    sig = torch.empty(B, S, H, **f64) if kept else None
+    got = mlp_scores_values(keys, q, cov, w_c if coverage else None, v, keep=sig)
+    assert torch.allclose(got, want.detach(), atol=1e-12)
+    d_keys, d_q, d_cov, d_wc, d_v = mlp_scores_grads(grad, keys, q, cov, w_c if coverage else None, v, sig=sig)
+    gu = torch.ones(B, S, H, **f64)  # the accumulator adds: start from ones
+    none, d_q2, _, _, _ = mlp_scores_grads(grad, keys, q, cov, w_c if coverage else None, v, sig=sig, gu=gu)
+    assert none is None and torch.equal(d_q2, d_q)
+    assert torch.allclose(keys_grad(gu, v), want_grads[0] + 4 * v, atol=1e-12)
+    got_grads = [d_keys, d_q, d_v] + ([d_cov, d_wc] if coverage else [])
+    for name, a, b in zip(["keys", "q", "v", "cov", "w_c"], got_grads, want_grads):
+        assert torch.allclose(a, b, atol=1e-12), name
+    if kept:  # the kept sigmoids are what the scores were made of, and backward leaves them as they were
+        x = keys + q.unsqueeze(1) + (cov.unsqueeze(-1) * w_c if coverage else 0)
+        assert torch.allclose(sig, torch.sigmoid(2 * x), atol=1e-15)
