@@ -13,6 +13,8 @@ of each row and its id, and the logits at given columns (the source words).
 """
 import torch
 
+from onmt.utils.fast_exp import exp_shifted_
+
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
 _CPU_CHUNK_ELEMENTS = 1 << 19
@@ -96,7 +98,7 @@ def _row_stats(buf, gold, columns, impossible):
         row_max(chunk, (top[r0:r1], top_id[r0:r1]))
         gold_logit[r0:r1] = chunk.gather(1, gold_v[r0:r1, None]).squeeze(1)
         at_cols[r0:r1] = chunk.gather(1, cols[r0:r1])
-        chunk.sub_(top[r0:r1, None]).exp_()
+        exp_shifted_(chunk, top[r0:r1, None])  # exp(logits - rowmax)
         torch.sum(chunk, dim=1, out=total[r0:r1])
     lse = top + total.log()  # (N,)
     gold_logit = torch.where(gold < V, gold_logit, gold_logit.new_full((), impossible))

@@ -18,6 +18,7 @@ from onmt.fused.step_attention import StepAttention
 from onmt.interface import DecoderStateBase
 from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
+from onmt.modules.dropout import Dropout, dropout_mask
 from onmt.modules.global_attention import GlobalAttention
 from onmt.modules.lstm_step import lstm_step
 
@@ -105,7 +106,7 @@ class RNNDecoder(nn.Module):
             self.linear_out = nn.Linear(2 * hidden_size, hidden_size)
         else:
             self.attn = GlobalAttention(hidden_size, attn_type, coverage=coverage)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def init_state(self, enc, src_ex=None, n_oov=0):
         """enc: EncoderOutput -> RNNDecoderState at the start of decoding."""
@@ -172,10 +173,9 @@ class RNNDecoder(nn.Module):
         """nn.Dropout's scaled masks of the T steps' attentional vectors (T, B, H), or None (no dropout)."""
         if not self.training or self.dropout.p == 0:
             return None
-        keep = 1.0 - self.dropout.p
-        if keep == 0:
+        if self.dropout.p >= 1:
             return like.new_zeros(T, B, self.hidden_size)  # (T, B, H)
-        return like.new_empty(T, B, self.hidden_size).bernoulli_(keep).div_(keep)  # (T, B, H)
+        return dropout_mask((T, B, self.hidden_size), self.dropout.p, like)  # (T, B, H)
 
     def _fused_pass(self, emb, state):
         """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass as one

@@ -7,6 +7,7 @@ import torch.nn as nn
 
 from onmt.constants import PAD
 from onmt.errors import UserError
+from onmt.modules.dropout import Dropout
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ class Embeddings(nn.Module):
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.lut = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     @property
     def weight(self):

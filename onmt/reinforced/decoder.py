@@ -19,6 +19,7 @@ from onmt.fused.step_embedding import StepEmbedding
 from onmt.fused.step_source import StepSource
 from onmt.interface import DecoderStateBase
 from onmt.modules.copy_mixture import first_occurrence
+from onmt.modules.dropout import Dropout
 from onmt.modules.lstm_step import lstm_step
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
 
@@ -61,7 +62,7 @@ class ReinforcedDecoder(nn.Module):
         self.embeddings = embeddings
         self.tgt_vocab_size = embeddings.tgt_vocab_size
         self.hidden_size = hidden_size
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal)

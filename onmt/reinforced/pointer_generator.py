@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from onmt.modules.copy_mixture import IMPOSSIBLE, scatter_mixture
 from onmt.modules.precision import float32_region, widen
 from onmt.modules.sampling import sample_rows
+from onmt.utils.fast_exp import exp_shifted_
 
 
 class PointerGenerator(nn.Module):
@@ -74,7 +75,7 @@ class PointerGenerator(nn.Module):
         Returns the ids (N,) and the copy draws u (N,)."""
         with float32_region(o):
             logits, o, attn = widen(logits), widen(o), widen(attn)
-            word = sample_rows((logits - logits.max(dim=1, keepdim=True).values).exp_())  # (N,)
+            word = sample_rows(exp_shifted_(logits.clone(), logits.amax(dim=1, keepdim=True)))  # (N,)
             position = sample_rows(attn)  # (N,) padding (attention 0) is never drawn
             copied_word = src_ex.gather(1, position.unsqueeze(1)).squeeze(1)  # (N,)
             u = torch.rand(word.shape, device=o.device) < torch.sigmoid(self.switch(o)).squeeze(1)  # (N,)
