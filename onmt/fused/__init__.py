@@ -21,7 +21,8 @@ See (1)-(3), (11): e_i = v . tanh(W_m m_i + W_q h + w_c cov_i), a = softmax(e), 
     test   tests/unit/test_step_attention.py::test_fused_pass_equals_the_plain_attention_values_and_gradients
 See (1)-(3), (10)-(11) with the LSTM cell and input feeding: the whole teacher-forced decoder pass
     plain  RNNDecoder.step under autograd, T times                          onmt/models/rnn_decoder.py
-    fused  decoder_pass.lstm_mlp_decoder_pass: one autograd function, backward written out step by step,
+    fused  decoder_pass.lstm_mlp_decoder_pass: one autograd function, backward written out step by step
+           (the attention's sigmoids kept for it up to KEEP_SIGMOIDS elements),
            the weight gradients and the embedding part of the gates as one product per pass
     test   tests/unit/test_decoder_pass.py::test_fused_pass_equals_the_step_loop_values_and_gradients
 The decoder input E_tgt[y_{t-1}], at every step
