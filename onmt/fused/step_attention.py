@@ -18,18 +18,10 @@ and gradients as the plain attention. Create one `StepAttention` per forward pas
 import torch
 
 from onmt.fused.step_source import StepSource
+from onmt.modules.global_attention import mlp_sigmoids
 
 # elements of one (rows, S, H) block (~4 MB of float32): the recomputation stays in cache
 BLOCK = 1 << 20
-
-
-def mlp_sigmoids(keys, q, cov, w_c, out):
-    """out (b, S, H) <- sigmoid(2 (keys + q [+ cov w_c])), the doubling folded into the add; the scores'
-    tanh is 2 out - 1. keys (b, S, H), q (b, H), cov (b, S) or None, w_c (H,). Three passes over out."""
-    torch.add((2 * q).unsqueeze(1), keys, alpha=2, out=out)  # (b, S, H) 2 (keys + q)
-    if cov is not None:
-        out.addcmul_(cov.unsqueeze(-1).to(out.dtype), w_c.view(1, 1, -1), value=2)
-    return out.sigmoid_()
 
 
 def _rows(keys):
@@ -100,7 +92,7 @@ def keys_grad(gu, v):
 
 
 class _MLPScores(torch.autograd.Function):
-    """v . tanh(keys + q [+ cov w_c]) (B, S); backward recomputes the tanh block by block."""
+    """v . tanh(keys + q [+ cov w_c]) (B, S); backward recomputes the sigmoids block by block."""
 
     @staticmethod
     def forward(ctx, keys, q, cov, w_c, v):

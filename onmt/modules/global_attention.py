@@ -21,6 +21,17 @@ ATTN_TYPES = ("dot", "general", "mlp")
 MLP_BLOCK = 1 << 20
 
 
+def mlp_sigmoids(keys, q, cov, w_c, out=None):
+    """sigmoid(2 (keys + q [+ cov w_c])) (b, S, H), into `out` when given, so that the mlp score is
+    v . tanh(x) = 2 v . sigmoid(2x) - sum(v): one sigmoid pass instead of PyTorch's float32 tanh, which
+    costs about three on CPU, the doubling folded into the first add. keys (b, S, H), q (b, H), cov (b, S)
+    or None, w_c (H,). Without autograd (decoding here; the fused pass's forward and backward)."""
+    out = torch.add((2 * q).unsqueeze(1), keys, alpha=2, out=out)  # (b, S, H) 2 (keys + q)
+    if cov is not None:
+        out.addcmul_(cov.unsqueeze(-1).to(out.dtype), w_c.view(1, 1, -1), value=2)
+    return out.sigmoid_()
+
+
 class GlobalAttention(nn.Module):
     """Attention of one decoder query over the encoder memory.
 
@@ -77,17 +88,12 @@ class GlobalAttention(nn.Module):
     def _mlp_block(self, q, keys, coverage):
         """v . tanh(keys + q [+ w_c cov]) for a block of rows: (b, H), (b, S, H), (b, S) -> (b, S).
         One new (b, S, H) tensor, the rest in place."""
-        v, w_c = self.v.weight.view(-1), self.linear_cover.weight.view(1, 1, -1) if coverage is not None else None
-        if not torch.is_grad_enabled():
-            # decoding: v . tanh(x) = 2 v . sigmoid(2x) - sum(v), the doubling folded into the add: one
-            # sigmoid pass instead of PyTorch's float32 tanh, which costs about three on CPU
-            hidden = torch.add(q.unsqueeze(1) * 2, keys, alpha=2)  # (b, S, H) 2 (keys + q)
-            if coverage is not None:
-                hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), w_c, value=2)
-            return torch.matmul(hidden.sigmoid_(), v).mul_(2).sub_(v.sum())  # (b, S)
+        v, w_c = self.v.weight.view(-1), self.linear_cover.weight.view(-1) if coverage is not None else None
+        if not torch.is_grad_enabled():  # decoding: v . tanh(x) = 2 v . sigmoid(2x) - sum(v)
+            return torch.matmul(mlp_sigmoids(keys, q, coverage, w_c), v).mul_(2).sub_(v.sum())  # (b, S)
         hidden = keys + q.unsqueeze(1)  # (b, S, H)
         if coverage is not None:
-            hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), w_c)
+            hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), w_c.view(1, 1, -1))
         hidden.tanh_()
         return torch.matmul(hidden, v)  # (b, S)
 
