@@ -1,7 +1,13 @@
 """The training loop. It knows nothing about the model: it calls `loss_fn(model, batch)`.
 
 Exact resume: a checkpoint holds the model, optimizer, RNG states, step and the data position
-(epoch, batches consumed), so N steps + N resumed steps equal 2N steps bit for bit on CPU.
+(epoch, batches consumed), so N steps + N resumed steps equal 2N steps bit for bit on CPU; also the
+early-stopping state and `train_seconds`, the time spent in training steps since the first run
+(CPU seconds of the process on the CPU, wall seconds elsewhere; validation and saving excluded).
+
+Each validation that improves the early-stopping criteria (onmt/utils/early_stopping.py) saves its
+step and makes {save_model}_best.pt that checkpoint; -early_stopping N stops after N validations in a
+row without improvement; -train_time_limit S stops once this run's training steps took S seconds.
 """
 import contextlib
 import os
@@ -11,11 +17,20 @@ import torch
 
 from onmt.errors import UserError
 from onmt.inputters.batch import Batch
-from onmt.utils.checkpoint import atomic_torch_save, checkpoint_path, prune_checkpoints, rng_state
+from onmt.utils.checkpoint import (
+    atomic_torch_save,
+    best_checkpoint_path,
+    checkpoint_path,
+    link_best,
+    prune_checkpoints,
+    rng_state,
+)
 from onmt.utils.distributed import World, all_reduce_sum, gather_objects, sum_gradients, sum_statistics
+from onmt.utils.early_stopping import EarlyStopping
 from onmt.utils.logging import logger
 from onmt.utils.optim import learning_rate_schedule
 from onmt.utils.statistics import Statistics
+from onmt.utils.update_norms import PartNorms
 
 
 class TrainingError(UserError):
@@ -28,7 +43,7 @@ class Trainer:
                  max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0, tensorboard=None,
                  world_size=1, accum_count=1,
                  sample_every=0, sample_max_length=100, amp_dtype="bf16", lr_schedule=None, learning_rate=None,
-                 normalization="tokens"):
+                 normalization="tokens", early_stopping=None, train_time_limit=0.0):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.save_model = save_model
         self.train_steps, self.epochs = train_steps, epochs
@@ -57,6 +72,12 @@ class Trainer:
         # `learning_rate`, set before each optimizer step; None: the optimizer's rate is left alone
         self.lr_schedule, self.learning_rate = lr_schedule, learning_rate
         self.normalization = normalization  # -normalization: divide the summed loss by tokens or sentences
+        self.early_stopping = early_stopping or EarlyStopping()  # tracks the best checkpoint even at patience 0
+        self.train_time_limit = train_time_limit  # seconds of training steps in this run (0: none)
+        self.train_seconds = 0.0   # training-step time since the first run (resumed from checkpoints)
+        self._run_seconds = 0.0    # ... in this run
+        # CPU seconds of this process on the CPU (fair between runs sharing cores), wall time elsewhere
+        self._clock = time.process_time if self.device.type == "cpu" else time.perf_counter
 
     @classmethod
     def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None, rank=0,
@@ -69,13 +90,37 @@ class Trainer:
                    rank=rank, world_size=world_size, accum_count=opt.accum_count,
                    sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100,
                    amp_dtype=opt.amp_dtype, lr_schedule=learning_rate_schedule(opt),
-                   learning_rate=opt.learning_rate, normalization=opt.normalization)
+                   learning_rate=opt.learning_rate, normalization=opt.normalization,
+                   early_stopping=EarlyStopping(opt.early_stopping, opt.early_stopping_criteria),
+                   train_time_limit=opt.train_time_limit)
+
+    def restore(self, ckpt, same_run):
+        """Go on from checkpoint `ckpt`: its train_seconds always; its early-stopping state (patience
+        used, best so far) only when `same_run` (the same -save_model: an interrupted run goes on; a new
+        phase from it starts its own count and its own best)."""
+        self.train_seconds = float(ckpt.get("train_seconds", 0.0))
+        if same_run and "early_stopping" in ckpt:
+            self.early_stopping.load_state_dict(ckpt["early_stopping"])
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
+        if self._out_of_time() or self.early_stopping.should_stop:
+            return True
         if self.epochs > 0:
             return epoch >= self.epochs
         return step >= self.train_steps
+
+    def _out_of_time(self):
+        """-train_time_limit reached (every rank agrees: rank 0's clock decides)."""
+        if self.train_time_limit <= 0:
+            return False
+        out = self._run_seconds >= self.train_time_limit
+        if self.world.distributed:
+            import torch.distributed as dist
+            flag = torch.tensor([int(out)], device=self.device)
+            dist.broadcast(flag, 0)
+            out = bool(flag.item())
+        return out
 
     def train(self, train_data, valid_data=None, start_step=0, data_pos=(0, 0)):
         """Train from `start_step` at data position (epoch, batches consumed); returns the last step.
@@ -97,19 +142,20 @@ class Trainer:
                 if len(group) < self.accum_count:
                     continue
                 step += 1
-                window.update(self.train_step(group, step))
+                window.update(self._timed_step(group, step))
                 group = []
                 if step % self.report_every == 0:
                     window = sum_statistics(window, self.world)  # every rank's figures, logged by rank 0
                     self._report(step, total, epoch, window, time.time() - t0, time.time() - t_start)
                     window, t0 = Statistics(), time.time()
                 if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps == 0:
-                    self.validate(valid_data, step)
+                    self._validate_and_keep_best(valid_data, step, (epoch, pos))
                 if self.sample_every > 0 and step % self.sample_every == 0:
                     self.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
-                if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0:
+                if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0 and \
+                        checkpoint_path(self.save_model, step) not in self.saved:
                     self.save(step, (epoch, pos))
                 self._stop_if_signalled(step, (epoch, pos))
             else:
@@ -118,13 +164,51 @@ class Trainer:
                 epoch, pos = epoch + 1, 0
                 if group and self._done(step, epoch):  # -epochs: the last step takes the batches left
                     step += 1
-                    window.update(self.train_step(group, step))
+                    window.update(self._timed_step(group, step))
                     group = []
-        if valid_data is not None and (self.valid_steps <= 0 or step % self.valid_steps != 0):
-            self.validate(valid_data, step)
-        if step > start_step:
+        self._log_why_stopped(step)
+        if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps != 0 \
+                and not self.early_stopping.should_stop:
+            self._validate_and_keep_best(valid_data, step, (epoch, pos))   # -valid_steps 0: no validation
+        if step > start_step and checkpoint_path(self.save_model, step) not in self.saved:
             self.save(step, (epoch, pos))
         return step
+
+    def _timed_step(self, group, step):
+        t0 = self._clock()
+        stats = self.train_step(group, step)
+        spent = self._clock() - t0
+        self._run_seconds += spent
+        self.train_seconds += spent
+        return stats
+
+    def _log_why_stopped(self, step):
+        if self.rank != 0:
+            return
+        if self.early_stopping.should_stop:
+            logger.info(f"Early stopping at step {step}: {self.early_stopping.bad} validations without improvement "
+                        f"of {', '.join(self.early_stopping.criteria)}; best {self.early_stopping.describe()}")
+        elif self._out_of_time():
+            logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
+                        f"({self._run_seconds:.0f} s of training steps in this run)")
+
+    def _validate_and_keep_best(self, valid_data, step, data_pos):
+        """Validate at `step`; a new best (every early-stopping criterion improved) is saved and becomes
+        {save_model}_best.pt."""
+        stats = self.validate(valid_data, step)
+        if not self.early_stopping.update(stats, step):
+            if self.rank == 0:
+                logger.info(f"Validation: no improvement of {', '.join(self.early_stopping.criteria)} "
+                            f"({self.early_stopping.bad}/{self.early_stopping.patience or '-'}); "
+                            f"best {self.early_stopping.describe()}")
+            return
+        path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
+        if path not in self.saved:
+            self.save(step, data_pos, path=best)   # this step's checkpoint, under the best's name only
+        elif self.rank == 0:
+            link_best(path, best)
+        if self.rank == 0:
+            logger.info(f"New best: {self.early_stopping.describe()} -> {best}")
 
     def profile(self, train_data, n_steps, path, start_step=0, data_pos=(0, 0), warmup=2):
         """-profile N: `warmup` training steps, then `n_steps` steps under torch.profiler
@@ -178,6 +262,16 @@ class Trainer:
             path = self.save(step, data_pos)
         raise stop.stopped(step, path if self.rank == 0 else None)
 
+    def _loss_parts(self, batch):
+        """({name: loss}, Statistics): the loss's parts when it gives them (onmt/losses/rl.py), else one."""
+        if hasattr(self.loss_fn, "parts"):
+            return self.loss_fn.parts(self.model, batch)
+        loss, stats = self.loss_fn(self.model, batch)
+        return {"loss": loss}, stats
+
+    def _backward(self, loss, retain_graph=False):
+        (self.scaler.scale(loss) if self.scaler is not None else loss).backward(retain_graph=retain_graph)
+
     def _autocast(self):
         if self.amp:
             return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
@@ -200,24 +294,31 @@ class Trainer:
         normalizer = max(normalizer, 1)
         self.optimizer.zero_grad(set_to_none=True)
         stats = Statistics()
+        norms = None   # the gradient each part of a loss in parts adds (utils/update_norms.py)
         for batch, count in zip(batches, counts):
             batch = batch.to(self.device)
             with self._autocast():
-                loss, batch_stats = self.loss_fn(self.model, batch)
+                parts, batch_stats = self._loss_parts(batch)
+            loss = sum(parts.values())
             if not torch.isfinite(loss).item():
                 raise TrainingError(f"loss is {loss.item()} at step {step}; stopping "
                                     "(lower -learning_rate or set -max_grad_norm)")
             if batch_stats.n_words != count:
                 raise RuntimeError(f"the loss counted {batch_stats.n_words} target tokens, the batch has {count}")
-            loss = loss / normalizer
-            if self.scaler is not None:
-                self.scaler.scale(loss).backward()
+            if len(parts) > 1:
+                norms = norms or PartNorms(self.model.parameters())
+                norms.backward(parts, normalizer, self._backward)
             else:
-                loss.backward()
+                self._backward(loss / normalizer)
             stats.update(batch_stats)
             stats.n_src_words += int(batch.src_lengths.sum())
         if self.world.distributed:
             sum_gradients(self.model.parameters())  # before unscaling: an inf on any rank skips the step on all
+        if norms is not None:   # before clipping: what each term asked for
+            scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
+            for name, value in norms.finish(self.world, scale).items():
+                stats.extra[f"update_norm_{name}"] = value
+            stats.extra["update_norm_steps"] = 1
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         if self.max_grad_norm > 0:
@@ -244,7 +345,7 @@ class Trainer:
         self.model.train()
         stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
-            at = f" (step {step})" if step is not None else ""
+            at = f" (step {step}; {self.train_seconds:.0f} s of training)" if step is not None else ""
             # OpenNMT-py's two lines first (scripts read them), then this project's
             logger.info(f"Validation perplexity: {stats.ppl():g}")
             logger.info(f"Validation accuracy: {stats.accuracy():g}")
@@ -287,8 +388,9 @@ class Trainer:
         src_s = stats.n_src_words / max(window_s, 1e-9)
         rl = stats.rl_report()
         p_copy = stats.mean_p_copy()
-        logger.info(f"Step {step}/{total}; acc: {stats.accuracy():.2f}; "
-                    f"ppl: {stats.ppl():.2f}; xent: {stats.xent():.2f}; lr: {lr:.2e}; "
+        ml = (f"acc: {stats.accuracy():.2f}; ppl: {stats.ppl():.2f}; xent: {stats.xent():.2f}; "
+              if stats.has_ml() else "")   # -rl_gamma 1 trains without the ML term: nothing to show
+        logger.info(f"Step {step}/{total}; {ml}lr: {lr:.2e}; "
                     f"{src_s:.0f}/{tok_s:.0f} tok/s; {elapsed_s:.0f} sec; epoch {epoch}"
                     + (f"; p(copy) {p_copy:.2f}" if p_copy is not None else "")
                     + (f"; {rl}" if rl else ""))
@@ -301,11 +403,14 @@ class Trainer:
             self.tensorboard.add_scalars("progress", step, scalars)
 
     # ------------------------------------------------------------------ checkpoints
-    def save(self, step, data_pos):
+    def save(self, step, data_pos, path=None):
+        """Write the checkpoint of `step` to {save_model}_step_{step}.pt (pruned with -keep_checkpoint),
+        or to `path` (not pruned); every rank calls it, rank 0 writes. Returns the path on rank 0."""
         rng_ranks = gather_objects(rng_state(), self.world)  # every rank's: each resumes its own draws
         if self.rank != 0:
             return None
-        path = checkpoint_path(self.save_model, step)
+        tracked = path is None
+        path = path or checkpoint_path(self.save_model, step)
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         payload = dict(self.checkpoint_meta)
@@ -316,6 +421,8 @@ class Trainer:
             "data_pos": list(data_pos),   # (epoch, batches read by EACH rank: they read as many)
             "rng": rng_ranks[0],
             "world_size": self.world.world_size,
+            "train_seconds": self.train_seconds,
+            "early_stopping": self.early_stopping.state_dict(),
         })
         if self.world.world_size > 1:
             payload["rng_ranks"] = rng_ranks
@@ -323,7 +430,8 @@ class Trainer:
             payload["scaler"] = self.scaler.state_dict()
         atomic_torch_save(payload, path)
         logger.info(f"Saved checkpoint {path}")
-        if path not in self.saved:
-            self.saved.append(path)
-        self.saved = prune_checkpoints(self.saved, self.keep_checkpoint)
+        if tracked:
+            if path not in self.saved:
+                self.saved.append(path)
+            self.saved = prune_checkpoints(self.saved, self.keep_checkpoint)
         return path

@@ -35,8 +35,9 @@ def model_option_names():
 
 
 def restore_options(opt, ckpt_opt):
-    """Options of a resumed run: the checkpoint's model (its shape, always), and its training choices
-    unless given here; optimizer options come from here alone with -reset_optim all / keep_states.
+    """Options of a resumed run: the checkpoint's model (its shape, always), and its training choices,
+    its optimizer's options included, unless given here (-reset_optim resets the optimizer's state,
+    never its options: a fresh SGD at lr 1.0 would learn nothing from an Adam checkpoint at 1e-4).
     A model option the checkpoint lacks must be given here (a default could silently change the model)."""
     lacking = [n for n in model_option_names()
                if n not in ckpt_opt and not opts.given(opt, n) and n not in opts.ADDED_MODEL_OPTIONS]
@@ -50,9 +51,38 @@ def restore_options(opt, ckpt_opt):
             continue
         if name not in ckpt_opt or (name in from_here and opts.given(opt, name)):
             continue
-        if name in OPTIMIZER_OPTIONS and opt.reset_optim in ("all", "keep_states"):
-            continue
         setattr(opt, name, ckpt_opt[name])
+    if opt.copy_loss_by_seqlength and opt.rl_gamma and not opts.given(opt, "copy_loss_by_seqlength"):
+        opt.copy_loss_by_seqlength = False   # it would weigh the ML term by 1/length: not the -rl_gamma mix
+        logger.info(f"-copy_loss_by_seqlength of {opt.train_from} is not carried into the mixed objective "
+                    "(it would divide the ML term by each summary's length and shift the mix from -rl_gamma)")
+
+
+def check_steps_left(opt, start_step):
+    """UserError when -train_steps leaves nothing to train after the checkpoint's step (it counts from
+    the start of training, as in OpenNMT-py: the run would save nothing and exit 0)."""
+    if opt.epochs <= 0 and opt.train_steps <= start_step:
+        raise UserError(f"-train_steps {opt.train_steps} is not above the step of {opt.train_from} ({start_step}): "
+                        f"nothing to train; -train_steps counts from the start of training, so give more than "
+                        f"{start_step} (e.g. -train_steps {start_step + max(opt.train_steps, 1)})")
+
+
+def describe_phase(opt, ckpt):
+    """The log's line on what this run trains with: optimizer, its rate and state, and the objective."""
+    if ckpt is None:
+        state = "fresh state"
+    elif "optim" not in ckpt or opt.reset_optim in ("all", "states"):
+        state = f"fresh state (-reset_optim {opt.reset_optim})"
+    else:
+        state = f"state of {opt.train_from} (step {ckpt['step']})"
+    if opt.rl_gamma is None:
+        objective = "maximum likelihood"
+    else:
+        objective = (f"{opt.rl_gamma:g} * self-critical RL ({opt.rl_reward} reward, sequences of at most "
+                     f"{opt.max_gen_length} tokens, -rl_normalization {opt.rl_normalization}) + "
+                     f"{1 - opt.rl_gamma:g} * ML")
+    return (f"Training: {opt.optim}, learning rate {opt.learning_rate:g}, {state}; batch {opt.batch_size} "
+            f"{opt.batch_type}; objective: {objective}")
 
 
 def build_optimizer(opt, model, ckpt):
@@ -60,9 +90,6 @@ def build_optimizer(opt, model, ckpt):
     from onmt.utils.optim import load_optimizer_state, optimizer_from_opt
     optimizer = optimizer_from_opt(opt, model.parameters())
     if ckpt is None or "optim" not in ckpt or opt.reset_optim in ("all", "states"):
-        if ckpt is not None:
-            logger.info(f"Optimizer: fresh {opt.optim} state (-reset_optim {opt.reset_optim}), "
-                        f"learning rate {opt.learning_rate}")
         return optimizer
     saved = ckpt["opt"].get("optim")
     if saved != opt.optim:
@@ -150,14 +177,17 @@ def train_rank(opt, world):
                         allow_new=ckpt is not None and opts.given(opt, "coverage_attn"),
                         checkpoint_name=opt.train_from or None, device=device)
     optimizer = build_optimizer(opt, model, ckpt)
+    logger.info(describe_phase(opt, ckpt))
     distributed.broadcast_model(model, world)
     distributed.seed_rank(opt.seed, world)  # same parameters, different draws on each rank
     start_step, data_pos = 0, (0, 0)
     if ckpt is not None:
         start_step = int(ckpt["step"])
+        check_steps_left(opt, start_step)
         data_pos, rng = distributed.resume_state(ckpt, world)
-        if rng is not None:
-            set_rng_state(rng)
+        same_run = ckpt["opt"].get("save_model") == opt.save_model
+        if rng is not None and (same_run or not opts.given(opt, "seed")):
+            set_rng_state(rng)   # exact resume; a new phase given its own -seed draws from that seed
         logger.info(f"Resuming from {opt.train_from} at step {start_step}")
 
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,
@@ -169,13 +199,12 @@ def train_rank(opt, world):
                                            equal_shares=False)
                   if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = build_loss(opt)
-    if opt.rl_gamma is not None:
-        logger.info(f"Objective: {opt.rl_gamma} * self-critical RL ({opt.rl_reward} reward, sequences of at "
-                    f"most {opt.max_gen_length} tokens) + {1 - opt.rl_gamma:g} * ML")
     meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(), "preprocess": input_options(meta),
                  "param_names": [n for n, _ in model.named_parameters()]}
     trainer = Trainer.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
                                rank=world.rank, world_size=world.world_size)
+    if ckpt is not None:
+        trainer.restore(ckpt, same_run=same_run)
     try:
         if opt.profile:   # profile N steps, then stop (exit status 0, no checkpoint)
             from onmt.utils.profiling import trace_path

@@ -12,10 +12,19 @@ extended ids: the reference is batch.tgt_ex[:, 1:] before its </s>, with <unk> (
 outside the target vocabulary and absent from the source) made unmatchable. Minimizing L_rl raises
 log p(y^s) when y^s beats the greedy baseline (r(y^s) > r(y^)) and lowers it otherwise.
 
-Normalization: both terms are sums over a sequence, summed over the batch, so their ratio is the
-paper's; the trainer divides every loss by the batch's reference tokens (Statistics.n_words), which
-scales both by the same batch constant (as with the ML loss alone). gamma = 0 runs no rollout at all
-and returns the ML loss itself (bit for bit); gamma = 1 skips the ML term.
+Normalization (`-rl_normalization`): with `sum` (the paper's, the default) both terms are sums over a
+sequence, summed over the batch, so their ratio is the paper's; the trainer divides every loss by the
+batch's reference tokens (Statistics.n_words), which scales both by the same batch constant (as with
+the ML loss alone). With `tokens` the RL sum is also multiplied by (reference tokens / sampled tokens)
+of the batch, so that after the trainer's division each term is a mean per token of its own sequences.
+gamma = 0 runs no rollout at all and returns the ML loss itself (bit for bit); gamma = 1 skips the ML
+term. With 0 < gamma < 1 the loss is returned as its two parts, {"ml": (1 - gamma) L_ml, "rl": gamma
+L_rl} (`parts`), which the trainer backpropagates one after the other to log the norm each adds to
+the update.
+
+The rollouts (y^s, y^ and their shared encoding) run with the model in evaluation mode: no dropout, so
+the greedy baseline is the model's own greedy decode and y^s is drawn from the distribution the model
+has at test time; the ML term keeps training mode (dropout, scheduled sampling).
 
 Without autograd (validation) the loss gives the ML statistics and, with `valid_rouge`, the greedy
 ROUGE-L F1 of every example, so the RL phase's effect shows in the validation log.
@@ -24,6 +33,8 @@ Precision: the rewards are float32 whatever the autocast state (integer counts, 
 RL term is a float32 island (onmt/modules/precision.py) on the widened log p(y^s): under -amp the loss
 is float32 like the ML loss.
 """
+import contextlib
+
 import torch
 
 from onmt.constants import PAD, UNK
@@ -41,13 +52,28 @@ def reference_tokens(batch):
     return ref.masked_fill(ref == UNK, -1), lengths
 
 
+@contextlib.contextmanager
+def evaluation_mode(model):
+    """`model` in evaluation mode inside the block (no dropout), its modules' modes restored after."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
 class MixedLoss:
     """gamma * self-critical RL + (1 - gamma) * `ml_loss` (an MLLoss); `loss(model, batch)`."""
 
-    def __init__(self, ml_loss, gamma=0.0, reward="rougeL", max_length=100, valid_rouge=False):
+    def __init__(self, ml_loss, gamma=0.0, reward="rougeL", max_length=100, valid_rouge=False, normalization="sum"):
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        if normalization not in ("sum", "tokens"):
+            raise ValueError(f"normalization must be sum or tokens, got {normalization}")
         self.ml_loss, self.gamma, self.max_length = ml_loss, gamma, max_length
+        self.normalization = normalization
         self.reward = reward_function(reward)
         self.valid_rouge = valid_rouge
 
@@ -55,26 +81,39 @@ class MixedLoss:
     def from_opt(cls, opt, ml_loss):
         valid_rouge = opt.valid_rouge if opt.valid_rouge is not None else opt.rl_gamma is not None
         return cls(ml_loss, gamma=opt.rl_gamma or 0.0, reward=opt.rl_reward, max_length=opt.max_gen_length,
-                   valid_rouge=valid_rouge)
+                   valid_rouge=valid_rouge, normalization=opt.rl_normalization)
 
     def __call__(self, model, batch):
         """-> (loss to backpropagate, Statistics); see the module docstring."""
         if not torch.is_grad_enabled():
             return self._validate(model, batch)
+        parts, stats = self.parts(model, batch)
+        return sum(parts.values()), stats
+
+    def parts(self, model, batch):
+        """-> ({name: scalar loss with gradient}, Statistics): the loss as the terms that add up to it,
+        {"ml": (1 - gamma) L_ml, "rl": gamma L_rl} for 0 < gamma < 1 (one term, "loss", otherwise), so
+        the trainer can measure the gradient each term adds to the update."""
         if self.gamma == 0.0:
-            return self.ml_loss(model, batch)
+            loss, stats = self.ml_loss(model, batch)
+            return {"loss": loss}, stats
         if self.gamma < 1.0:
             ml, stats = self.ml_loss(model, batch)
-            loss = (1.0 - self.gamma) * ml
         else:
-            loss, stats = 0.0, Statistics(n_words=batch.n_tgt_tokens, n_examples=batch.batch_size)
+            stats = Statistics(n_words=batch.n_tgt_tokens, n_examples=batch.batch_size)
         rl, rl_stats = self.rl_term(model, batch)
         stats.extra.update(rl_stats)
-        return loss + self.gamma * rl, stats
+        if self.normalization == "tokens":   # per sampled token once the trainer divides by reference tokens
+            rl = rl * (batch.n_tgt_tokens / max(rl_stats["sampled_tokens"], 1))
+        if self.gamma == 1.0:
+            return {"loss": rl}, stats
+        return {"ml": (1.0 - self.gamma) * ml, "rl": self.gamma * rl}, stats
 
     def rl_term(self, model, batch):
-        """-> (sum over the batch of L_rl per example (scalar, with gradient), dict of summed stats)."""
-        sampled, greedy = model.rollout(batch, model.encode(batch), self.max_length, ("sample", "greedy"))
+        """-> (sum over the batch of L_rl per example (scalar, with gradient), dict of summed stats).
+        The rollouts run in evaluation mode (module docstring)."""
+        with evaluation_mode(model):
+            sampled, greedy = model.rollout(batch, model.encode(batch), self.max_length, ("sample", "greedy"))
         with float32_region(sampled.tokens):
             log_probs = widen(sampled.log_probs)  # (B, L)
             with torch.no_grad():

@@ -21,6 +21,17 @@ def train_opts(parser):
     g.add("-keep_checkpoint", "--keep_checkpoint", type=int, default=-1,
           help="keep the last N checkpoints (0 or -1: all, as in OpenNMT-py)")
     g.add("-report_every", "--report_every", type=int, default=50, help="log every N steps")
+    g.add("-early_stopping", "--early_stopping", type=int, default=0,
+          help="OpenNMT-py's: stop when N validations in a row bring no improvement of every "
+               "-early_stopping_criteria (0: off); the best checkpoint is {save_model}_best.pt either way")
+    g.add("-early_stopping_criteria", "--early_stopping_criteria", nargs="*", default=None,
+          choices=["ppl", "accuracy", "rougeL"],
+          help="OpenNMT-py's: what improves: validation perplexity (default), accuracy, or the greedy "
+               "validation ROUGE-L F1 (rougeL, turns on -valid_rouge); with several, all must improve")
+    g.add("-train_time_limit", "--train_time_limit", type=float, default=0.0,
+          help="stop (and save) after this many seconds of training steps in this run, validation and "
+               "saving excluded: CPU seconds of this process on the CPU, wall seconds on CUDA (0: no limit); "
+               "checkpoints record the total as train_seconds, so equal-compute comparisons can resume")
     g = parser.add_argument_group("Batching")
     g.add("-batch_size", "--batch_size", type=int, default=64, help="batch size (sentences or tokens)")
     g.add("-batch_type", "--batch_type", default="sents", choices=["sents", "tokens"], help="unit of -batch_size")
@@ -58,9 +69,9 @@ def train_opts(parser):
                "is given)")
     g.add("-warmup_steps", "--warmup_steps", type=int, default=4000, help="warm-up of -decay_method noam and rsqrt")
     g.add("-reset_optim", "--reset_optim", default="none", choices=["none", "all", "states", "keep_states"],
-          help="with -train_from: none = the checkpoint's optimizer options (those given here win) and state; "
-               "all = options from here, fresh state; states = the checkpoint's options (those given here "
-               "win), fresh state; keep_states = options from here, the checkpoint's state")
+          help="with -train_from, what to reset of the checkpoint's optimizer: none = keep its state; all / "
+               "states = a fresh state; keep_states = keep its state. In every case the optimizer options "
+               "(-optim, -learning_rate, ...) are the checkpoint's unless given again")
     g = parser.add_argument_group("Loss")
     g.add("-normalization", "--normalization", default="tokens", choices=["tokens", "sents"],
           help="divide a step's summed loss by its target tokens or by its examples (OpenNMT-py's default "
@@ -84,6 +95,11 @@ def train_opts(parser):
     g = parser.add_argument_group("Reinforcement learning (self-critical policy gradient)")
     g.add("-rl_gamma", "--rl_gamma", type=float, default=None,
           help="train gamma * L_rl + (1 - gamma) * L_ml (absent: ML only; the paper: 0.9984; 1: RL only)")
+    g.add("-rl_normalization", "--rl_normalization", default="sum", choices=["sum", "tokens"],
+          help="how the two terms are scaled before mixing: sum = the paper's literal sums over each "
+               "sequence (both divided by the batch's reference tokens, so their ratio is the paper's); "
+               "tokens = each term per token of its own sequences (ML per reference token, RL per sampled "
+               "token), as many reimplementations do")
     g.add("-rl_reward", "--rl_reward", default="rougeL", choices=["rougeL", "rouge1", "rouge2", "mix"],
           help="reward of a sequence against the reference (F1; mix: mean of the three)")
     g.add("-max_gen_length", "--max_gen_length", type=int, default=0,

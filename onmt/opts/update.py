@@ -52,10 +52,24 @@ def fill_defaults(opt, declare):
             setattr(opt, name, copy.deepcopy(default))
 
 
+# Paulus et al.'s recipe (section 5 and appendix: CNN/DM, the ML phase): what `-reinforced` alone
+# trains with, each where the user gave nothing (command line or -config). Model options first, then
+# train.py's own. Their learning rate 1e-4 for the mixed phase is config/*_rl.yaml's.
+REINFORCED_MODEL_DEFAULTS = {"word_vec_size": 100, "rnn_size": 400, "dropout": 0.0, "scheduled_sampling": 0.25}
+REINFORCED_TRAIN_DEFAULTS = {"optim": "adam", "learning_rate": 0.001, "batch_size": 50}
+
+
+def _apply_recipe(opt, recipe):
+    for name, value in recipe.items():
+        if not given(opt, name):
+            setattr(opt, name, value)
+
+
 def update_model_opts(opt):
     """The model group: defaults for what `opt` lacks; -reinforced implies -brnn (unless -brnn or
-    -encoder_type is given), -share_embeddings and -copy_attn, and one layer unless -layers,
-    -enc_layers or -dec_layers is given; -layers N sets -enc_layers and -dec_layers.
+    -encoder_type is given), -share_embeddings and -copy_attn, one layer unless -layers,
+    -enc_layers or -dec_layers is given, and the paper's sizes, dropout and scheduled sampling
+    (REINFORCED_MODEL_DEFAULTS) where not given; -layers N sets -enc_layers and -dec_layers.
     (Not for a checkpoint's options, resolved when it was trained: see `update_saved_model_opts`.)"""
     fill_defaults(opt, model_opts)
     if opt.reinforced:
@@ -64,6 +78,7 @@ def update_model_opts(opt):
             opt.brnn = True
         if not any(given(opt, n) for n in ("layers", "enc_layers", "dec_layers")):
             opt.layers = 1
+        _apply_recipe(opt, REINFORCED_MODEL_DEFAULTS)
     if opt.layers > 0:
         opt.enc_layers = opt.dec_layers = opt.layers
 
@@ -81,8 +96,18 @@ def update_saved_model_opts(opt):
 
 
 def update_train_opts(opt):
-    """train.py's own options (the model group has `update_model_opts`): defaults for what `opt` lacks."""
+    """train.py's own options (the model group has `update_model_opts`): defaults for what `opt` lacks;
+    -reinforced trains with the paper's optimizer and batch (REINFORCED_TRAIN_DEFAULTS) where not given
+    (on -train_from the checkpoint's own options replace these, bin/train.py); -early_stopping_criteria
+    defaults to ppl, and rougeL among them turns -valid_rouge on."""
     fill_defaults(opt, train_opts)
+    if vars(opt).get("reinforced"):
+        _apply_recipe(opt, REINFORCED_TRAIN_DEFAULTS)
+    if not opt.early_stopping_criteria:
+        opt.early_stopping_criteria = ["ppl"]
+    opt.early_stopping_criteria = list(dict.fromkeys(opt.early_stopping_criteria))
+    if "rougeL" in opt.early_stopping_criteria and opt.valid_rouge is None:
+        opt.valid_rouge = True
 
 
 def update_translate_opts(opt):

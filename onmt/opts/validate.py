@@ -123,8 +123,8 @@ def validate_model_opts(opt):
 
 
 # Paulus et al.'s settings for CNN/DM (the ML phase; rl_gamma is the mixed phase's), as options.
-PAPER_SETTINGS = {"word_vec_size": 100, "rnn_size": 400, "enc_layers": 1, "optim": "adam",
-                  "learning_rate": 0.001, "scheduled_sampling": 0.25, "rl_gamma": 0.9984}
+PAPER_SETTINGS = {"word_vec_size": 100, "rnn_size": 400, "enc_layers": 1, "dropout": 0.0, "optim": "adam",
+                  "learning_rate": 0.001, "batch_size": 50, "scheduled_sampling": 0.25, "rl_gamma": 0.9984}
 
 
 def paper_differences(opt):
@@ -156,6 +156,16 @@ def validate_train_opts(opt):
         raise OptionError("one of -train_steps or -epochs must be positive")
     if opt.rl_gamma is not None and not 0.0 <= opt.rl_gamma <= 1.0:
         raise OptionError(f"-rl_gamma must be in [0, 1], got {opt.rl_gamma}")
+    if opt.early_stopping < 0:
+        raise OptionError(f"-early_stopping must be >= 0, got {opt.early_stopping}")
+    if "rougeL" in (opt.early_stopping_criteria or ()) and opt.valid_rouge is False:
+        raise OptionError("-early_stopping_criteria rougeL needs the greedy validation ROUGE: drop -no_valid_rouge")
+    if opt.train_time_limit < 0 or opt.train_time_limit != opt.train_time_limit:
+        raise OptionError(f"-train_time_limit must be >= 0, got {opt.train_time_limit}")
+    if opt.copy_loss_by_seqlength and opt.rl_gamma and given(opt, "copy_loss_by_seqlength"):
+        raise OptionError("-copy_loss_by_seqlength with -rl_gamma would divide the ML term by each summary's "
+                          "length and so shift the mix away from -rl_gamma; use -rl_normalization tokens for "
+                          "per-token terms")
     if opt.max_gen_length < 0:
         raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
     if opt.sample_every < 0:

@@ -70,6 +70,29 @@ def checkpoint_path(save_model, step):
     return f"{save_model}_step_{step}.pt"
 
 
+def best_checkpoint_path(save_model):
+    return f"{save_model}_best.pt"
+
+
+def link_best(path, best):
+    """Make `best` the checkpoint `path`, atomically: a hard link (no copy; it survives the pruning of
+    `path`), or a copy where the file system has no links. A reader sees the old or the new best."""
+    import shutil
+    tmp = f"{best}.tmp{os.getpid()}"
+    try:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        try:
+            os.link(path, tmp)
+        except OSError:
+            shutil.copyfile(path, tmp)
+        os.replace(tmp, best)
+    except OSError as e:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise UserError(f"checkpoint: cannot write {best}: {e.strerror or e}") from None
+
+
 def prune_checkpoints(saved, keep):
     """Delete the oldest of `saved` (paths, oldest first) beyond `keep`; returns the rest. As in
     OpenNMT-py, `keep` <= 0 (or None) keeps every checkpoint: 0 never deletes the one just written."""

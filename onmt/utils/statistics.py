@@ -59,7 +59,8 @@ class Statistics:
         """name -> value of every figure this window holds, for TensorBoard (utils/tensorboard.py):
         xent, ppl, accuracy; coverage (mean coverage loss), p_copy, sampled_inputs (% of decoder
         inputs from scheduled sampling) where the model has them; reward_sample, reward_greedy,
-        rl_loss (per example) and copies (% of sampled tokens) with the RL objective; rougeL (greedy
+        rl_loss (per example) and copies (% of sampled tokens) with the RL objective; norm_ml, norm_rl
+        (mean norm of the gradient each term adds to an update, before clipping); rougeL (greedy
         ROUGE-L F1, %) and greedy_length at validation with -valid_rouge."""
         e, out = self.extra, {}
         if self.has_ml():
@@ -75,6 +76,10 @@ class Statistics:
             out.update(reward_sample=e["reward_sample"] / n, reward_greedy=e["reward_greedy"] / n,
                        rl_loss=e["rl_loss"] / n,
                        copies=100.0 * e.get("copied_tokens", 0) / max(e.get("sampled_tokens", 0), 1))
+        n = e.get("update_norm_steps", 0)
+        if n:
+            out.update({k[len("update_"):]: e[k] / n for k in e
+                        if k.startswith("update_norm_") and k != "update_norm_steps"})
         n = e.get("valid_rouge_examples", 0)
         if n:
             out.update(rougeL=100.0 * e["valid_rougeL"] / n,
@@ -89,8 +94,14 @@ class Statistics:
             return ""
         ml = f"{self.xent():.4f}" if self.has_ml() else "n/a"
         copies = 100.0 * e.get("copied_tokens", 0) / max(e.get("sampled_tokens", 0), 1)
-        return (f"reward sample: {e['reward_sample'] / n:.4f}; reward greedy: {e['reward_greedy'] / n:.4f}; "
+        line = (f"reward sample: {e['reward_sample'] / n:.4f}; reward greedy: {e['reward_greedy'] / n:.4f}; "
                 f"ml loss: {ml}; rl loss: {e['rl_loss'] / n:.4f}; copies: {copies:.1f}%")
+        steps = e.get("update_norm_steps", 0)
+        if steps:   # the norm of what each term adds to the update (onmt/utils/update_norms.py)
+            g_ml, g_rl = e.get("update_norm_ml", 0.0) / steps, e.get("update_norm_rl", 0.0) / steps
+            line += (f"; update norm ML {g_ml:.3g}, RL {g_rl:.3g}"
+                     + (f" (RL/ML {g_rl / g_ml:.3g})" if g_ml > 0 else ""))
+        return line
 
     def valid_rouge_report(self):
         """The greedy validation ROUGE-L line (onmt/losses/rl.py), or ''."""

@@ -251,7 +251,9 @@ def test_rank_0_alone_logs_and_validation_covers_both_shares(two_ranks):
     folder, _ = two_ranks
     text = (folder / "rnn.log").read_text()
     assert text.count("Step 5/20;") == 1 and text.count("Validation perplexity") == 2
-    assert text.count("Saved checkpoint") == 2
+    saved = [line for line in text.splitlines() if "Saved checkpoint" in line]
+    assert len([line for line in saved if "_step_" in line]) == 2   # and the best ones, rank 0 alone
+    assert all(line.endswith(("_step_10.pt", "_step_20.pt", "_best.pt")) for line in saved)
 
 
 def test_two_ranks_of_the_reinforced_model_resume_bit_for_bit(two_ranks):

@@ -111,3 +111,68 @@ def test_a_checkpoint_that_does_not_fit_is_refused(data, tmp_path):
     torch.save(ck, tmp_path / "odd.pt")
     with pytest.raises(UserError, match="does not fit"):
         _train(data, COPY, str(tmp_path / "x"), "-train_steps", "3", "-train_from", str(tmp_path / "odd.pt"))
+
+
+# --------------------------------------------------------------------------- the RL phase's traps
+def test_reset_optim_all_keeps_the_checkpoints_optimizer_and_says_so(data, tmp_path):
+    """-reset_optim all resets the optimizer's state, not its options: an Adam checkpoint goes on with Adam
+    (not the parser's SGD), at the learning rate given here, and the log's first lines say so."""
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4")
+    log = tmp_path / "rl.log"
+    _train(data, REINFORCED, str(tmp_path / "rl"), "-train_steps", "6", "-rl_gamma", "0.9984",
+           "-learning_rate", "0.0001", "-reset_optim", "all", "-max_gen_length", "6",
+           "-train_from", str(tmp_path / "ml_step_4.pt"), "-log_file", str(log))
+    ck = _ckpt(tmp_path / "rl_step_6.pt")
+    assert ck["opt"]["optim"] == "adam" and ck["optim"]["param_groups"][0]["lr"] == 0.0001
+    assert all(int(s["step"]) == 2 for s in ck["optim"]["state"].values())   # a fresh state: 2 steps
+    head = log.read_text().split("Step 2/6")[0]
+    assert "Training: adam, learning rate 0.0001, fresh state (-reset_optim all)" in head
+    assert "0.9984 * self-critical RL" in head
+
+
+def test_train_steps_not_above_the_checkpoint_is_one_clear_error(data, tmp_path):
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-train_steps", "4")
+    for steps in ("2", "4"):
+        with pytest.raises(UserError, match=f"-train_steps {steps} is not above the step of .*ml_step_4.pt \\(4\\)"):
+            _train(data, REINFORCED, str(tmp_path / "x"), "-train_steps", steps,
+                   "-train_from", str(tmp_path / "ml_step_4.pt"))
+    assert not list(tmp_path.glob("x_*"))
+
+
+def test_copy_loss_by_seqlength_of_a_checkpoint_is_not_carried_into_the_mix(data, tmp_path):
+    _train(data, COPY, str(tmp_path / "c"), "-optim", "adam", "-train_steps", "2", "-copy_loss_by_seqlength")
+    assert _ckpt(tmp_path / "c_step_2.pt")["opt"]["copy_loss_by_seqlength"] is True
+    log = tmp_path / "rl.log"
+    _train(data, COPY, str(tmp_path / "r"), "-train_steps", "3", "-rl_gamma", "0.5", "-max_gen_length", "5",
+           "-train_from", str(tmp_path / "c_step_2.pt"), "-log_file", str(log))
+    assert _ckpt(tmp_path / "r_step_3.pt")["opt"]["copy_loss_by_seqlength"] is False
+    assert "-copy_loss_by_seqlength of" in log.read_text()
+    with pytest.raises(Exception, match="-copy_loss_by_seqlength with -rl_gamma"):
+        _train(data, COPY, str(tmp_path / "q"), "-train_steps", "3", "-rl_gamma", "0.5", "-copy_loss_by_seqlength",
+               "-train_from", str(tmp_path / "c_step_2.pt"))
+
+
+def test_a_new_phase_with_its_own_seed_draws_from_it(data, tmp_path):
+    """Seeds of an RL phase from one ML checkpoint give different runs (the checkpoint's RNG state is for an
+    exact resume of the same run); the same seed gives the same run."""
+    _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4")
+    rl = ["-train_steps", "6", "-rl_gamma", "0.9", "-max_gen_length", "6", "-train_from", str(tmp_path / "ml_step_4.pt")]
+    for name, seed in (("s1", "1"), ("s1b", "1"), ("s2", "2")):
+        train_bin.main(["-data", data, "-save_model", str(tmp_path / name), *REINFORCED, "-batch_size", "16",
+                        "-valid_steps", "0", "-seed", seed, *rl])
+    s1, s1b, s2 = (_ckpt(tmp_path / f"{n}_step_6.pt")["model"] for n in ("s1", "s1b", "s2"))
+    assert _same_params(s1, s1b) and not _same_params(s1, s2)
+
+
+def test_reinforced_alone_trains_with_the_papers_recipe(data, tmp_path):
+    log = tmp_path / "p.log"
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "p"), "-reinforced", "-train_steps", "1",
+                    "-valid_steps", "0", "-log_file", str(log)])
+    ck = _ckpt(tmp_path / "p_step_1.pt")
+    o = ck["opt"]
+    assert (o["word_vec_size"], o["rnn_size"], o["brnn"], o["enc_layers"]) == (100, 400, True, 1)
+    assert (o["optim"], o["learning_rate"], o["batch_size"], o["dropout"], o["scheduled_sampling"]) == \
+        ("adam", 0.001, 50, 0.0, 0.25)
+    assert "exp_avg" in next(iter(ck["optim"]["state"].values()))   # an Adam state
+    text = log.read_text()
+    assert "Training: adam, learning rate 0.001" in text and "differ from Paulus" not in text

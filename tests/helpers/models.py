@@ -15,8 +15,12 @@ def make_opt(**overrides):
     model_opts(parser)
     opt = parser.parse_args([])
     defaults = dict(rnn_size=8, word_vec_size=6, layers=-1, enc_layers=1, dec_layers=1, dropout=0.0)
-    for k, v in {**defaults, **overrides}.items():
+    values = {**defaults, **overrides}
+    if values.get("reinforced"):
+        values.setdefault("scheduled_sampling", 0.0)   # not the paper's 0.25 unless asked for
+    for k, v in values.items():
         setattr(opt, k, v)
+    opt._given = frozenset(values)   # as given on a command line: the update step keeps them
     update_model_opts(opt)
     update_train_opts(opt)
     validate_model_opts(opt)

@@ -28,7 +28,8 @@ def _opt(*more_args):
     parser = configargparse.ArgumentParser()
     opts.model_opts(parser)
     opt = opts.parse_with_given(parser, ["-reinforced", "-brnn", "-rnn_size", "12", "-word_vec_size", "6",
-                                         "-layers", "1", "-dropout", "0", *more_args])
+                                         "-layers", "1", "-dropout", "0", "-scheduled_sampling", "0",
+                                         *more_args])
     opts.update_model_opts(opt)
     opts.validate_model_opts(opt)
     return opt

@@ -1,4 +1,6 @@
 """Options: every parser takes its options from a YAML -config too; validation in one place."""
+import re
+
 import pytest
 
 from onmt import opts
@@ -94,9 +96,39 @@ def test_reinforced_alone_is_the_papers_structure():
     assert _train_opt("-reinforced", "-layers", "2").enc_layers == 2
     # defaults are not "given": the same options pass when they come from the defaults
     assert _train_opt("-reinforced", "-input_feed", "1").reinforced
-    diffs = opts.paper_differences(opt)
-    assert any(d.startswith("-optim sgd") for d in diffs) and any("-rnn_size 500" in d for d in diffs)
+    # and the paper's recipe where nothing was given: sizes, Adam 1e-3, batch 50, dropout 0, sampling 0.25
+    assert (opt.word_vec_size, opt.rnn_size, opt.dropout, opt.scheduled_sampling) == (100, 400, 0.0, 0.25)
+    assert (opt.optim, opt.learning_rate, opt.batch_size) == ("adam", 0.001, 50)
+    assert opts.paper_differences(opt) == []
     assert opts.paper_differences(_train_opt("-config", "config/cnndm_reinforced.yaml")) == []
+    # what the user gives wins, and is reported as a difference
+    mine = _train_opt("-reinforced", "-optim", "sgd", "-rnn_size", "500", "-batch_size", "32", "-dropout", "0.3")
+    assert (mine.optim, mine.rnn_size, mine.batch_size, mine.dropout) == ("sgd", 500, 32, 0.3)
+    assert mine.learning_rate == 0.001 and mine.word_vec_size == 100
+    diffs = opts.paper_differences(mine)
+    assert any(d.startswith("-optim sgd") for d in diffs) and any("-rnn_size 500" in d for d in diffs)
+    assert any("-batch_size 32 (paper: 50)" in d for d in diffs)
+    # the other families keep OpenNMT-py's defaults
+    plain = _train_opt("-copy_attn")
+    assert (plain.optim, plain.learning_rate, plain.batch_size, plain.rnn_size) == ("sgd", 1.0, 64, 500)
+
+
+def test_early_stopping_options():
+    opt = _train_opt("-early_stopping", "3")
+    assert opt.early_stopping == 3 and opt.early_stopping_criteria == ["ppl"] and opt.valid_rouge is None
+    opt = _train_opt("-early_stopping_criteria", "rougeL", "ppl")
+    assert opt.early_stopping_criteria == ["rougeL", "ppl"] and opt.valid_rouge is True
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-early_stopping", "-1"], "-early_stopping must be >= 0"),
+    (["-early_stopping_criteria", "rougeL", "-no_valid_rouge"], "-early_stopping_criteria rougeL needs"),
+    (["-train_time_limit", "-5"], "-train_time_limit must be >= 0"),
+    (["-copy_attn", "-copy_loss_by_seqlength", "-rl_gamma", "0.9"], "-copy_loss_by_seqlength with -rl_gamma"),
+])
+def test_training_option_refusals(argv, message):
+    with pytest.raises(OptionError, match=re.escape(message)):
+        _train_opt(*argv)
 
 
 def test_given_tracks_command_line_and_config(tmp_path):

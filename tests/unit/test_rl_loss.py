@@ -201,3 +201,38 @@ def test_validation_reports_greedy_rouge_without_sampling():
     assert stats.extra["valid_rougeL"] == pytest.approx(float(rouge_l(greedy.tokens, greedy.lengths, ref,
                                                                       ref_len).sum()))
     assert stats.valid_rouge_report().startswith("Validation ROUGE-L F1 (greedy)")
+
+
+# --------------------------------------------------------------------------- rollouts, parts, normalization
+@pytest.mark.parametrize("family", [dict(reinforced=True, rnn_size=12, word_vec_size=6), dict(copy_attn=True)])
+def test_rollouts_run_without_dropout(family):
+    """The sample and the greedy baseline are decoded in evaluation mode: with -dropout 0.3 or 0 (same
+    weights, same seed) the RL term is the same, and the model is back in training mode after."""
+    batch = make_batch(VOCABS, B=4, S=8, T=6, seed=12)
+    results = []
+    for dropout in (0.3, 0.0):
+        model = build(make_opt(dropout=dropout, **family), VOCABS, seed=4).double()
+        model.train()
+        torch.manual_seed(7)
+        rl, stats = MixedLoss(MLLoss(), gamma=1.0, max_length=6).rl_term(model, batch)
+        assert model.training and all(m.training for m in model.modules())
+        results.append((rl.item(), stats))
+    (rl_a, a), (rl_b, b) = results
+    assert rl_a == rl_b and a == b
+
+
+def test_parts_add_up_to_the_loss_and_tokens_normalization():
+    model = _model(13)
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=13)
+    loss_fn = MixedLoss(MLLoss(), gamma=0.75, max_length=6)
+    torch.manual_seed(3)
+    parts, stats = loss_fn.parts(model, batch)
+    torch.manual_seed(3)
+    total, _ = loss_fn(model, batch)
+    assert set(parts) == {"ml", "rl"} and torch.allclose(parts["ml"] + parts["rl"], total)
+    per_token = MixedLoss(MLLoss(), gamma=0.75, max_length=6, normalization="tokens")
+    torch.manual_seed(3)
+    tok_parts, tok_stats = per_token.parts(model, batch)
+    scale = batch.n_tgt_tokens / tok_stats.extra["sampled_tokens"]
+    assert torch.allclose(tok_parts["ml"], parts["ml"]) and torch.allclose(tok_parts["rl"], parts["rl"] * scale)
+    assert set(MixedLoss(MLLoss(), gamma=1.0, max_length=6).parts(model, batch)[0]) == {"loss"}

@@ -135,3 +135,105 @@ def test_profile_logs_operators_and_writes_a_chrome_trace(data, tmp_path):
     custom = tmp_path / "t.json"
     _train(data, str(tmp_path / "q"), "-train_steps", "50", "-profile", "1", "-profile_trace", str(custom))
     assert json.loads(custom.read_text()).get("traceEvents")
+
+
+# --------------------------------------------------------------------------- early stopping, best, time
+def _scripted_validation(monkeypatch, ppls):
+    """Trainer.validate returns the perplexities of `ppls` in turn (the steps it ran at are recorded)."""
+    import math
+
+    from onmt.trainer import Trainer
+    from onmt.utils.statistics import Statistics
+    seen = []
+
+    def validate(self, valid_data, step=None):
+        seen.append(step)
+        return Statistics(loss=100 * math.log(ppls[len(seen) - 1]), n_words=100)
+    monkeypatch.setattr(Trainer, "validate", validate)
+    return seen
+
+
+def test_early_stopping_stops_at_the_planted_plateau_and_keeps_the_best(data, tmp_path, monkeypatch):
+    seen = _scripted_validation(monkeypatch, [9.0, 7.0, 5.0, 6.0, 5.5, 5.0, 1.0, 1.0])
+    log = tmp_path / "log.txt"
+    _train(data, str(tmp_path / "s"), "-train_steps", "30", "-save_checkpoint_steps", "3", "-early_stopping", "3",
+           "-log_file", str(log))
+    # validations at 3, 6, 9 (best: 5.0), then 12, 15, 18 bring nothing better: stop at 18
+    assert seen == [3, 6, 9, 12, 15, 18]
+    steps = sorted(int(p.rsplit("_", 1)[1][:-3]) for p in glob.glob(str(tmp_path / "s_step_*.pt")))
+    assert steps[-1] == 18
+    best = load_checkpoint(str(tmp_path / "s_best.pt"))
+    at_9 = load_checkpoint(str(tmp_path / "s_step_9.pt"))
+    assert best["step"] == 9 and all(torch.equal(best["model"][k], at_9["model"][k]) for k in at_9["model"])
+    assert best["early_stopping"]["best_step"] == 9
+    assert "Early stopping at step 18" in log.read_text()
+
+
+def test_the_best_is_saved_even_between_checkpoint_steps(data, tmp_path, monkeypatch):
+    _scripted_validation(monkeypatch, [9.0, 3.0, 5.0, 6.0])
+    _train(data, str(tmp_path / "b"), "-train_steps", "12", "-save_checkpoint_steps", "0")
+    # no intermediate step files (-save_checkpoint_steps 0), the final one, and the best of step 6
+    assert sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "b_*.pt"))) == ["b_best.pt", "b_step_12.pt"]
+    assert load_checkpoint(str(tmp_path / "b_best.pt"))["step"] == 6
+
+
+def test_valid_steps_zero_means_no_validation(data, tmp_path, monkeypatch):
+    seen = _scripted_validation(monkeypatch, [1.0] * 10)
+    _train(data, str(tmp_path / "z"), "-train_steps", "4", "-valid_steps", "0")
+    assert seen == [] and not os.path.exists(tmp_path / "z_best.pt")
+
+
+def test_train_time_limit_stops_and_train_seconds_carry_over(data, tmp_path, monkeypatch):
+    """A fake process clock that advances one second per reading: each step takes 1 s exactly."""
+    import itertools
+    import time
+    ticks = itertools.count()
+    monkeypatch.setattr(time, "process_time", lambda: float(next(ticks)))
+    _train(data, str(tmp_path / "t"), "-train_steps", "100", "-train_time_limit", "5", "-valid_steps", "0")
+    (path,) = glob.glob(str(tmp_path / "t_step_*.pt"))
+    ck = load_checkpoint(path)
+    assert ck["step"] == 5 and ck["train_seconds"] == 5.0
+    _train(data, str(tmp_path / "t"), "-train_steps", "100", "-train_time_limit", "3", "-valid_steps", "0",
+           "-train_from", path)
+    assert load_checkpoint(str(tmp_path / "t_step_8.pt"))["train_seconds"] == 8.0
+
+
+def test_rl_only_report_line_prints_only_what_exists(data, tmp_path):
+    log = tmp_path / "log.txt"
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "r"), "-reinforced", "-rnn_size", "16",
+                    "-word_vec_size", "8", "-batch_size", "16", "-report_every", "2", "-valid_steps", "0",
+                    "-train_steps", "2", "-rl_gamma", "1", "-max_gen_length", "5", "-log_file", str(log)])
+    (line,) = [x for x in log.read_text().splitlines() if "Step 2/2;" in x]
+    assert "reward sample:" in line and "ml loss: n/a" in line
+    assert not any(k in line for k in ("acc:", "ppl:", "xent:", "update norm"))
+
+
+def test_logged_update_norms_are_those_of_the_two_terms_gradients():
+    """The trainer's update_norm_ml / _rl equal the norms of the gradients of (1 - gamma) L_ml / n and
+    gamma L_rl / n computed separately here (same draws: same seed), before clipping."""
+    from helpers.models import build, make_batch, make_opt, make_vocabs
+    from onmt.losses.ml import MLLoss
+    from onmt.losses.rl import MixedLoss
+    from onmt.trainer import Trainer
+    vocabs = make_vocabs(src_vocab_size=30, tgt_vocab_size=14)
+    model = build(make_opt(reinforced=True, rnn_size=12, word_vec_size=6, scheduled_sampling=0.25), vocabs, seed=3)
+    model.train()
+    batch = make_batch(vocabs, B=4, S=8, T=6, seed=3)
+    loss_fn = MixedLoss(MLLoss(), gamma=0.9, max_length=6)
+    params = [p for p in model.parameters() if p.requires_grad]
+    torch.manual_seed(5)
+    parts, _ = loss_fn.parts(model, batch)
+    n = batch.n_tgt_tokens
+    want = {}
+    for name in ("ml", "rl"):
+        grads = torch.autograd.grad(parts[name] / n, params, retain_graph=True, allow_unused=True)
+        want[name] = torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)).item()
+    assert want["ml"] > 0 and want["rl"] > 0
+    trainer = Trainer(model, loss_fn, torch.optim.SGD(model.parameters(), lr=0.0), save_model="unused",
+                      max_grad_norm=1e-3)
+    torch.manual_seed(5)
+    stats = trainer.train_step(batch, 1)
+    assert stats.extra["update_norm_ml"] == pytest.approx(want["ml"], rel=1e-5)
+    assert stats.extra["update_norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
+    assert stats.scalars()["norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
+    assert f"RL/ML {want['rl'] / want['ml']:.3g}" in stats.rl_report()
