@@ -156,7 +156,8 @@ def test_a_new_phase_with_its_own_seed_draws_from_it(data, tmp_path):
     """Seeds of an RL phase from one ML checkpoint give different runs (the checkpoint's RNG state is for an
     exact resume of the same run); the same seed gives the same run."""
     _train(data, REINFORCED, str(tmp_path / "ml"), "-optim", "adam", "-learning_rate", "0.01", "-train_steps", "4")
-    rl = ["-train_steps", "6", "-rl_gamma", "0.9", "-max_gen_length", "6", "-train_from", str(tmp_path / "ml_step_4.pt")]
+    rl = ["-train_steps", "6", "-rl_gamma", "0.9", "-max_gen_length", "6",
+          "-train_from", str(tmp_path / "ml_step_4.pt")]
     for name, seed in (("s1", "1"), ("s1b", "1"), ("s2", "2")):
         train_bin.main(["-data", data, "-save_model", str(tmp_path / name), *REINFORCED, "-batch_size", "16",
                         "-valid_steps", "0", "-seed", seed, *rl])
