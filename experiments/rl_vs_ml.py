@@ -161,19 +161,22 @@ def run_arms(a, prep, base):
                 raise SystemExit(f"arm failed ({proc.returncode}); see {log}")
             open(os.path.join(folder, "done"), "w").close()
         if not a.skip_eval:
-            for name in pair:
-                if name in only:
-                    score_arm(a, prep, base, name)
+            score_pair(a, base, [n for n in pair if n in only])
 
 
 # --------------------------------------------------------------------------- scores
-def translate(a, ckpt, out_prefix):
-    pred, dump = out_prefix + ".txt", out_prefix + ".npz"
-    if not os.path.exists(pred):
-        run(["translate.py", "-model", ckpt, "-src", os.path.join(a.workdir, "data", "valid.src.txt"),
-             "-output", pred, "-beam_size", "5", "-max_length", "30", "-batch_size", "64", "-attn_debug", dump],
-            log=out_prefix + ".log")
-    return pred, dump
+def translate_all(a, jobs):
+    """Beam-5 predictions (and -attn_debug dumps) for [(checkpoint, name)], two translations at a time."""
+    todo = [(ckpt, os.path.join(a.workdir, "scores", name)) for ckpt, name in jobs
+            if not os.path.exists(os.path.join(a.workdir, "scores", name + ".txt"))]
+    os.makedirs(os.path.join(a.workdir, "scores"), exist_ok=True)
+    for i in range(0, len(todo), 2):
+        procs = [(run(["translate.py", "-model", ckpt, "-src", os.path.join(a.workdir, "data", "valid.src.txt"),
+                       "-output", out + ".txt", "-beam_size", "5", "-max_length", "30", "-batch_size", "64",
+                       "-attn_debug", out + ".npz"], log=out + ".log", wait=False), out) for ckpt, out in todo[i:i + 2]]
+        for proc, out in procs:
+            if proc.wait() != 0:
+                raise SystemExit(f"translation failed; see {out}.log")
 
 
 def evaluate(a, pred, control_pred=None):
@@ -185,11 +188,11 @@ def evaluate(a, pred, control_pred=None):
         run(["-m", "onmt.bin.evaluate", "-pred", pred, "-ref", ref, "-official", "-json", js])
     out = {"rouge": {k: v["f"] for k, v in read_json(js).items() if isinstance(v, dict) and "f" in v}}
     if control_pred:
-        cj = pred + ".vs_control.json"
+        cj = pred[:-4] + ".vs_" + os.path.basename(control_pred)[:-4] + ".json"
         if not os.path.exists(cj):
             run(["-m", "onmt.bin.evaluate", "-pred", pred, control_pred, "-ref", ref, "-bootstrap", "1000",
                  "-json", cj])
-        out["paired"] = read_json(cj)
+        out["paired"] = read_json(cj)["paired"]
     return out
 
 
@@ -205,39 +208,45 @@ def diagnostics(a, pred, dump):
 
 
 def score_model(a, ckpt, name, control=None):
-    out_prefix = os.path.join(a.workdir, "scores", name)
-    os.makedirs(os.path.dirname(out_prefix), exist_ok=True)
-    pred, dump = translate(a, ckpt, out_prefix)
+    pred = os.path.join(a.workdir, "scores", name + ".txt")
     control_pred = os.path.join(a.workdir, "scores", control + ".txt") if control else None
     ck = torch.load(ckpt, map_location="cpu", weights_only=True)
     result = {"name": name, "step": int(ck["step"]), "train_seconds": float(ck["train_seconds"]),
-              **evaluate(a, pred, control_pred), **diagnostics(a, pred, dump)}
+              **evaluate(a, pred, control_pred), **diagnostics(a, pred, pred[:-4] + ".npz")}
     write_json(os.path.join(RESULTS, f"{name}.json"), result)
     return result
 
 
-def score_arm(a, prep, base, name):
-    if os.path.exists(os.path.join(RESULTS, f"{name}.json")):
-        return
+def equal_step_checkpoint(a, name, step):
+    """The control's checkpoint at the last step <= `step` (checkpoints every 50 steps)."""
+    folder = os.path.join(a.workdir, "arms", CONTROL[name])
+    steps = [int(re.search(r"_step_(\d+)\.pt$", p).group(1)) for p in glob.glob(f"{folder}/model_step_*.pt")]
+    equal = max((s for s in steps if s <= step), default=None)
+    return (f"{folder}/model_step_{equal}.pt", f"{CONTROL[name]}_steps{equal}") if equal is not None else None
+
+
+def score_pair(a, base, names):
+    """Scores of the arms `names` (controls first), of the ML start and of the equal-step controls."""
+    finals = {n: latest_checkpoint(os.path.join(a.workdir, "arms", n, "model")) for n in names}
+    jobs = [(base, "ml_best")] + [(finals[n], n) for n in sorted(names, key=lambda n: n[0] != "b")]
+    equal = {n: equal_step_checkpoint(a, n, int(re.search(r"_step_(\d+)", finals[n]).group(1)))
+             for n in names if n.startswith("a")}
+    jobs += [j for j in equal.values() if j is not None]
+    translate_all(a, jobs)
     if not os.path.exists(os.path.join(RESULTS, "ml_best.json")):
         score_model(a, base, "ml_best")
-    folder = os.path.join(a.workdir, "arms", name)
-    final = latest_checkpoint(os.path.join(folder, "model"))
-    control = CONTROL.get(name)
-    if control and not os.path.exists(os.path.join(a.workdir, "scores", control + ".txt")):
-        raise SystemExit(f"score {control} before {name}")
-    result = score_model(a, final, name, control)
-    result["curve"] = read_curve(os.path.join(folder, "train.log"), offset=train_seconds(base))
-    if name.startswith("a"):   # the control at equal steps: b's checkpoint at a's last step
-        b_folder = os.path.join(a.workdir, "arms", CONTROL[name])
-        steps = sorted(int(re.search(r"_step_(\d+)", p).group(1)) for p in glob.glob(f"{b_folder}/model_step_*.pt"))
-        equal = max((s for s in steps if s <= result["step"]), default=None)
-        if equal is not None:
-            eq = score_model(a, f"{b_folder}/model_step_{equal}.pt", f"{CONTROL[name]}_steps{equal}")
+    for n in sorted(names, key=lambda n: n[0] != "b"):
+        control = CONTROL.get(n)
+        if control and not os.path.exists(os.path.join(a.workdir, "scores", control + ".txt")):
+            raise SystemExit(f"score {control} before {n}")
+        result = score_model(a, finals[n], n, control)
+        result["curve"] = read_curve(os.path.join(a.workdir, "arms", n, "train.log"), offset=train_seconds(base))
+        if equal.get(n):
+            eq = score_model(a, *equal[n])
             result["control_equal_steps"] = eq["name"]
-            result["paired_equal_steps"] = evaluate(a, os.path.join(a.workdir, "scores", name + ".txt"),
+            result["paired_equal_steps"] = evaluate(a, os.path.join(a.workdir, "scores", n + ".txt"),
                                                     os.path.join(a.workdir, "scores", eq["name"] + ".txt"))["paired"]
-    write_json(os.path.join(RESULTS, f"{name}.json"), result)
+        write_json(os.path.join(RESULTS, f"{n}.json"), result)
     from experiments.rl_vs_ml_report import write_report
     write_report(RESULTS)
 

@@ -169,7 +169,8 @@ class Trainer:
         self._log_why_stopped(step)
         if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps != 0 \
                 and not self.early_stopping.should_stop:
-            self._validate_and_keep_best(valid_data, step, (epoch, pos))   # -valid_steps 0: no validation
+            self._validate_and_keep_best(valid_data, step, (epoch, pos),   # -valid_steps 0: no validation
+                                         save_step=step > start_step)
         if step > start_step and checkpoint_path(self.save_model, step) not in self.saved:
             self.save(step, (epoch, pos))
         return step
@@ -192,11 +193,14 @@ class Trainer:
             logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
                         f"({self._run_seconds:.0f} s of training steps in this run)")
 
-    def _validate_and_keep_best(self, valid_data, step, data_pos):
+    def _validate_and_keep_best(self, valid_data, step, data_pos, save_step=False):
         """Validate at `step`; a new best (every early-stopping criterion improved) is saved and becomes
-        {save_model}_best.pt."""
+        {save_model}_best.pt. `save_step`: save the step's own checkpoint too (the last step's)."""
         stats = self.validate(valid_data, step)
-        if not self.early_stopping.update(stats, step):
+        improved = self.early_stopping.update(stats, step)
+        if save_step and checkpoint_path(self.save_model, step) not in self.saved:
+            self.save(step, data_pos)
+        if not improved:
             if self.rank == 0:
                 logger.info(f"Validation: no improvement of {', '.join(self.early_stopping.criteria)} "
                             f"({self.early_stopping.bad}/{self.early_stopping.patience or '-'}); "

@@ -186,8 +186,8 @@ def train_rank(opt, world):
         check_steps_left(opt, start_step)
         data_pos, rng = distributed.resume_state(ckpt, world)
         same_run = ckpt["opt"].get("save_model") == opt.save_model
-        if rng is not None and (same_run or not opts.given(opt, "seed")):
-            set_rng_state(rng)   # exact resume; a new phase given its own -seed draws from that seed
+        if rng is not None and (same_run or opt.seed == ckpt["opt"].get("seed")):
+            set_rng_state(rng)   # exact resume; a new phase given another -seed draws from that seed
         logger.info(f"Resuming from {opt.train_from} at step {start_step}")
 
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,

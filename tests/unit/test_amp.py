@@ -323,5 +323,5 @@ def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path):
     assert a["model"].keys() == b["model"].keys()
     for k in a["model"]:
         assert torch.equal(a["model"][k], b["model"][k]), k
-    assert "scaler" not in b and sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "*.pt"))) == [
+    assert "scaler" not in b and sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "*_step_*.pt"))) == [
         "amp_step_4.pt", "plain_step_4.pt"]

@@ -7,6 +7,7 @@ import torch
 from helpers.models import make_opt
 from helpers.toy_models import toy_vocabs
 from onmt import opts
+from onmt.opts import saved_options
 from onmt.translate.input_rules import prepare_lines, resolve
 
 VOCABS = toy_vocabs(n_src_words=14, n_tgt_words=6)
@@ -76,7 +77,7 @@ def save_checkpoint(path, preprocess):
     opt = make_opt(copy_attn=True, brnn=True, global_attention="mlp", param_init=0.5)
     torch.manual_seed(0)
     model = build_model(opt, VOCABS)
-    ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    ckpt = {"model": model.state_dict(), "opt": saved_options(opt), "vocab": VOCABS.to_dict(), "step": 0}
     if preprocess is not None:
         ckpt["preprocess"] = preprocess
     torch.save(ckpt, path)

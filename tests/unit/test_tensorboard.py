@@ -44,7 +44,7 @@ def test_copy_model_with_rl_writes_the_scalars_and_trains_the_same(data, tmp_pat
            "-log_file", str(log))
     got = _scalars(board)
     progress = ["xent", "ppl", "accuracy", "lr", "tgt_per_sec", "p_copy", "coverage", "reward_sample",
-                "reward_greedy", "rl_loss", "copies"]
+                "reward_greedy", "rl_loss", "copies", "norm_ml", "norm_rl"]
     valid = ["xent", "ppl", "accuracy", "p_copy", "coverage", "rougeL", "greedy_length"]
     want = {f"progress/{n}" for n in progress} | {f"valid/{n}" for n in valid}
     assert set(got) == want
@@ -115,7 +115,7 @@ def test_unwritable_log_dir_and_missing_package_are_one_line_errors(data, tmp_pa
 
 def test_reinforced_model_reports_pointer_and_scheduled_sampling(data, tmp_path):
     board = tmp_path / "board"
-    _train(data, str(tmp_path / "r"), "-train_steps", "2", "-valid_steps", "0", "-tensorboard",
+    _train(data, str(tmp_path / "r"), "-train_steps", "2", "-valid_steps", "2", "-tensorboard",
            "-tensorboard_log_dir", str(board), model=("-reinforced", "-scheduled_sampling", "0.25"))
     got = _scalars(board)
     assert {"progress/p_copy", "progress/sampled_inputs", "valid/p_copy"} <= set(got)

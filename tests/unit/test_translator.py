@@ -8,6 +8,7 @@ import torch
 from helpers.rescoring import rescore
 from helpers.toy_models import ToyModel, toy_batches, toy_vocabs
 from onmt.constants import UNK
+from onmt.opts import saved_options
 from onmt.translate.translator import Translator
 
 VOCABS = toy_vocabs(n_src_words=14, n_tgt_words=6)   # w6..w13 are outside the target vocabulary
@@ -113,7 +114,7 @@ def test_real_copy_model_batch_invariance():
 def test_cli_writes_one_line_per_input(tmp_path, monkeypatch):
     from onmt.bin.translate import main
     model, opt = real_copy_model()
-    ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    ckpt = {"model": model.state_dict(), "opt": saved_options(opt), "vocab": VOCABS.to_dict(), "step": 0}
     torch.save(ckpt, tmp_path / "m.pt")
     (tmp_path / "src.txt").write_text("w1 w2 w9\n\nw3 w11 w4 w5\n")
     out = tmp_path / "pred.txt"
@@ -143,7 +144,7 @@ def test_cli_dump_beam_coverage_penalty_and_n_best(tmp_path):
 
     from onmt.bin.translate import main
     model, opt = real_copy_model()
-    ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    ckpt = {"model": model.state_dict(), "opt": saved_options(opt), "vocab": VOCABS.to_dict(), "step": 0}
     torch.save(ckpt, tmp_path / "m.pt")
     (tmp_path / "src.txt").write_text("w1 w2 w9\n\nw3 w11 w4 w5\n")
     out, dump = tmp_path / "pred.txt", tmp_path / "beam.json"
@@ -206,7 +207,7 @@ def test_cli_profile_first_batches(tmp_path):
 
     from onmt.bin.translate import main
     model, opt = real_copy_model()
-    ckpt = {"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    ckpt = {"model": model.state_dict(), "opt": saved_options(opt), "vocab": VOCABS.to_dict(), "step": 0}
     torch.save(ckpt, tmp_path / "m.pt")
     (tmp_path / "src.txt").write_text("\n".join(random_lines(7, seed=2)) + "\n")
     log = tmp_path / "log.txt"
@@ -225,7 +226,7 @@ def test_cli_checks_dump_beam_and_profile_paths_first(tmp_path, monkeypatch):
     from onmt.bin.translate import main
     from onmt.errors import UserError
     model, opt = real_copy_model()
-    torch.save({"model": model.state_dict(), "opt": vars(opt), "vocab": VOCABS.to_dict(), "step": 0},
+    torch.save({"model": model.state_dict(), "opt": saved_options(opt), "vocab": VOCABS.to_dict(), "step": 0},
                tmp_path / "m.pt")
     (tmp_path / "src.txt").write_text("w1 w2\n")
     monkeypatch.setattr(session, "translate_lines", lambda *a, **k: pytest.fail("translated"))

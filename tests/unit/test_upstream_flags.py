@@ -315,6 +315,8 @@ def test_save_config_writes_the_options_and_exits(tmp_path):
     assert os.path.isfile(cfg) and not (tmp_path / "m_step_1.pt").exists()
     direct = opts.parse_with_given(opts.train_parser(), [*argv, "-save_model", str(tmp_path / "m")])
     again = opts.parse_with_given(opts.train_parser(), ["-config", cfg])
+    for o in (direct, again):   # the written options are the resolved ones (early-stopping criteria: ppl)
+        opts.update_train_opts(o)
     assert opts.saved_options(again) == {**opts.saved_options(direct), "config": cfg}
     pcfg = str(tmp_path / "prep.yaml")
     preprocess_bin.main([*_corpus(tmp_path), "-save_data", str(tmp_path / "p"), "-share_vocab",
