@@ -215,36 +215,10 @@ class Trainer:
             logger.info(f"New best: {self.early_stopping.describe()} -> {best}")
 
     def profile(self, train_data, n_steps, path, start_step=0, data_pos=(0, 0), warmup=2):
-        """-profile N: `warmup` training steps, then `n_steps` steps under torch.profiler
-        (onmt/utils/profiling.py: tables logged by rank 0, Chrome trace written to `path`). No
-        checkpoint is written: training stops there. Returns the number of profiled steps."""
-        from onmt.utils.profiling import Profiler
-        profiler = Profiler(n_steps, path, self.device, "training steps", log=logger.info) if self.rank == 0 else None
-        epoch, pos = data_pos
-        step, group, total = start_step, [], warmup + n_steps
-        while step - start_step < total:
-            got = 0
-            for batch in train_data.iter_epoch(epoch, start=pos):
-                got += 1
-                group.append(batch)
-                if len(group) < self.accum_count:
-                    continue
-                if profiler is not None and step - start_step == warmup:
-                    profiler.start()
-                step += 1
-                self.train_step(group, step)
-                group = []
-                if profiler is not None:
-                    profiler.done_one()
-                if step - start_step >= total:
-                    break
-            else:
-                if got == 0 and pos == 0:
-                    raise TrainingError(f"epoch {epoch} gave this process no training batch")
-                epoch, pos = epoch + 1, 0
-        if profiler is not None:
-            profiler.stop()
-        return n_steps
+        """-profile N: `warmup` training steps, then `n_steps` steps under torch.profiler, then stop
+        without a checkpoint (onmt/utils/profiling.py `profile_training`)."""
+        from onmt.utils.profiling import profile_training
+        return profile_training(self, train_data, n_steps, path, start_step, data_pos, warmup)
 
     def _stop_if_signalled(self, step, data_pos):
         """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its data
@@ -362,22 +336,18 @@ class Trainer:
         return stats
 
     def log_sample(self, valid_data, step):
-        """-sample_every: log the first validation example (the first row of the first validation
-        batch, always the same one) with its greedy prediction (onmt/inspection/sample.py)."""
+        """-sample_every: log the first validation example with its greedy prediction (rank 0;
+        onmt/inspection/sample.py `TrainingSample`)."""
         if self.rank != 0:
             return
-        from onmt.inputters.vocab import Vocabs
-        from onmt.inspection.sample import describe_example, select_example
+        from onmt.inspection.sample import TrainingSample
         if self._sample_batch is None:
-            first = next(iter(valid_data.iter_epoch(0)), None) if valid_data is not None else None
-            if first is None:
+            self._sample_batch = TrainingSample.first_of(valid_data, self.checkpoint_meta["vocab"])
+            if self._sample_batch is None:
                 logger.info("-sample_every: no validation example to sample; no samples")
                 self.sample_every = 0
                 return
-            self._sample_batch = (select_example(first, 0), Vocabs.from_dict(self.checkpoint_meta["vocab"]))
-        batch, vocabs = self._sample_batch
-        logger.info(describe_example(self.model, batch.to(self.device), vocabs, step=step,
-                                     max_length=self.sample_max_length))
+        logger.info(self._sample_batch.describe(self.model, self.device, step, self.sample_max_length))
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:

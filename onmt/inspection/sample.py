@@ -95,3 +95,21 @@ def describe_example(model, batch, vocabs, index=0, step=None, max_length=100):
     """The -sample_every block of example `index` of `batch` (a Batch on the model's device)."""
     record, reference = predict_example(model, select_example(batch, index), vocabs, max_length)
     return format_block(record, reference, step)
+
+
+class TrainingSample:
+    """The example -sample_every logs during training: the first row of the first validation batch
+    (always the same one), with the vocabularies to write it."""
+
+    def __init__(self, batch, vocabs):
+        self.batch, self.vocabs = batch, vocabs
+
+    @classmethod
+    def first_of(cls, valid_data, vocab_dict):
+        """The sample of `valid_data` (a ShardedDataset), or None when there is no validation example."""
+        from onmt.inputters.vocab import Vocabs
+        first = next(iter(valid_data.iter_epoch(0)), None) if valid_data is not None else None
+        return None if first is None else cls(select_example(first, 0), Vocabs.from_dict(vocab_dict))
+
+    def describe(self, model, device, step, max_length):
+        return describe_example(model, self.batch.to(device), self.vocabs, step=step, max_length=max_length)
