@@ -10,7 +10,7 @@ import sys
 ROWS = [("ml_best", "ML, converged (start of every arm)"),
         ("a", "(a) mixed, gamma 0.9984"), ("b", "(b) ML continued, equal CPU time"),
         ("b_steps", "(b) ML continued, equal steps"), ("c", "(c) RL only, gamma 1"),
-        ("d", "(d) mixed, gamma 0.95")]
+        ("d", "(d) mixed, gamma 0.9")]
 
 
 def load(results):
