@@ -56,6 +56,7 @@ def parse_args(argv=None):
     p.add_argument("-arm_seconds", type=float, default=720.0)
     p.add_argument("-only", default="", help="comma-separated arms to run (default: all)")
     p.add_argument("-skip_eval", action="store_true", help="train only; score later")
+    p.add_argument("-results", default=RESULTS, help="where the figures go (commit them)")
     return p.parse_args(argv)
 
 
@@ -282,7 +283,9 @@ def write_json(path, obj):
 
 
 def main(argv=None):
+    global RESULTS
     a = parse_args(argv)
+    RESULTS = a.results
     os.makedirs(a.workdir, exist_ok=True)
     prep = prepare_data(a)
     base = ml_phase(a, prep)
