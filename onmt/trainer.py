@@ -189,7 +189,7 @@ class Trainer:
         if self.early_stopping.should_stop:
             logger.info(f"Early stopping at step {step}: {self.early_stopping.bad} validations without improvement "
                         f"of {', '.join(self.early_stopping.criteria)}; best {self.early_stopping.describe()}")
-        elif self._out_of_time():
+        elif 0 < self.train_time_limit <= self._run_seconds:   # rank 0's clock decides (_out_of_time)
             logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
                         f"({self._run_seconds:.0f} s of training steps in this run)")
 
