@@ -14,7 +14,8 @@ where it stopped. Stages, each skipped when its output exists:
      the arms of one pair run side by side with one thread each), learning rate 1e-4, a fresh Adam
      state (the paper's RL phase): a = mixed objective, gamma 0.9984; b = ML continued (the control:
      equal CPU time at its end, equal steps at the checkpoint of a's last step); c = RL only (gamma 1);
-     d = gamma 0.9 (the two terms' update norms about equal: measured RL/ML 50-95 at 0.9984). Seeds 1-3 for a and b.
+     d = gamma 0.9 (the two terms' update norms about equal: measured RL/ML 50-95 at 0.9984); e = gamma
+     0.9984 with -rl_normalization tokens; f = gamma 0.99. Seeds 1-3 for a and b.
   4. Scores: beam 5 on the 4,000 validation pairs (trigram blocking, at most 30 words), official
      ROUGE-1.5.5 F1, mean length against the references', repeated trigrams, novel bigrams, copy share,
      and the paired bootstrap (1,000 samples) of each arm against b of its seed (b1 for c and d).
@@ -40,11 +41,13 @@ RESULTS = os.path.join(HERE, "results", "rl_vs_ml")
 
 MODEL = ["-reinforced", "-word_vec_size", "128", "-rnn_size", "256", "-max_grad_norm", "2", "-max_gen_length", "30",
          "-valid_batch_size", "100", "-valid_rouge", "-report_every", "50"]
-# name -> (seed, -rl_gamma or None for ML, validation every N steps): validations about equally spaced in time
-ARMS = {"a1": (1, 0.9984, 100), "b1": (1, None, 300), "a2": (2, 0.9984, 100), "b2": (2, None, 300),
-        "a3": (3, 0.9984, 100), "b3": (3, None, 300), "c1": (1, 1.0, 100), "d1": (1, 0.9, 100)}
-PAIRS = [("a1", "b1"), ("a2", "b2"), ("a3", "b3"), ("c1", "d1")]
-CONTROL = {"a1": "b1", "a2": "b2", "a3": "b3", "c1": "b1", "d1": "b1"}
+# name -> (seed, -rl_gamma or None for ML, validation every N steps, more options): validations about
+# equally spaced in time
+ARMS = {"a1": (1, 0.9984, 100, []), "b1": (1, None, 300, []), "a2": (2, 0.9984, 100, []), "b2": (2, None, 300, []),
+        "a3": (3, 0.9984, 100, []), "b3": (3, None, 300, []), "c1": (1, 1.0, 100, []), "d1": (1, 0.9, 100, []),
+        "e1": (1, 0.9984, 100, ["-rl_normalization", "tokens"]), "f1": (1, 0.99, 100, [])}
+PAIRS = [("a1", "b1"), ("a2", "b2"), ("a3", "b3"), ("c1", "d1"), ("e1", "f1")]
+CONTROL = {"a1": "b1", "a2": "b2", "a3": "b3", "c1": "b1", "d1": "b1", "e1": "b1", "f1": "b1"}
 VALID_LINE = re.compile(r"Validation (xent|ROUGE-L F1 \(greedy\)): ([\d.]+).*\(step (\d+); (\d+) s of training\)")
 
 
@@ -131,7 +134,7 @@ def ml_phase(a, prep):
 
 
 def arm_command(a, prep, base, name):
-    seed, gamma, valid_steps = ARMS[name]
+    seed, gamma, valid_steps, more = ARMS[name]
     folder = os.path.join(a.workdir, "arms", name)
     os.makedirs(folder, exist_ok=True)
     prefix = os.path.join(folder, "model")
@@ -142,7 +145,7 @@ def arm_command(a, prep, base, name):
     cmd = ["train.py", "-data", prep, "-save_model", prefix, *MODEL, "-seed", str(seed), "-train_steps", "1000000",
            "-learning_rate", "0.0001", "-valid_steps", str(valid_steps), "-save_checkpoint_steps", "50",
            "-train_time_limit", str(a.arm_seconds - spent)]
-    cmd += ["-rl_gamma", str(gamma)] if gamma is not None else []
+    cmd += (["-rl_gamma", str(gamma)] if gamma is not None else []) + more
     cmd += ["-train_from", last] if last else ["-train_from", base, "-reset_optim", "all"]
     return cmd, os.path.join(folder, "train.log"), folder
 

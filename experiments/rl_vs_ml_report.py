@@ -10,7 +10,8 @@ import sys
 ROWS = [("ml_best", "ML, converged (start of every arm)"),
         ("a", "(a) mixed, gamma 0.9984"), ("b", "(b) ML continued, equal CPU time"),
         ("b_steps", "(b) ML continued, equal steps"), ("c", "(c) RL only, gamma 1"),
-        ("d", "(d) mixed, gamma 0.9")]
+        ("d", "(d) mixed, gamma 0.9"), ("e", "(e) mixed, gamma 0.9984, -rl_normalization tokens"),
+        ("f", "(f) mixed, gamma 0.99")]
 
 
 def load(results):
@@ -65,7 +66,8 @@ def plot(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5))
-    colors = {"a": "tab:red", "b": "tab:blue", "c": "tab:purple", "d": "tab:orange"}
+    colors = {"a": "tab:red", "b": "tab:blue", "c": "tab:purple", "d": "tab:orange", "e": "tab:green",
+              "f": "tab:brown"}
     for name, r in sorted(results.items()):
         curve = [p for p in r.get("curve", []) if "rougeL" in p]
         if not curve:
