@@ -1,10 +1,11 @@
 """What the entry points train.py and translate.py share at start-up."""
 
 
-def start(parser, update, validate, argv=None):
+def start(parser, update, validate, argv=None, inputs=None):
     """The common start of train and translate: parse the options, `update` them (onmt/opts/update.py)
-    and `validate` them, start the log and the allocator setting (memory.py). Returns (opt, torch.device
-    of -gpu)."""
+    and `validate` them, start the log and the allocator setting (memory.py). `inputs(opt)`: the files
+    the command reads ({"-src": path, ...}), which -log_file may not be. Returns (opt, torch.device of
+    -gpu)."""
     import torch
 
     from onmt.opts import parse_with_given
@@ -12,6 +13,9 @@ def start(parser, update, validate, argv=None):
     from onmt.utils.memory import reuse_freed_memory
     opt = parse_with_given(parser, argv)
     update(opt)
+    if inputs is not None:
+        from onmt.utils.files import check_not_inputs
+        check_not_inputs({"-log_file": opt.log_file}, inputs(opt))   # the log is opened for appending
     init_logger(opt.log_file)
     reuse_freed_memory()
     validate(opt)

@@ -19,7 +19,7 @@ from onmt.evaluation import METRICS, score, score_sentences, summarize
 from onmt.evaluation.text import read_sent_per_line
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.utils.cli import run_main
-from onmt.utils.files import check_output, write_text_atomic
+from onmt.utils.files import check_not_inputs, check_output, write_text_atomic
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
@@ -89,6 +89,8 @@ def main(argv=None):
     opt = opts.parse_with_given(opts.evaluate_parser(), argv)
     opts.update_evaluate_opts(opt)
     opts.validate_evaluate_opts(opt)
+    check_not_inputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")},
+                     {"-pred": opt.pred, "-ref": opt.ref, "-config": vars(opt).get("config")})
     if opt.json:
         check_output(opt.json, f"-json {opt.json}")
     preds, refs = load(opt)

@@ -4,7 +4,7 @@ import signal
 import sys
 
 from onmt import opts
-from onmt.inputters.preprocess import preprocess
+from onmt.inputters.preprocess import check_inputs_survive, preprocess
 from onmt.utils.cli import run_main
 from onmt.utils.logging import init_logger
 from onmt.utils.memory import reuse_freed_memory
@@ -19,6 +19,7 @@ def main(argv=None):
     opt = opts.preprocess_parser().parse_args(argv)
     opts.update_preprocess_opts(opt)
     opts.validate_preprocess_opts(opt)
+    check_inputs_survive(opt)   # before the log is opened for appending
     logger = init_logger(opt.log_file)
     if opt.save_config:
         opts.write_config(opt, opt.save_config)

@@ -115,8 +115,17 @@ def check_training_examples(data, meta):
                     "-tgt_seq_length, or -src_seq_length_trunc to cut instead of drop)")
 
 
+def inputs(opt):
+    """The files train.py reads, which none of its outputs may be."""
+    return {"-train_from": opt.train_from, "-config": vars(opt).get("config"), "-data": f"{opt.data}.meta.json",
+            "-pre_word_vecs_enc": opt.pre_word_vecs_enc, "-pre_word_vecs_dec": opt.pre_word_vecs_dec}
+
+
 def main(argv=None):
-    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv)
+    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs)
+    from onmt.utils.files import check_not_inputs
+    check_not_inputs({"-save_config": opt.save_config,
+                      "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt))
     if opt.save_config:
         opts.write_config(opt, opt.save_config)
         logger.info(f"wrote the options to {opt.save_config}")

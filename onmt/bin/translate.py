@@ -17,7 +17,13 @@ from onmt.bin.common import start
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.translate.session import load_session, model_from_checkpoint, translate_lines  # noqa: F401 (re-exported)
 from onmt.utils.cli import run_main
-from onmt.utils.files import check_output, check_output_folder, write_lines_atomic, write_text_atomic
+from onmt.utils.files import (
+    check_not_inputs,
+    check_output,
+    check_output_folder,
+    write_lines_atomic,
+    write_text_atomic,
+)
 from onmt.utils.logging import logger
 
 
@@ -38,7 +44,10 @@ def report_rouge(pred_lines, ref_lines):
 
 
 def check_outputs(opt):
-    """Every output path writable, -attn_plot's matplotlib there: one line before any work."""
+    """Every output path writable and none of them an input, -attn_plot's matplotlib there: one line
+    before any work."""
+    check_not_inputs({"-output": opt.output, "-attn_debug": opt.attn_debug, "-dump_beam": opt.dump_beam,
+                      "-profile_trace": profile_trace(opt) if opt.profile else None}, inputs(opt))
     check_output(opt.output, f"-output {opt.output}")
     if opt.attn_debug:
         check_output(opt.attn_debug, f"-attn_debug {opt.attn_debug}")
@@ -52,6 +61,11 @@ def check_outputs(opt):
         require_matplotlib("-attn_plot")
 
 
+def inputs(opt):
+    """The files translate.py reads, which no output may be."""
+    return {"-model": opt.model, "-src": opt.src, "-tgt": opt.tgt, "-config": vars(opt).get("config")}
+
+
 def profile_trace(opt):
     """-profile's trace: -profile_trace, else the -output path without extension + _profile.json."""
     from onmt.utils.profiling import trace_path
@@ -59,7 +73,8 @@ def profile_trace(opt):
 
 
 def main(argv=None):
-    opt, device = start(opts.translate_parser(), opts.update_translate_opts, opts.validate_translate_opts, argv)
+    opt, device = start(opts.translate_parser(), opts.update_translate_opts, opts.validate_translate_opts, argv,
+                        inputs=inputs)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
     check_outputs(opt)

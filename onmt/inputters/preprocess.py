@@ -229,11 +229,32 @@ def _alive(pid):
     return True
 
 
+def check_inputs_survive(opt):
+    """UserError when an input file of preprocessing (-train_src, -src_vocab, ...) is one of the files the
+    run writes or removes under -save_data (its vocabularies, shards, meta.json), or -log_file /
+    -save_config is an input."""
+    from onmt.utils.files import check_not_inputs
+    inputs = {f"-{n}": getattr(opt, n) for n in ("train_src", "train_tgt", "valid_src", "valid_tgt", "src_vocab",
+                                                   "tgt_vocab", "config") if vars(opt).get(n)}
+    check_not_inputs({"-log_file": opt.log_file, "-save_config": opt.save_config}, inputs)
+    folder = os.path.dirname(os.path.abspath(opt.save_data))
+    for what, path in inputs.items():
+        if os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder) and \
+                _OUTPUT_NAME(os.path.basename(opt.save_data)).match(os.path.basename(os.path.realpath(path))):
+            raise UserError(f"-save_data {opt.save_data} would replace this command's {what} {path}: give "
+                            f"-save_data another prefix, or keep the input elsewhere")
+
+
+def _OUTPUT_NAME(base):
+    """The names of the files of prefix `base` that a preprocessing run writes (or left behind)."""
+    return re.compile(re.escape(base) + r"\.((train|valid)\.\d+\.pt(\.tmp\d+)?|tokens\.tmp\d+"
+                      r"|(src\.|tgt\.)?vocab\.txt|meta\.json(\.tmp\d+)?)$")
+
+
 def _outputs(save_data):
     """The files of prefix `save_data` that a preprocessing run writes (or left behind): meta, vocabularies,
     shards, and the temporary files of an interrupted run."""
-    pat = re.compile(re.escape(os.path.basename(save_data)) + r"\.((train|valid)\.\d+\.pt(\.tmp\d+)?|tokens\.tmp\d+"
-                     r"|(src\.|tgt\.)?vocab\.txt|meta\.json(\.tmp\d+)?)$")
+    pat = _OUTPUT_NAME(os.path.basename(save_data))
     return [p for p in glob.glob(glob.escape(save_data) + ".*") if pat.match(os.path.basename(p))]
 
 

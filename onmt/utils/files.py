@@ -2,7 +2,8 @@
 
 `check_output(path, what)` raises a one-line UserError when `path` cannot be written (its folder is
 missing, is not a folder or is read-only; the path itself is a folder), so that a command fails in its
-first second rather than after hours of work; `check_prefix` does the same for a prefix of files
+first second rather than after hours of work; `check_not_inputs` when an output is one of the command's
+inputs (by any spelling or link); `check_prefix` does the same for a prefix of files
 (train.py -save_model), `check_output_folder` for a folder of outputs (-attn_plot).
 
 Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder,
@@ -27,6 +28,30 @@ def check_output(path, what):
         raise UserError(f"{what}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{what}: folder {folder} is not writable")
+
+
+def same_file(a, b):
+    """Whether paths `a` and `b` name one file, by any spelling or link (hard links included); a path
+    that does not exist yet is compared by its resolved name."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_not_inputs(outputs, inputs):
+    """UserError when one of `outputs` ({"-output": path, ...}; None or "" for an option not given) is
+    one of `inputs` ({"-model": path, "-src": path or [paths], ...}): a command never writes over what it
+    reads."""
+    def paths(v):
+        return [p for p in (v if isinstance(v, (list, tuple)) else [v]) if p]
+    for out_what, out in outputs.items():
+        for out_path in paths(out):
+            for in_what, value in inputs.items():
+                for in_path in paths(value):
+                    if same_file(out_path, in_path):
+                        raise UserError(f"{out_what} {out_path} is this command's {in_what} {in_path}: writing it would "
+                                        f"destroy the input; give {out_what} another file")
 
 
 def check_output_folder(path, what):
