@@ -50,8 +50,8 @@ def check_not_inputs(outputs, inputs):
             for in_what, value in inputs.items():
                 for in_path in paths(value):
                     if same_file(out_path, in_path):
-                        raise UserError(f"{out_what} {out_path} is this command's {in_what} {in_path}: writing it would "
-                                        f"destroy the input; give {out_what} another file")
+                        raise UserError(f"{out_what} {out_path} is this command's {in_what} {in_path}: writing it "
+                                        f"would destroy the input; give {out_what} another file")
 
 
 def check_output_folder(path, what):
