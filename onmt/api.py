@@ -55,6 +55,18 @@ def translate_options(**kwargs):
     return opt
 
 
+def check_texts(texts):
+    """The documents of `texts` (an iterable of str); TypeError naming the first that is not a string
+    (None, a number or bytes would otherwise be summarized as "None", "5", "b'...'")."""
+    if isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"texts must be a string or a list of strings, got {type(texts).__name__}")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            hint = " (decode bytes first: text.decode('utf-8'))" if isinstance(t, (bytes, bytearray)) else ""
+            raise TypeError(f"texts[{i}] is {type(t).__name__}, not str{hint}")
+        yield t
+
+
 class Summarizer:
     """A checkpoint loaded once, summarizing lists of texts (see the module docstring)."""
 
@@ -85,8 +97,9 @@ class Summarizer:
         """
         from onmt.translate.session import translate_lines
         single = isinstance(texts, str)
-        lines = [texts] if single else [str(t) for t in texts]
-        lines = [" ".join(line.split()) for line in lines]   # one line each, whatever the whitespace
+        lines = [texts] if single else list(check_texts(texts))
+        # one line each, whatever the whitespace; a byte-order mark is no part of the first word
+        lines = [" ".join(line.replace("\ufeff", " ").split()) for line in lines]
         opt = translate_options(**search)
         records = {}
 

@@ -19,7 +19,8 @@ _GZ_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def open_text(path):
-    """A text file object (UTF-8, strict, lines split on \\n) for a plain or `.gz` file."""
+    """A text file object (UTF-8, strict, lines split on \\n) for a plain or `.gz` file; a byte-order mark
+    at its start is dropped (utf-8-sig), so it never becomes part of the first word."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise UserError(f"invalid file name: {path!r}")
     path = os.fspath(path)
@@ -29,9 +30,9 @@ def open_text(path):
         raise UserError(f"no such file: {path}")
     try:
         if path.endswith(".gz"):
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict",
+            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="strict",
                                     newline="\n")
-        return open(path, "r", encoding="utf-8", errors="strict", newline="\n")
+        return open(path, "r", encoding="utf-8-sig", errors="strict", newline="\n")
     except OSError as e:
         raise UserError(f"cannot read {path}: {e.strerror or e}") from None
 

@@ -57,7 +57,7 @@ def write_vocab_file(path, words, counts):
 def read_vocab_file(path, size=None):
     """The words of a `word<TAB>count` file, the first `size` of them if given."""
     words = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:   # a byte-order mark is not part of the first word
         for line in f:
             words.append(line.rstrip("\n").split("\t")[0])
             if size is not None and len(words) >= size:

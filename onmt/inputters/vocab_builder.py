@@ -53,7 +53,7 @@ def read_word_list(path):
     of OpenNMT-py); count 0 where none is given. Kept in the file's order, first occurrence of a word;
     the special tokens and empty lines are skipped (the specials always come first, with fixed ids)."""
     out, seen = [], set(SPECIALS)
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:   # a byte-order mark is not part of the first word
         for lineno, line in enumerate(f, start=1):
             parts = line.split()
             if not parts:

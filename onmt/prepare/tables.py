@@ -52,7 +52,7 @@ def _csv(path, columns):
     csv.field_size_limit(min(sys.maxsize, 2 ** 31 - 1))     # an article is longer than the default 128k
     try:
         with open_binary(path) as raw:
-            f = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            f = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
             try:
                 reader = csv.reader(f)
                 header = next(reader, None)
