@@ -222,12 +222,18 @@ def validate_translate_opts(opt):
     _check_gpu(opt.gpu)
 
 
+MIN_BOOTSTRAP = 100   # fewer resamples cannot place the 2.5% and 97.5% percentiles (nor a p-value of 0.01)
+
+
 def validate_evaluate_opts(opt):
     if len(opt.pred) > 2:
         raise OptionError(f"-pred takes one file, or two to compare, got {len(opt.pred)}")
     for name in ("bootstrap", "limit_bytes", "limit_words"):
         if getattr(opt, name) < 0:
             raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
+    if 0 < opt.bootstrap < MIN_BOOTSTRAP:
+        raise OptionError(f"-bootstrap {opt.bootstrap}: a 95% interval or a p-value needs at least {MIN_BOOTSTRAP} "
+                          "resamples (1,000 is usual; 0: none)")
     if opt.limit_bytes and opt.limit_words:
         raise OptionError("give -limit_bytes or -limit_words, not both")
 

@@ -57,3 +57,19 @@ def test_make_toy_data_deterministic(tmp_path, task):
 def test_make_toy_data_bad_args(tmp_path):
     r = tool("make_toy_data.py", "-task", "copy", "-dir", str(tmp_path), "-min_len", "5", "-max_len", "2")
     assert r.returncode != 0 and b"Traceback" not in r.stderr
+
+
+def test_remove_eos_reads_its_file_argument(tmp_path):
+    import gzip
+    f = tmp_path / "p.txt"
+    f.write_bytes("\ufeffa </s> b\nc\n".encode())
+    with gzip.open(tmp_path / "p.txt.gz", "wb") as g:
+        g.write(b"x </s> y\n")
+    r = tool("remove_eos.py", str(f), stdin=b"not this\n")
+    assert r.returncode == 0 and r.stdout.decode() == "a . b\nc\n"
+    assert tool("remove_eos.py", str(tmp_path / "p.txt.gz")).stdout == b"x . y\n"
+    assert tool("remove_eos.py", "-", stdin=b"s </s>\n").stdout == b"s .\n"
+    for args, words in (([str(tmp_path / "missing.txt")], b"cannot read"), ([str(f), str(f)], b"unexpected argument"),
+                        (["-x"], b"unexpected argument -x"), ([str(tmp_path)], b"is a folder")):
+        r = tool("remove_eos.py", *args)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -101,3 +101,10 @@ def test_official_without_perl_names_what_is_missing(files):
     env = dict(os.environ, PATH=str(files["tmp"]))           # no perl on PATH
     one_line_error(run("-pred", files["pred"], "-ref", files["ref"], "-official", env=env),
                    "-official needs perl", "apt-get install")
+
+
+@pytest.mark.parametrize("n", ["1", "2", "99"])
+def test_too_few_bootstrap_samples_are_refused(files, n):
+    from onmt.errors import OptionError
+    with pytest.raises(OptionError, match=f"-bootstrap {n}: a 95% interval or a p-value needs at least 100"):
+        main(["-pred", files["pred"], "-ref", files["ref"], "-bootstrap", n])
