@@ -47,6 +47,10 @@ class _ExactParser(configargparse.ArgumentParser):
         self._check_names(sys.argv[1:] if args is None else list(args))
         return super().parse_known_args(args=args, namespace=namespace, **kwargs)
 
+    def error(self, message):
+        """One line, no usage block (`-h` prints that): `train.py: error: MESSAGE (see -h)`, status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
+
     def _check_names(self, argv):
         for token in argv:
             if token == "--":
@@ -79,11 +83,50 @@ def unknown_option_message(name, known):
     return f"unknown option {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
 
 
+class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
+    """YAML -config files whose values, aliases expanded, hold at most MAX_CONFIG_ITEMS items: a few
+    hundred bytes of nested aliases ("billion laughs") would otherwise expand into gigabytes when the
+    values become option strings."""
+
+    def parse(self, stream):
+        import io
+        text = stream.read()
+        yaml, loader, _ = self._load_yaml()
+        try:
+            obj = yaml.load(text, Loader=loader)
+        except Exception as e:
+            raise configargparse.ConfigFileParserException(f"Couldn't parse config file: {e}") from None
+        if _expanded_size(obj, MAX_CONFIG_ITEMS) > MAX_CONFIG_ITEMS:
+            name = getattr(stream, "name", "the config file")
+            raise configargparse.ConfigFileParserException(
+                f"{name}: its values expand to more than {MAX_CONFIG_ITEMS} items (nested YAML aliases?); "
+                "an options file holds options")
+        return super().parse(io.StringIO(text))
+
+
+MAX_CONFIG_ITEMS = 100_000
+
+
+def _expanded_size(obj, limit):
+    """The number of items of `obj` with every alias expanded (lists and mappings counted through),
+    counted no further than just past `limit`."""
+    count, stack = 0, [obj]
+    while stack and count <= limit:
+        x = stack.pop()
+        count += 1
+        if isinstance(x, dict):
+            stack.extend(x.keys())
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return count
+
+
 def make_parser(description):
-    """An empty parser of this toolkit: exact names, YAML -config files, defaults in -help."""
+    """An empty parser of this toolkit: exact names, YAML -config files (bounded), defaults in -help."""
     return _ExactParser(
         description=description,
-        config_file_parser_class=configargparse.YAMLConfigFileParser,
+        config_file_parser_class=_BoundedYAMLParser,
         formatter_class=configargparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,
     )
