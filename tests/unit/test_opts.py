@@ -275,15 +275,13 @@ def test_options_added_after_checkpoints_default_to_their_old_meaning():
 
 def test_a_config_of_nested_aliases_is_refused_in_one_line(tmp_path, capsys):
     """480 bytes of nested YAML aliases once took 1.3 GB and 9 s, then printed a 254 MB line."""
-    import time
     rows = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
     for prev, name in zip("abcdef", "bcdefg"):
         rows.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 10) + "]")
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("\n".join(rows + ["dropout: *g"]) + "\n")
-    start = time.perf_counter()
     with pytest.raises(SystemExit) as exc:
         opts.parse_with_given(opts.train_parser(), ["-data", "d", "-config", str(bomb)])
-    assert exc.value.code == 2 and time.perf_counter() - start < 30
+    assert exc.value.code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "expand to more than 100000 items" in err and len(err) < 400
