@@ -39,6 +39,11 @@ def restore_options(opt, ckpt_opt):
     its optimizer's options included, unless given here (-reset_optim resets the optimizer's state,
     never its options: a fresh SGD at lr 1.0 would learn nothing from an Adam checkpoint at 1e-4).
     A model option the checkpoint lacks must be given here (a default could silently change the model)."""
+    try:
+        opts.check_saved_model_types(ckpt_opt)
+    except opts.OptionError as e:
+        raise UserError(f"checkpoint {opt.train_from} is damaged or from another program: its options are "
+                        f"invalid: {e}") from None
     lacking = [n for n in model_option_names()
                if n not in ckpt_opt and not opts.given(opt, n) and n not in opts.ADDED_MODEL_OPTIONS]
     if lacking:

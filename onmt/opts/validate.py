@@ -122,6 +122,40 @@ def validate_model_opts(opt):
         raise OptionError(f"-scheduled_sampling must be in [0, 1], got {opt.scheduled_sampling}")
 
 
+def check_saved_model_types(saved):
+    """OptionError naming the option unless every model option of a checkpoint's saved options (a dict)
+    has a value its command-line option could have given: the right type (an int for -rnn_size, a bool
+    for a flag) and one of its choices (a damaged or hand-edited checkpoint would otherwise crash later,
+    far from the cause)."""
+    import argparse
+
+    from onmt.opts.model import model_opts
+    from onmt.opts.parse import make_parser
+    parser = make_parser("")
+    model_opts(parser)
+    seen = set()
+    for action in parser._actions:
+        name = action.dest
+        if name in seen or name == "help" or name not in saved:
+            continue
+        seen.add(name)
+        value = saved[name]
+        if value is None and action.default is None:
+            continue
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            ok, kind = isinstance(value, bool), "true or false"
+        elif action.type is int:
+            ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+        elif action.type is float:
+            ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        else:
+            ok, kind = isinstance(value, str), "a string"
+        if ok and action.choices is not None and value not in action.choices:
+            ok, kind = False, "one of " + ", ".join(map(str, action.choices))
+        if not ok:
+            raise OptionError(f"-{name} {value!r} is not {kind}")
+
+
 # Paulus et al.'s settings for CNN/DM (the ML phase; rl_gamma is the mixed phase's), as options.
 PAPER_SETTINGS = {"word_vec_size": 100, "rnn_size": 400, "enc_layers": 1, "dropout": 0.0, "optim": "adam",
                   "learning_rate": 0.001, "batch_size": 50, "scheduled_sampling": 0.25, "rl_gamma": 0.9984}

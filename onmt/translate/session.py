@@ -32,6 +32,7 @@ def checkpoint_model_options(saved, name=None):
     model_opt = argparse.Namespace(**saved)
     opts.update_saved_model_opts(model_opt)
     try:
+        opts.check_saved_model_types(saved)
         opts.validate_model_opts(model_opt)
     except OptionError as e:
         raise UserError(f"{where} is damaged or from another program: its options are invalid: {e}") from None
