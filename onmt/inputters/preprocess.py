@@ -34,7 +34,14 @@ from onmt.inputters.parallel import ordered_map
 from onmt.inputters.pass_progress import PassProgress
 from onmt.inputters.shards import concat_chunks, shard_name, write_shard
 from onmt.inputters.token_cache import TokenCache, chunk_stats, count_and_cache, numericalize_cached
-from onmt.inputters.vocab_builder import build_vocabs, meta_path, read_word_list, save_vocabs, write_json_atomic
+from onmt.inputters.vocab_builder import (
+    build_vocabs,
+    file_sha1,
+    meta_path,
+    read_word_list,
+    save_vocabs,
+    write_json_atomic,
+)
 
 logger = logging.getLogger("onmt.preprocess")
 
@@ -313,7 +320,7 @@ def _preprocess(opt, cache, save_data):
                                   opt.src_words_min_frequency, opt.tgt_words_min_frequency,
                                   src_words=given["src"], tgt_words=given["tgt"])
     del src_c, tgt_c
-    save_vocabs(save_data, vocabs, counts)
+    vocab_files = save_vocabs(save_data, vocabs, counts)
     logger.info("vocabulary: %s word types; source %d, target %d entries (shared: %s)",
                 n_types, len(vocabs.src), len(vocabs.tgt), opt.share_vocab)
 
@@ -333,7 +340,8 @@ def _preprocess(opt, cache, save_data):
             "lower": bool(opt.lower), "src_vocab_size": len(vocabs.src), "tgt_vocab_size": len(vocabs.tgt),
             "src_seq_length_trunc": opt.src_seq_length_trunc, "tgt_seq_length_trunc": opt.tgt_seq_length_trunc,
             "src_seq_length": opt.src_seq_length, "tgt_seq_length": opt.tgt_seq_length,
-            "shards": {}, "shard_sizes": {}, "summary": {}, "run_id": uuid.uuid4().hex}
+            "shards": {}, "shard_sizes": {}, "summary": {}, "run_id": uuid.uuid4().hex,
+            "vocab_sha1": {name: file_sha1(path) for name, path in vocab_files.items()}}
     for split in ["train"] + (["valid"] if opt.valid_src else []):
         logger.info("pass 2: numericalizing %s", split)
         bar, results = numericalized(split)

@@ -126,6 +126,16 @@ def save_vocabs(save_data, vocabs, counts):
     return paths
 
 
+def file_sha1(path):
+    """The SHA-1 of a file's bytes (hex): meta.json records its vocabulary files' (`vocab_sha1`)."""
+    import hashlib
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def write_json_atomic(path, obj):
     """`obj` as indented JSON (UTF-8, not escaped) to `path`, whole or not at all."""
     write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
@@ -147,9 +157,14 @@ def load_vocabs(save_data):
     meta = load_meta(save_data)
     shared = bool(meta["share_vocab"])
     paths = vocab_paths(save_data, shared)
-    for p in paths.values():
+    for name, p in paths.items():
         if not os.path.isfile(p):
             raise UserError(f"{p} not found: run preprocess.py first (-save_data {save_data})")
+        recorded = meta.get("vocab_sha1", {}).get(name)   # data of older versions has no record
+        if recorded is not None and file_sha1(p) != recorded:
+            raise UserError(f"{p} was changed after preprocessing (it no longer matches {meta_path(save_data)}): "
+                            f"its words would not be the ones the shards were numbered with; run preprocess.py "
+                            "again (to train with a word list of your own, give it as -src_vocab)")
     try:
         if shared:
             src = read_vocab_file(paths["shared"], meta["src_vocab_size"])

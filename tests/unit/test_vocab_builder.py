@@ -49,3 +49,20 @@ def test_save_load_round_trip(tmp_path, shared):
 def test_load_missing_says_run_preprocess(tmp_path):
     with pytest.raises(UserError, match="run preprocess.py first"):
         load_vocabs(str(tmp_path / "nothing"))
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_vocabulary_edited_after_preprocessing_is_refused(tmp_path, shared):
+    """meta.json records each vocabulary file's SHA-1: a word renamed in place would train a model whose
+    ids mean other words than the shards'."""
+    from onmt.bin import preprocess as preprocess_bin
+    (tmp_path / "s.txt").write_text("police said the man\nthe man said\n")
+    (tmp_path / "t.txt").write_text("police said\nman said\n")
+    prefix = str(tmp_path / "p" / "d")
+    preprocess_bin.main(["-train_src", str(tmp_path / "s.txt"), "-train_tgt", str(tmp_path / "t.txt"),
+                         "-save_data", prefix, "-dynamic_dict"] + (["-share_vocab"] if shared else []))
+    load_vocabs(prefix)   # untouched: fine
+    vocab = tmp_path / "p" / ("d.vocab.txt" if shared else "d.tgt.vocab.txt")
+    vocab.write_text(vocab.read_text().replace("police", "polite"))
+    with pytest.raises(UserError, match="was changed after preprocessing"):
+        load_vocabs(prefix)
