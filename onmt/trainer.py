@@ -101,6 +101,8 @@ class Trainer:
         self.train_seconds = float(ckpt.get("train_seconds", 0.0))
         if same_run and "early_stopping" in ckpt:
             self.early_stopping.load_state_dict(ckpt["early_stopping"])
+        if same_run:   # -keep_checkpoint counts the run's earlier checkpoints too
+            self.saved = [p for p in ckpt.get("saved_checkpoints", []) if os.path.exists(p)]
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
@@ -396,6 +398,7 @@ class Trainer:
             "rng": rng_ranks[0],
             "world_size": self.world.world_size,
             "train_seconds": self.train_seconds,
+            "saved_checkpoints": self.saved + [path] if tracked and path not in self.saved else list(self.saved),
             "early_stopping": self.early_stopping.state_dict(),
         })
         if self.world.world_size > 1:

@@ -11,7 +11,7 @@ from onmt.errors import UserError
 from onmt.inputters.vocab import Vocabs
 from onmt.trainer import Trainer
 from onmt.utils import distributed
-from onmt.utils.checkpoint import load_checkpoint, set_rng_state
+from onmt.utils.checkpoint import check_no_later_checkpoints, load_checkpoint, set_rng_state
 from onmt.utils.cli import run_main
 from onmt.utils.files import check_prefix
 from onmt.utils.logging import init_logger, logger
@@ -150,7 +150,17 @@ def main(argv=None):
 
 def train_rank(opt, world):
     """Train as rank `world.rank` of `world.world_size` (utils/distributed.py): every rank builds the
-    same model and reads its own batches; rank 0 logs, writes TensorBoard and saves."""
+    same model and reads its own batches; rank 0 logs, writes TensorBoard and saves, holding the lock of
+    -save_model (a second run writing the same checkpoints is refused)."""
+    import contextlib
+
+    from onmt.utils.files import prefix_lock
+    lock = prefix_lock(opt.save_model, f"-save_model {opt.save_model}") if world.rank == 0 else contextlib.nullcontext()
+    with lock:
+        _train_rank(opt, world)
+
+
+def _train_rank(opt, world):
     device = world.device
     if world.rank > 0:
         init_logger("", world.rank)  # warnings and errors only, on stderr
@@ -194,7 +204,7 @@ def train_rank(opt, world):
     logger.info(describe_phase(opt, ckpt))
     distributed.broadcast_model(model, world)
     distributed.seed_rank(opt.seed, world)  # same parameters, different draws on each rank
-    start_step, data_pos = 0, (0, 0)
+    start_step, data_pos, same_run = 0, (0, 0), False
     if ckpt is not None:
         start_step = int(ckpt["step"])
         check_steps_left(opt, start_step)
@@ -203,6 +213,8 @@ def train_rank(opt, world):
         if rng is not None and (same_run or opt.seed == ckpt["opt"].get("seed")):
             set_rng_state(rng)   # exact resume; a new phase given another -seed draws from that seed
         logger.info(f"Resuming from {opt.train_from} at step {start_step}")
+    if world.rank == 0 and not opt.profile:
+        check_no_later_checkpoints(opt.save_model, start_step, resuming=same_run)
 
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,

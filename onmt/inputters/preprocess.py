@@ -201,11 +201,15 @@ def numericalizer_empty(numericalizer, dynamic_dict):
 
 
 # ---------------------------------------------------------------------------- output folder
+def check_save_data(save_data):
+    if not save_data or save_data.endswith(os.sep):
+        raise UserError(f"-save_data must be a file prefix such as data/demo, got {save_data!r}")
+
+
 def prepare_output(save_data):
     """Create the folder of the prefix and check it is writable; -> the staging folder where this run
     writes its outputs (swapped in by `swap_in` only when every output is complete)."""
-    if not save_data or save_data.endswith(os.sep):
-        raise UserError(f"-save_data must be a file prefix such as data/demo, got {save_data!r}")
+    check_save_data(save_data)
     folder = os.path.dirname(os.path.abspath(save_data))
     stage = os.path.join(folder, f".{os.path.basename(save_data)}.staging{os.getpid()}")
     try:
@@ -267,7 +271,15 @@ def _outputs(save_data):
 
 def swap_in(stage, save_data):
     """Replace the outputs of `save_data` by the complete ones written in `stage`: the old meta goes
-    first and the new one comes last, so no meta.json ever names shards of another run."""
+    first and the new one comes last, so no meta.json ever names shards of another run. SIGTERM and ^C
+    wait until the swap is done (utils/stop.py `signals_deferred`): one arriving in its middle would
+    leave neither dataset."""
+    from onmt.utils.stop import signals_deferred
+    with signals_deferred():
+        _swap_in(stage, save_data)
+
+
+def _swap_in(stage, save_data):
     old_meta = meta_path(save_data)
     if os.path.exists(old_meta):
         os.remove(old_meta)
@@ -291,6 +303,17 @@ def preprocess(opt):
 
     Everything is written into a staging folder beside -save_data and swapped in at the end: a failed,
     interrupted or refused run leaves the previous dataset of the prefix as it was."""
+    from onmt.utils.files import prefix_lock
+    check_save_data(opt.save_data)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(opt.save_data)), exist_ok=True)
+    except OSError:
+        return _preprocess_staged(opt)   # prepare_output says why the folder cannot be made
+    with prefix_lock(opt.save_data, f"-save_data {opt.save_data}"):   # one writer of a dataset at a time
+        return _preprocess_staged(opt)
+
+
+def _preprocess_staged(opt):
     stage = prepare_output(opt.save_data)
     staged = os.path.join(stage, os.path.basename(opt.save_data))
     cache = TokenCache(cache_path(staged))

@@ -70,6 +70,32 @@ def checkpoint_path(save_model, step):
     return f"{save_model}_step_{step}.pt"
 
 
+def saved_steps(save_model):
+    """{step: path} of the `{save_model}_step_{N}.pt` files that exist."""
+    import glob
+    import re
+    found = {}
+    for path in glob.glob(glob.escape(save_model) + "_step_*.pt"):
+        m = re.fullmatch(r"_step_(\d+)\.pt", path[len(save_model):])
+        if m:
+            found[int(m.group(1))] = path
+    return found
+
+
+def check_no_later_checkpoints(save_model, start_step, resuming):
+    """UserError naming -save_model when a run that starts at `start_step` would write over checkpoints
+    already under the prefix: step files beyond `start_step` (another run's, or the later ones of the run
+    resumed from an earlier step), or, for a fresh run, a best checkpoint."""
+    later = sorted((s, p) for s, p in saved_steps(save_model).items() if s > start_step)
+    best = best_checkpoint_path(save_model)
+    if later or (not resuming and os.path.exists(best)):
+        names = ", ".join(os.path.basename(p) for _, p in later[:3]) + (" ..." if len(later) > 3 else "")
+        names = names or os.path.basename(best)
+        where = f"beyond the resumed step {start_step}" if resuming else "of an earlier run"
+        raise UserError(f"-save_model {save_model} already holds {names} {where}: this run would overwrite "
+                        "them; give another -save_model (or move those files away)")
+
+
 def best_checkpoint_path(save_model):
     return f"{save_model}_best.pt"
 

@@ -54,6 +54,55 @@ def check_not_inputs(outputs, inputs):
                                         f"would destroy the input; give {out_what} another file")
 
 
+def process_alive(pid):
+    """Whether process `pid` exists on this machine (a process of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def prefix_lock(prefix, what):
+    """Hold `{prefix}.lock` while a run writes the files of `prefix` (train.py -save_model,
+    preprocess.py -save_data): a second writer is refused in one line naming `what`. The lock holds the
+    owner's process id; one left by a process that no longer exists (killed) is taken over."""
+    path = f"{prefix}.lock"
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    owner = f.read().strip()
+            except OSError:
+                owner = ""
+            if owner.isdigit() and process_alive(int(owner)) and int(owner) != os.getpid():
+                raise UserError(f"{what}: another run (process {owner}) is writing {prefix}*; wait for it to end "
+                                f"or give another {what.split()[0]}") from None
+            with contextlib.suppress(OSError):
+                os.remove(path)           # a stale lock: its process is gone
+            continue
+        except OSError as e:
+            raise UserError(f"{what}: cannot create {path}: {e.strerror or e}") from None
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()}\n")
+        break
+    else:
+        raise UserError(f"{what}: cannot take the lock {path}")
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            with open(path, encoding="utf-8") as f:
+                mine = f.read().strip() == str(os.getpid())
+            if mine:
+                os.remove(path)
+
+
 def check_output_folder(path, what):
     """UserError naming `what` (e.g. "-attn_plot plots") unless `path` is a folder or could be created as
     one (`check_output` on it)."""

@@ -8,6 +8,7 @@ and the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A se
 KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save leaves
 no partial file). The previous handlers come back when the block ends.
 """
+import contextlib
 import signal
 import threading
 
@@ -44,3 +45,18 @@ class StopSignals:
         save) at `step`: one line, exit status 128 + the signal's number (143 SIGTERM, 130 ^C)."""
         where = f"; saved {saved}" if saved else ""
         return Stopped(f"stopped by {self.received} at step {step}{where}", 128 + self.signum)
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """SIGTERM and ^C held back inside the block and delivered when it ends: for the few renames that
+    must all happen (a dataset swapped in). Outside the main thread, or where the platform cannot block
+    signals, the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

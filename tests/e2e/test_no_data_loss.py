@@ -101,3 +101,111 @@ def test_train_never_writes_over_its_inputs(capsys, tiny, tmp_path):
     cfg.write_text("dropout: 0.1\n")
     err = _refused(capsys, train_bin.main, [*base, "-config", str(cfg), "-save_config", str(cfg)], cfg)
     assert "-save_config" in err and "-config" in err
+
+
+# --------------------------------------------------------------------------- checkpoints of other runs
+def _train(tiny, save, *more):
+    train_bin.main(["-data", tiny["prefix"], "-save_model", str(save), *TINY, "-valid_steps", "0", *more])
+
+
+def test_resuming_an_earlier_step_never_overwrites_the_later_checkpoints(tiny, tmp_path):
+    from onmt.errors import UserError
+    _train(tiny, tmp_path / "m", "-train_steps", "6", "-save_checkpoint_steps", "2")
+    later = {n: (tmp_path / n).read_bytes() for n in ("m_step_4.pt", "m_step_6.pt")}
+    with pytest.raises(UserError, match=r"-save_model .*m already holds m_step_4.pt, m_step_6.pt beyond the resumed "
+                                        r"step 2"):
+        _train(tiny, tmp_path / "m", "-train_steps", "8", "-train_from", str(tmp_path / "m_step_2.pt"))
+    assert all((tmp_path / n).read_bytes() == b for n, b in later.items())
+    # the same resume into another prefix is fine; so is going on from the last step
+    _train(tiny, tmp_path / "branch", "-train_steps", "4", "-train_from", str(tmp_path / "m_step_2.pt"))
+    _train(tiny, tmp_path / "m", "-train_steps", "8", "-train_from", str(tmp_path / "m_step_6.pt"))
+    assert (tmp_path / "m_step_8.pt").exists()
+
+
+def test_a_fresh_run_never_overwrites_an_earlier_runs_checkpoints(tiny, tmp_path):
+    from onmt.errors import UserError
+    _train(tiny, tmp_path / "m", "-train_steps", "2")
+    before = (tmp_path / "m_step_2.pt").read_bytes()
+    with pytest.raises(UserError, match="already holds m_step_2.pt of an earlier run"):
+        _train(tiny, tmp_path / "m", "-train_steps", "2", "-seed", "9")
+    assert (tmp_path / "m_step_2.pt").read_bytes() == before
+
+
+def test_keep_checkpoint_counts_the_checkpoints_written_before_a_resume(tiny, tmp_path):
+    _train(tiny, tmp_path / "k", "-train_steps", "4", "-save_checkpoint_steps", "1", "-keep_checkpoint", "2")
+    assert sorted(p.name for p in tmp_path.glob("k_step_*.pt")) == ["k_step_3.pt", "k_step_4.pt"]
+    _train(tiny, tmp_path / "k", "-train_steps", "7", "-save_checkpoint_steps", "1", "-keep_checkpoint", "2",
+           "-train_from", str(tmp_path / "k_step_4.pt"))
+    assert sorted(p.name for p in tmp_path.glob("k_step_*.pt")) == ["k_step_6.pt", "k_step_7.pt"]
+
+
+def test_a_second_writer_of_the_same_prefix_is_refused_and_a_stale_lock_taken_over(tiny, tmp_path):
+    import subprocess
+    import sys
+
+    from onmt.errors import UserError
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "m.lock").write_text(f"{other.pid}\n")
+        with pytest.raises(UserError, match=f"-save_model .*m: another run \\(process {other.pid}\\) is writing"):
+            _train(tiny, tmp_path / "m", "-train_steps", "1")
+        assert not list(tmp_path.glob("m_step_*.pt"))
+    finally:
+        other.kill()
+        other.wait()
+    _train(tiny, tmp_path / "m", "-train_steps", "1")      # its process is gone: the lock is stale
+    assert (tmp_path / "m_step_1.pt").exists() and not (tmp_path / "m.lock").exists()
+
+
+# --------------------------------------------------------------------------- preprocessing's swap and lock
+def _corpus(folder, words="w1 w2 w3"):
+    folder.mkdir(exist_ok=True)
+    (folder / "s.txt").write_text(f"{words}\nw2 w3\n")
+    (folder / "t.txt").write_text("w1\nw3\n")
+    return ["-train_src", str(folder / "s.txt"), "-train_tgt", str(folder / "t.txt"), "-share_vocab",
+            "-dynamic_dict"]
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_signal_inside_the_dataset_swap_waits_until_it_is_done(tmp_path, monkeypatch, signum):
+    """The signal lands as the swap starts (before its first rename, as a ^C could): the swap completes,
+    then the signal stops the run; the new dataset is whole, never neither."""
+    import signal
+
+    from onmt.bin.preprocess import _terminate
+    from onmt.inputters import preprocess as prep
+    from onmt.inputters.vocab_builder import load_vocabs
+    save = str(tmp_path / "p" / "d")
+    preprocess_bin.main([*_corpus(tmp_path / "a"), "-save_data", save])
+    real = prep._swap_in
+
+    def swap_with_a_signal(stage, save_data):
+        os.kill(os.getpid(), getattr(signal, signum))
+        return real(stage, save_data)
+    monkeypatch.setattr(prep, "_swap_in", swap_with_a_signal)
+    previous = signal.signal(signal.SIGTERM, _terminate)   # as preprocess.py's main sets it in a shell
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            preprocess_bin.main([*_corpus(tmp_path / "b", "w7 w8 w9"), "-save_data", save])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    vocabs, meta = load_vocabs(save)
+    assert "w7" in vocabs.src.itos   # the new dataset, complete
+    assert not list((tmp_path / "p").glob(".d.staging*")) and not (tmp_path / "p" / "d.lock").exists()
+
+
+def test_a_second_preprocessing_of_the_same_prefix_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    from onmt.errors import UserError
+    (tmp_path / "p").mkdir()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "p" / "d.lock").write_text(f"{other.pid}\n")
+        with pytest.raises(UserError, match=f"-save_data .*d: another run \\(process {other.pid}\\)"):
+            preprocess_bin.main([*_corpus(tmp_path / "a"), "-save_data", str(tmp_path / "p" / "d")])
+        assert not (tmp_path / "p" / "d.meta.json").exists()
+    finally:
+        other.kill()
+        other.wait()
