@@ -71,6 +71,13 @@ def prefix_lock(prefix, what):
     preprocess.py -save_data): a second writer is refused in one line naming `what`. The lock holds the
     owner's process id; one left by a process that no longer exists (killed) is taken over."""
     path = f"{prefix}.lock"
+    folder = os.path.dirname(os.path.abspath(path))
+    created = not os.path.isdir(folder)
+    if created:   # the run would create it: made now for the lock, removed again if left empty
+        try:
+            os.makedirs(folder)
+        except OSError as e:
+            raise UserError(f"{what}: cannot create folder {folder}: {e.strerror or e}") from None
     for _ in range(3):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -101,6 +108,9 @@ def prefix_lock(prefix, what):
                 mine = f.read().strip() == str(os.getpid())
             if mine:
                 os.remove(path)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)      # only if the run left it empty
 
 
 def check_output_folder(path, what):
