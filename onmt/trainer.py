@@ -349,7 +349,12 @@ class Trainer:
                 logger.info("-sample_every: no validation example to sample; no samples")
                 self.sample_every = 0
                 return
-        logger.info(self._sample_batch.describe(self.model, self.device, step, self.sample_max_length))
+        try:
+            logger.info(self._sample_batch.describe(self.model, self.device, step, self.sample_max_length))
+        except Exception as e:   # reporting fails soft: one line, and training goes on without samples
+            logger.warning(f"-sample_every: the sample failed at step {step} ({type(e).__name__}: {e}); "
+                           "no more samples")
+            self.sample_every = 0
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:

@@ -36,21 +36,46 @@ class TensorBoard:
         return cls(opt.tensorboard_log_dir) if opt.tensorboard else None
 
     def add_scalars(self, prefix, step, values):
-        """Write each name -> value of `values` as the scalar `prefix/name` at `step`."""
-        if self._writer is None:
-            self._writer = self._summary_writer_cls(log_dir=self.log_dir)
-        for name, value in values.items():
-            self._writer.add_scalar(f"{prefix}/{name}", float(value), step)
+        """Write each name -> value of `values` as the scalar `prefix/name` at `step`. Reporting fails
+        soft: an error (a full disk, a removed folder) is one logged line, and training goes on (and
+        saves) without TensorBoard."""
+        if self.failed:
+            return
+        with self._soft("write to"):
+            if self._writer is None:
+                self._writer = self._summary_writer_cls(log_dir=self.log_dir)
+            for name, value in values.items():
+                self._writer.add_scalar(f"{prefix}/{name}", float(value), step)
+
+    failed = False
+
+    def _soft(self, doing):
+        import contextlib
+
+        @contextlib.contextmanager
+        def guard():
+            try:
+                yield
+            except Exception as e:   # any failure of the writer: reporting must never stop training
+                self.failed = True
+                from onmt.utils.logging import logger
+                logger.warning(f"-tensorboard: cannot {doing} {self.log_dir} ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0] if str(e) else ''}); training goes on without TensorBoard")
+                self._writer = None
+        return guard()
 
     def flush(self):
-        if self._writer is not None:
-            self._writer.flush()
+        if self._writer is not None and not self.failed:
+            with self._soft("flush"):
+                self._writer.flush()
 
     def close(self):
         """Flush and close the event file; closing twice is harmless."""
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            if not self.failed:
+                with self._soft("close"):
+                    writer.close()
 
 
 def _check_writable(log_dir):

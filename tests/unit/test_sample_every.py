@@ -60,3 +60,15 @@ def test_describe_example_marks_copies_and_restores_training_mode():
     assert block[1] == "  SOURCE (60 of 70 words): " + " ".join(f"s{i}" for i in range(60)) + " ..."
     assert block[2] == "  REFERENCE: ref words" and block[3] == "  PREDICTION: a [b] [c]"
     assert block[4] == "  mean p(copy): 0.50 over 3 steps; 2 copied words in [brackets]"
+
+
+def test_a_failing_sample_is_one_line_and_training_goes_on(data, tmp_path, monkeypatch):
+    from onmt.inspection.sample import TrainingSample
+
+    def broken(*a, **k):
+        raise RuntimeError("plotting backend gone")
+    monkeypatch.setattr(TrainingSample, "describe", broken)
+    ckpt, log = _train(data, str(tmp_path / "s"), "copy", "-sample_every", "2")
+    assert ckpt["step"] == 6
+    warnings = [line for line in log.splitlines() if "WARNING" in line and "-sample_every" in line]
+    assert len(warnings) == 1 and "at step 2" in warnings[0] and "plotting backend gone" in warnings[0]

@@ -120,3 +120,21 @@ def test_reinforced_model_reports_pointer_and_scheduled_sampling(data, tmp_path)
     got = _scalars(board)
     assert {"progress/p_copy", "progress/sampled_inputs", "valid/p_copy"} <= set(got)
     assert 0.0 < got["progress/p_copy"][0][1] < 1.0 and got["progress/p_copy"][0][0] == 2
+
+
+def test_a_failing_event_file_is_one_line_and_training_goes_on(data, tmp_path, monkeypatch):
+    """A full disk under the event files (simulated: the writer raises ENOSPC): one warning, and the run
+    trains to its end and saves."""
+    import errno
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(SummaryWriter, "add_scalar", full)
+    log = tmp_path / "log.txt"
+    _train(data, str(tmp_path / "f"), "-train_steps", "6", "-tensorboard", "-tensorboard_log_dir",
+           str(tmp_path / "board"), "-log_file", str(log))
+    assert (tmp_path / "f_step_6.pt").exists()
+    warnings = [line for line in log.read_text().splitlines() if "WARNING" in line and "-tensorboard" in line]
+    assert len(warnings) == 1 and "No space left on device" in warnings[0] and "training goes on" in warnings[0]
