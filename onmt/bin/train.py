@@ -19,7 +19,8 @@ from onmt.utils.logging import init_logger, logger
 # On -train_from, the model's options come from the checkpoint, except these training choices, which
 # the command line (or -config) may change: what the new phase of training does.
 MODEL_OPTIONS_A_RESUME_MAY_CHANGE = ("scheduled_sampling", "scheduled_sampling_mode", "lambda_coverage",
-                                     "coverage_attn")
+                                     "coverage_attn", "dropout", "param_init", "fix_word_vecs_enc",
+                                     "fix_word_vecs_dec")
 # Training options a resume takes from the checkpoint unless given again (exact resume by default).
 OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
                      "max_grad_norm", "decay_method", "learning_rate_decay", "start_decay_steps", "decay_steps",
@@ -50,6 +51,12 @@ def restore_options(opt, ckpt_opt):
         raise UserError(f"checkpoint {opt.train_from} is damaged or from another program: its options lack "
                         f"{', '.join(lacking)} (give {' '.join('-' + n for n in lacking[:3])} to say what they were)")
     from_here = set(MODEL_OPTIONS_A_RESUME_MAY_CHANGE) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
+    contradictions = [f"-{n} {getattr(opt, n)} (the checkpoint's: {ckpt_opt[n]})" for n in model_option_names()
+                      if n not in from_here and n in ckpt_opt and opts.given(opt, n) and getattr(opt, n) != ckpt_opt[n]]
+    if contradictions:
+        raise UserError(f"-train_from {opt.train_from} keeps the model it holds (its family, shape and attention); "
+                        f"{', '.join(contradictions[:3])} given here contradict it: drop them, or train a new model "
+                        f"(a resume may change {', '.join('-' + n for n in MODEL_OPTIONS_A_RESUME_MAY_CHANGE)})")
     for name in model_option_names() + list(OBJECTIVE_OPTIONS) + list(OPTIMIZER_OPTIONS):
         if name not in ckpt_opt and name in opts.ADDED_MODEL_OPTIONS and name not in from_here:
             setattr(opt, name, opts.ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option

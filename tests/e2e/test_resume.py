@@ -1,5 +1,7 @@
 """-train_from for a new phase of training: RL after ML, coverage after plain copy, new learning rate,
 -reset_optim; and the exact-resume guarantee of RL runs (train.py end to end on tiny data)."""
+import re
+
 import pytest
 import torch
 
@@ -177,3 +179,19 @@ def test_reinforced_alone_trains_with_the_papers_recipe(data, tmp_path):
     assert "exp_avg" in next(iter(ck["optim"]["state"].values()))   # an Adam state
     text = log.read_text()
     assert "Training: adam, learning rate 0.001" in text and "differ from Paulus" not in text
+
+
+def test_model_options_that_contradict_the_checkpoint_are_refused(data, tmp_path):
+    """-train_from keeps the checkpoint's model: another family or size given with it is refused in one
+    line (it was silently ignored: -reinforced on a copy checkpoint trained the copy model); what a
+    resume may change (dropout, coverage, scheduled sampling) is taken."""
+    _train(data, COPY, str(tmp_path / "c"), "-optim", "adam", "-train_steps", "2")
+    for extra, shown in ((["-reinforced"], "-reinforced True (the checkpoint's: False)"),
+                         (["-rnn_size", "32"], "-rnn_size 32 (the checkpoint's: 16)"),
+                         (["-global_attention", "dot"], "-global_attention dot")):
+        with pytest.raises(UserError, match=re.escape(shown)):
+            train_bin.main(["-data", data, "-save_model", str(tmp_path / "x"), "-train_steps", "3", *extra,
+                            "-train_from", str(tmp_path / "c_step_2.pt")])
+    _train(data, COPY[:-2] + ["-dropout", "0.2"], str(tmp_path / "d"), "-train_steps", "3",
+           "-train_from", str(tmp_path / "c_step_2.pt"))
+    assert _ckpt(tmp_path / "d_step_3.pt")["opt"]["dropout"] == 0.2
