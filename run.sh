@@ -14,7 +14,8 @@
 #   beam_size / max_length / block_ngram_repeat  `translate` search (default: 5 / the checkpoint's own rules)
 #   pred        predictions `translate` writes and `evaluate` scores (default: $root/pred.txt)
 #   pred2       a second predictions file `evaluate` compares with $pred (paired bootstrap)
-#   translate_args  more translate.py options, e.g. "-attn_plot DIR -replace_unk"
+#   attn_plot   folder of `translate`'s attention plots (any path, spaces too)
+#   translate_args  more translate.py options, word-split, e.g. "-replace_unk -n_best 2"
 #   TORCH_SPEC / TORCH_INDEX_URL  how `setup` installs PyTorch     (default: torch==2.13.0, CPU wheel)
 set -uo pipefail
 
@@ -49,7 +50,7 @@ actions:
   test        the test suite
   lint        ruff (lint, import order) and the import layering of onmt/ (tools/import_graph.py)
 variables: data root gpu cnndm_path gigaword_path train_config rl_config rl_steps model preprocess_config
-           beam_size max_length block_ngram_repeat pred pred2 translate_args
+           beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
            (see the top of run.sh)
 USAGE
 }
@@ -107,8 +108,15 @@ train() {
     -save_model "$root/models/model" -gpu "$gpu" || die "train failed"
 }
 
-latest_checkpoint() {  # latest_checkpoint PREFIX: the newest $root/models/PREFIX_step_N.pt
-  ls "$root"/models/"$1"_step_*.pt 2>/dev/null | sed 's/.*_step_\([0-9]*\)\.pt$/\1 &/' | sort -n | tail -1 | cut -d' ' -f2
+latest_checkpoint() {  # latest_checkpoint PREFIX: the newest $root/models/PREFIX_step_N.pt (any path, spaces too)
+  local f s best="" n=-1
+  for f in "$root"/models/"$1"_step_*.pt; do
+    [ -e "$f" ] || continue
+    s=${f##*_step_}; s=${s%.pt}
+    [[ "$s" =~ ^[0-9]+$ ]] || continue
+    if [ "$s" -gt "$n" ]; then n=$s; best=$f; fi
+  done
+  printf '%s' "$best"
 }
 
 rl() {
@@ -128,7 +136,8 @@ translate() {
   # shellcheck disable=SC2086
   "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "${pred:-$root/pred.txt}" -gpu "$gpu" \
     -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
-    ${max_length:+-max_length "$max_length"} ${translate_args:-} || die "translate failed"
+    ${max_length:+-max_length "$max_length"} ${attn_plot:+-attn_plot "$attn_plot"} ${translate_args:-} \
+    || die "translate failed"
 }
 
 evaluate() {
@@ -151,7 +160,7 @@ demo() {
   local ml; ml=$(latest_checkpoint model)
   rl_config="$here/config/demo_rl.yaml" rl_steps=150 rl
   model="$ml" pred="$root/pred_ml.txt" beam_size=5 max_length=30 translate
-  translate_args="-attn_plot $root/plots -attn_plot_n 5" beam_size=5 max_length=30 translate
+  attn_plot="$root/plots" translate_args="-attn_plot_n 5" beam_size=5 max_length=30 translate
   pred2="$root/pred_ml.txt" evaluate
   "$PY" - "$root/rouge.json" "$ml" "$(latest_checkpoint rl)" "$root" <<'SUMMARY' || die "demo: summary failed"
 import json, sys
