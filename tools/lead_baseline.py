@@ -16,7 +16,7 @@ import sys
 
 from onmt.errors import UserError
 from onmt.inputters.corpus import read_lines
-from onmt.utils.files import write_atomic
+from onmt.utils.files import check_not_inputs, write_atomic
 
 
 def lead_sentences(tokens, k, ends=(".", "!", "?")):
@@ -62,6 +62,7 @@ def main(argv=None):
             out.write(baseline(line, opt.sentences or 0, opt.words or 0, tuple(opt.sentence_end),
                                opt.tag_sentences) + "\n")
     try:
+        check_not_inputs({"-output": opt.output}, {"-src": opt.src})
         write_atomic(opt.output, write)
     except UserError as e:      # the source unreadable (a line not UTF-8...) or the output unwritable
         raise SystemExit(f"lead_baseline.py: error: {e}")

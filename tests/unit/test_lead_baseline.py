@@ -37,3 +37,13 @@ def test_bad_input_one_line(tmp_path):
         assert proc.returncode != 0 and "Traceback" not in proc.stderr
         assert needle in lines[-1], proc.stderr
     assert not (tmp_path / "o.txt").exists()
+
+
+def test_output_is_never_the_source(tmp_path):
+    src = tmp_path / "src.txt"
+    src.write_text("one two . three .\n", encoding="utf-8")
+    os.symlink(src, tmp_path / "link.txt")
+    for out in (src, tmp_path / "link.txt", tmp_path / "." / "src.txt"):
+        proc = run("-src", src, "-output", out, "-sentences", "1")
+        assert proc.returncode != 0 and "would destroy the input" in proc.stderr and "Traceback" not in proc.stderr
+    assert src.read_text() == "one two . three .\n"
