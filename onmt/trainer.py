@@ -64,7 +64,8 @@ class Trainer:
         self.world = World(rank=rank, world_size=world_size, device=self.device)  # utils/distributed.py
         self.accum_count = accum_count  # batches per optimizer step (on each rank)
         self.tensorboard = tensorboard  # utils/tensorboard.py TensorBoard (-tensorboard) or None
-        self.saved = []
+        self.saved = []            # rank 0: this run's step checkpoints, oldest first (-keep_checkpoint)
+        self._saved_steps = set()  # every rank: the steps saved by this process's run (collective saves)
         self.sample_every = sample_every  # log a validation example's greedy prediction every N steps
         self.sample_max_length = sample_max_length  # the sample's greedy search stops there
         self._sample_batch = None
@@ -151,13 +152,15 @@ class Trainer:
                     self._report(step, total, epoch, window, time.time() - t0, time.time() - t_start)
                     window, t0 = Statistics(), time.time()
                 if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps == 0:
-                    self._validate_and_keep_best(valid_data, step, (epoch, pos))
+                    saving = self._done(step, epoch) or (self.save_checkpoint_steps > 0 and
+                                                         step % self.save_checkpoint_steps == 0)
+                    self._validate_and_keep_best(valid_data, step, (epoch, pos), save_step=saving)
                 if self.sample_every > 0 and step % self.sample_every == 0:
                     self.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
                 if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0 and \
-                        checkpoint_path(self.save_model, step) not in self.saved:
+                        step not in self._saved_steps:
                     self.save(step, (epoch, pos))
                 self._stop_if_signalled(step, (epoch, pos))
             else:
@@ -173,7 +176,7 @@ class Trainer:
                 and not self.early_stopping.should_stop:
             self._validate_and_keep_best(valid_data, step, (epoch, pos),   # -valid_steps 0: no validation
                                          save_step=step > start_step)
-        if step > start_step and checkpoint_path(self.save_model, step) not in self.saved:
+        if step > start_step and step not in self._saved_steps:
             self.save(step, (epoch, pos))
         return step
 
@@ -200,7 +203,7 @@ class Trainer:
         {save_model}_best.pt. `save_step`: save the step's own checkpoint too (the last step's)."""
         stats = self.validate(valid_data, step)
         improved = self.early_stopping.update(stats, step)
-        if save_step and checkpoint_path(self.save_model, step) not in self.saved:
+        if save_step and step not in self._saved_steps:
             self.save(step, data_pos)
         if not improved:
             if self.rank == 0:
@@ -209,7 +212,7 @@ class Trainer:
                             f"best {self.early_stopping.describe()}")
             return
         path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
-        if path not in self.saved:
+        if step not in self._saved_steps:
             self.save(step, data_pos, path=best)   # this step's checkpoint, under the best's name only
         elif self.rank == 0:
             link_best(path, best)
@@ -388,9 +391,11 @@ class Trainer:
         """Write the checkpoint of `step` to {save_model}_step_{step}.pt (pruned with -keep_checkpoint),
         or to `path` (not pruned); every rank calls it, rank 0 writes. Returns the path on rank 0."""
         rng_ranks = gather_objects(rng_state(), self.world)  # every rank's: each resumes its own draws
+        tracked = path is None
+        if tracked:
+            self._saved_steps.add(step)   # on every rank: whether to save again is decided alike
         if self.rank != 0:
             return None
-        tracked = path is None
         path = path or checkpoint_path(self.save_model, step)
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)

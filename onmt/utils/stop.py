@@ -50,13 +50,23 @@ class StopSignals:
 @contextlib.contextmanager
 def signals_deferred():
     """SIGTERM and ^C held back inside the block and delivered when it ends: for the few renames that
-    must all happen (a dataset swapped in). Outside the main thread, or where the platform cannot block
-    signals, the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    must all happen (a dataset swapped in). Inside, a handler only records them; after, the previous
+    handlers come back and each recorded signal is raised again (a process-wide signal may reach any
+    thread, so masking the main thread alone would not hold it back). Outside the main thread the
+    block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    pending, previous = [], {}
+
+    def record(signum, frame):
+        pending.append(signum)
+    for s in SIGNALS:
+        previous[s] = signal.signal(s, record)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)
