@@ -123,29 +123,36 @@ def _feed(box, conn):
 
 class _Workers:
     def __init__(self, n, fn):
+        from onmt.utils.stop import signals_deferred
         ctx = mp.get_context("fork")
         self.procs, self.tasks, self.results, self.boxes, self.feeders = [], [], [], [], []
         try:
-            for _ in range(n):
-                task_r, task_w = ctx.Pipe(duplex=False)
-                result_r, result_w = ctx.Pipe(duplex=False)
-                inherited = self.tasks + self.results + [task_w, result_r]
-                p = ctx.Process(target=_serve, args=(task_r, result_w, inherited, fn), daemon=True)
-                p.start()
-                task_r.close()
-                result_w.close()
-                self.procs.append(p)
-                self.tasks.append(task_w)
-                self.results.append(result_r)
-            for task_w in self.tasks:         # threads only after the last fork
-                box = queue.SimpleQueue()
-                t = threading.Thread(target=_feed, args=(box, task_w), daemon=True)
-                t.start()
-                self.boxes.append(box)
-                self.feeders.append(t)
+            # ^C or SIGTERM during the forks waits until they are done: raised inside fork's handlers
+            # (logging's _releaseLock) it was printed as "Exception ignored" and lost
+            with signals_deferred():
+                self._start(ctx, n, fn)
         except BaseException:
             self.close(graceful=False)
             raise
+
+    def _start(self, ctx, n, fn):
+        for _ in range(n):
+            task_r, task_w = ctx.Pipe(duplex=False)
+            result_r, result_w = ctx.Pipe(duplex=False)
+            inherited = self.tasks + self.results + [task_w, result_r]
+            p = ctx.Process(target=_serve, args=(task_r, result_w, inherited, fn), daemon=True)
+            p.start()
+            task_r.close()
+            result_w.close()
+            self.procs.append(p)
+            self.tasks.append(task_w)
+            self.results.append(result_r)
+        for task_w in self.tasks:         # threads only after the last fork
+            box = queue.SimpleQueue()
+            t = threading.Thread(target=_feed, args=(box, task_w), daemon=True)
+            t.start()
+            self.boxes.append(box)
+            self.feeders.append(t)
 
     def send(self, w, item):
         self.boxes[w].put(item)
