@@ -106,8 +106,26 @@ def process_group(world, timeout_s=1800):
                             timeout=datetime.timedelta(seconds=timeout_s))
     try:
         yield
+    except Exception as e:
+        if not _peer_failure(e):
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise UserError(f"rank {world.rank} of {world.world_size}: another process of this run stopped "
+                        f"({first}); this one stops too") from None
     finally:
-        dist.destroy_process_group()
+        with contextlib.suppress(Exception):
+            dist.destroy_process_group()
+
+
+def _peer_failure(e):
+    """Whether exception `e` of a collective says a peer process is gone (a dead rank under torchrun),
+    rather than a fault of this process."""
+    import torch.distributed as dist
+    if isinstance(e, getattr(dist, "DistError", ())):
+        return True
+    text = str(e)
+    return isinstance(e, RuntimeError) and any(k in text for k in ("gloo", "Connection closed by peer", "NCCL",
+                                                                   "Connection reset by peer", "Broken pipe"))
 
 
 # ---------------------------------------------------------------------- start-up
