@@ -24,3 +24,7 @@ class Stopped(Exception):
     def __init__(self, message, code):
         super().__init__(message)
         self.code = code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM turned into an interruption (preprocess.py, which unwinds as for ^C): exit status 143."""

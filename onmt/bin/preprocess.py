@@ -4,6 +4,7 @@ import signal
 import sys
 
 from onmt import opts
+from onmt.errors import Terminated
 from onmt.inputters.preprocess import check_inputs_survive, preprocess
 from onmt.utils.cli import run_main
 from onmt.utils.logging import init_logger
@@ -11,7 +12,7 @@ from onmt.utils.memory import reuse_freed_memory
 
 
 def _terminate(signum, frame):
-    raise KeyboardInterrupt   # unwinds through the writers, which remove their temporary files
+    raise Terminated   # a KeyboardInterrupt: unwinds through the writers, which remove their temporary files
 
 
 def main(argv=None):

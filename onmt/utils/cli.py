@@ -1,7 +1,7 @@
 """Entry-point plumbing: user errors become one line on stderr and a non-zero exit."""
 import sys
 
-from onmt.errors import OptionError, Stopped, UserError
+from onmt.errors import OptionError, Stopped, Terminated, UserError
 
 
 def run_main(main_fn, argv=None):
@@ -30,6 +30,9 @@ def run_main(main_fn, argv=None):
     except Stopped as e:
         print(f"{prog}: {e}", file=sys.stderr)
         sys.exit(e.code)
+    except Terminated:
+        print(f"{prog}: terminated (SIGTERM)", file=sys.stderr)
+        sys.exit(143)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)

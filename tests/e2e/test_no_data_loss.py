@@ -209,3 +209,31 @@ def test_a_second_preprocessing_of_the_same_prefix_is_refused(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+@pytest.mark.parametrize("signum, code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_preprocessing_with_workers_stops_on_a_signal_with_its_status(tmp_path, signum, code):
+    """-num_threads 2: the signal is never lost (it was, when it landed while the workers started: exit 0);
+    the status says which one came, in one line, and the previous dataset (none here) is left as it was."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers.paths import ROOT
+    lines = [" ".join(f"w{(i * 7 + j) % 997}" for j in range(40)) for i in range(60000)]
+    (tmp_path / "s.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "t.txt").write_text("\n".join(line[:20] for line in lines) + "\n")
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "preprocess.py"), "-train_src", str(tmp_path / "s.txt"),
+                             "-train_tgt", str(tmp_path / "t.txt"), "-save_data", str(tmp_path / "p" / "d"),
+                             "-num_threads", "2", "-src_seq_length", "100"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = ""
+    while "pass 1" not in out and proc.poll() is None:   # the workers are starting or at work
+        out += proc.stdout.readline()
+    time.sleep(0.05)
+    proc.send_signal(getattr(signal, signum))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, (proc.returncode, err)
+    assert "Traceback" not in err and "Exception ignored" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "p" / "d.meta.json").exists() and not list((tmp_path / "p").glob(".d.staging*"))
