@@ -32,9 +32,9 @@ def kind(name):
     return name[0]
 
 
-def row(r, control):
+def row(r, control, start_seconds):
     rouge = r["rouge"]
-    cells = [r["name"], str(r["step"]), f"{r['train_seconds']:.0f}",
+    cells = [r["name"], str(r["step"]), f"{r['train_seconds'] - start_seconds:.0f}",
              f"{rouge['rouge1']:.2f}", f"{rouge['rouge2']:.2f}", f"{rouge['rougeL']:.2f}"]
     paired = r.get("paired")
     if paired and control:
@@ -50,12 +50,13 @@ def row(r, control):
 
 def table(results):
     from experiments.rl_vs_ml import CONTROL
-    heads = ["model", "step", "train s", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)", "control",
+    heads = ["model", "step", "CPU s since the ML start", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)", "control",
              "ΔR-L vs equal-step control", "length / ref", "rep. trigrams %", "novel bigrams %", "copy share %"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    start = results["ml_best"]["train_seconds"] if "ml_best" in results else 0.0
     for k, _ in ROWS:
         for name in sorted(n for n in results if kind(n) == k):
-            lines.append(row(results[name], CONTROL.get(name)))
+            lines.append(row(results[name], CONTROL.get(name), start))
     legend = [f"- {dict(ROWS)[k]}: rows {', '.join(sorted(n for n in results if kind(n) == k)) or '(not yet run)'}"
               for k, _ in ROWS]
     return "\n".join(lines) + "\n\n" + "\n".join(legend) + "\n"
@@ -66,13 +67,19 @@ def plot(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5))
+    start = _start_point(os.path.dirname(path))   # the converged ML model's own validation, at 0
+    if start is not None:
+        ax.plot([0], [start], marker="*", markersize=12, color="black", linestyle="none", label="ML start")
     colors = {"a": "tab:red", "b": "tab:blue", "c": "tab:purple", "d": "tab:orange", "e": "tab:green",
               "f": "tab:brown"}
     for name, r in sorted(results.items()):
         curve = [p for p in r.get("curve", []) if "rougeL" in p]
         if not curve:
             continue
-        ax.plot([p["seconds"] / 60 for p in curve], [p["rougeL"] for p in curve], marker=".",
+        xs, ys = [p["seconds"] / 60 for p in curve], [p["rougeL"] for p in curve]
+        if start is not None:
+            xs, ys = [0.0] + xs, [start] + ys
+        ax.plot(xs, ys, marker=".",
                 color=colors.get(name[0], "gray"), label=name, alpha=0.5 + 0.5 * (name[-1] == "1"))
     ax.set_xlabel("training time since the converged ML checkpoint (CPU minutes, one thread)")
     ax.set_ylabel("validation ROUGE-L F1, greedy (first 1,000 valid pairs)")
@@ -82,6 +89,16 @@ def plot(results, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _start_point(results_dir):
+    """The greedy validation ROUGE-L of the ML phase's best checkpoint (ml_phase.json), or None."""
+    path = os.path.join(results_dir, "ml_phase.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        phase = json.load(f)
+    return next((p["rougeL"] for p in phase["curve"] if p["step"] == phase["best_step"] and "rougeL" in p), None)
 
 
 def write_report(results_dir):
