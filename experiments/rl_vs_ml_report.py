@@ -51,7 +51,8 @@ def row(r, control, start_seconds):
 def table(results):
     from experiments.rl_vs_ml import CONTROL
     heads = ["model", "step", "CPU s since the ML start", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)",
-             "control", "ΔR-L vs equal-step control", "length / ref", "rep. trigrams %", "novel bigrams %", "copy share %"]
+             "control", "ΔR-L vs equal-step control", "length / ref", "rep. trigrams %", "novel bigrams %",
+             "copy share %"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     start = results["ml_best"]["train_seconds"] if "ml_best" in results else 0.0
     for k, _ in ROWS:
