@@ -42,7 +42,7 @@ actions:
   prepare_gigaword  Gigaword (\$gigaword_path: Rush et al.'s release or seed layout) -> \$data
   preprocess  text in \$data -> vocabulary + shards in \$root/prep
   train       shards -> checkpoints in \$root/models   (options: \$train_config)
-  rl          newest ML checkpoint -> mixed ML + self-critical RL, \$root/models/rl_step_N.pt
+  rl          best (else newest) ML checkpoint -> mixed ML + self-critical RL, \$root/models/rl_step_N.pt
               (options: \$rl_config, \$rl_steps more steps)
   translate   latest checkpoint + \$data/test.src.txt -> \$root/pred.txt
   evaluate    \$root/pred.txt vs \$data/test.tgt.txt -> ROUGE
@@ -119,10 +119,12 @@ latest_checkpoint() {  # latest_checkpoint PREFIX: the newest $root/models/PREFI
   printf '%s' "$best"
 }
 
-rl() {
-  local ckpt step; ckpt=$(latest_checkpoint model)
+rl() {  # from the best ML checkpoint (the lowest validation perplexity), else the newest
+  local ckpt step; ckpt="$root/models/model_best.pt"
+  [ -f "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "rl: no ML checkpoint in $root/models (run train first)"
-  step=$(basename "$ckpt" .pt); step=${step##*_step_}
+  step=$("$PY" -c 'import sys, torch; print(int(torch.load(sys.argv[1], map_location="cpu", weights_only=True)["step"]))' \
+    "$ckpt") || die "rl: cannot read the step of $ckpt"
   "$PY" "$here/train.py" -config "$rl_config" -data "$root/prep/data" -train_from "$ckpt" \
     -save_model "$root/models/rl" -train_steps "$((step + rl_steps))" -gpu "$gpu" || die "rl failed"
 }
@@ -157,7 +159,7 @@ demo() {
   rm -rf "$root/models" "$root/plots"
   preprocess_config="$here/config/demo_preprocess.yaml" preprocess
   train_config="$here/config/demo_train.yaml" train
-  local ml; ml=$(latest_checkpoint model)
+  local ml="$root/models/model_best.pt"; [ -f "$ml" ] || ml=$(latest_checkpoint model)   # what rl starts from
   rl_config="$here/config/demo_rl.yaml" rl_steps=150 rl
   model="$ml" pred="$root/pred_ml.txt" beam_size=5 max_length=30 translate
   attn_plot="$root/plots" translate_args="-attn_plot_n 5" beam_size=5 max_length=30 translate
