@@ -135,6 +135,7 @@ translate() {
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
   local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
+  echo "run.sh translate: $ckpt on $src" >&2
   # shellcheck disable=SC2086
   "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "${pred:-$root/pred.txt}" -gpu "$gpu" \
     -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
@@ -144,6 +145,7 @@ translate() {
 
 evaluate() {
   local ref="$data/test.tgt.txt"; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
+  echo "run.sh evaluate: scoring ${pred:-$root/pred.txt} against $ref" >&2
   local official=()
   "$PY" -c "import sys; from onmt.evaluation.official import available; sys.exit(not available())" 2>/dev/null \
     && official=(-official)

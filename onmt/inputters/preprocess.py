@@ -46,6 +46,10 @@ from onmt.inputters.vocab_builder import (
 logger = logging.getLogger("onmt.preprocess")
 
 DROP_REASONS = ("empty_src", "empty_tgt", "src_too_long", "tgt_too_long")
+# what to change when a reason drops most of a corpus (log_summary's warning)
+DROP_OPTIONS = {"src_too_long": ": raise -src_seq_length, or cut with -src_seq_length_trunc instead",
+                "tgt_too_long": ": raise -tgt_seq_length, or cut with -tgt_seq_length_trunc instead",
+                "empty_src": " (empty source lines)", "empty_tgt": " (empty target lines)"}
 CHUNK = 2000                     # lines per unit of work
 
 
@@ -400,6 +404,11 @@ def log_summary(split, st, vocabs):
     drops = ", ".join(f"{r} {n}" for r, n in st["drops"].items())
     copy = "n/a (no -dynamic_dict)" if st["tgt_copyable_pct"] is None else f"{st['tgt_copyable_pct']}%"
     logger.info("%s: %d examples read, %d kept, dropped: %s", split, st["read"], st["kept"], drops)
+    if st["read"] and st["kept"] * 2 < st["read"]:   # most of the corpus gone: never silent
+        worst = max(st["drops"], key=st["drops"].get)
+        option = DROP_OPTIONS.get(worst, "")
+        logger.warning("%s: only %d of %d examples kept (%.0f%%); most were dropped as %s%s", split, st["kept"],
+                       st["read"], 100.0 * st["kept"] / st["read"], worst, option)
     logger.info("%s: %d source tokens, %d target tokens; vocabularies %d (src) / %d (tgt); "
                 "target tokens inside the target vocabulary %s%%, copyable from the source %s",
                 split, st["src_tokens"], st["tgt_tokens"], len(vocabs.src), len(vocabs.tgt),

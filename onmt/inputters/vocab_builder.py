@@ -143,6 +143,13 @@ def write_json_atomic(path, obj):
 
 def load_meta(save_data):
     path = meta_path(save_data)
+    if not os.path.isfile(path) and os.path.isdir(save_data):
+        found = sorted(p[:-len(".meta.json")] for p in os.listdir(save_data) if p.endswith(".meta.json"))
+        hint = (f"give -data {os.path.join(save_data, found[0])}" if len(found) == 1 else
+                f"give one of {', '.join(os.path.join(save_data, f) for f in found[:3])}" if found else
+                "no preprocessed data there: run preprocess.py first")
+        raise UserError(f"-data {save_data} is a folder; -data takes the prefix given to preprocess.py -save_data "
+                        f"({hint})")
     if not os.path.isfile(path):
         raise UserError(f"{path} not found: run preprocess.py first (-save_data {save_data})")
     try:

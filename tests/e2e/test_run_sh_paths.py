@@ -24,5 +24,8 @@ def test_translate_and_evaluate_under_paths_with_spaces(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "unbound variable" not in r.stderr
+    # it says what it used: the newest checkpoint, and the validation split (there is no test split)
+    assert f"run.sh translate: {root / 'models' / 'model_step_12.pt'} on {data / 'valid.src.txt'}" in r.stderr
+    assert f"against {data / 'valid.tgt.txt'}" in r.stderr
     assert len((root / "pred.txt").read_text().splitlines()) == 2 and (root / "rouge.json").exists()
     assert list((root / "my plots").glob("*.png"))
