@@ -48,7 +48,13 @@ class _ExactParser(configargparse.ArgumentParser):
         return super().parse_known_args(args=args, namespace=namespace, **kwargs)
 
     def error(self, message):
-        """One line, no usage block (`-h` prints that): `train.py: error: MESSAGE (see -h)`, status 2."""
+        """One line, no usage block (`-h` prints that): `train.py: error: MESSAGE (see -h)`, status 2. An
+        unknown key of a -config file gets the command line's message (the closest names)."""
+        if message.startswith("unrecognized arguments:"):
+            names = [t.split("=", 1)[0] for t in message.split(":", 1)[1].split() if t.startswith("-")]
+            if names:
+                name = "-" + names[0].lstrip("-")
+                message = unknown_option_message(name, self._option_string_actions) + " (a -config key?)"
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
     def _check_names(self, argv):

@@ -285,3 +285,16 @@ def test_a_config_of_nested_aliases_is_refused_in_one_line(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "expand to more than 100000 items" in err and len(err) < 400
+
+
+def test_a_config_key_typo_gets_the_command_lines_suggestions(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("word_vec_sze: 128\n")
+    with pytest.raises(SystemExit):
+        opts.parse_with_given(opts.train_parser(), ["-data", "d", "-config", str(cfg)])
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unknown option -word_vec_sze (did you mean -word_vec_size" in err
+    dashed = tmp_path / "d.yaml"
+    dashed.write_text("-word_vec_size: 128\n--rnn_size: 64\n")   # keys written with dashes count as well
+    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", "-config", str(dashed)])
+    assert opt.word_vec_size == 128 and opt.rnn_size == 64 and opts.given(opt, "word_vec_size")
