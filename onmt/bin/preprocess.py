@@ -23,7 +23,7 @@ def main(argv=None):
     check_inputs_survive(opt)   # before the log is opened for appending
     logger = init_logger(opt.log_file)
     if opt.save_config:
-        opts.write_config(opt, opt.save_config)
+        opts.write_config(opt, opt.save_config, opts.preprocess_parser())
         logger.info("wrote the options to %s", opt.save_config)
         return
     reuse_freed_memory()

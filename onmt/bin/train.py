@@ -139,7 +139,7 @@ def main(argv=None):
     check_not_inputs({"-save_config": opt.save_config,
                       "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt))
     if opt.save_config:
-        opts.write_config(opt, opt.save_config)
+        opts.write_config(opt, opt.save_config, opts.train_parser())
         logger.info(f"wrote the options to {opt.save_config}")
         return
     check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save

@@ -177,12 +177,18 @@ def save_config_opts(parser):
                     "-config, and exit without doing anything else (OpenNMT-py's)")
 
 
-def write_config(opt, path):
-    """-save_config: the options of `opt` as YAML (None values and empty lists left out: their
-    defaults), readable back with -config."""
+def write_config(opt, path, parser):
+    """-save_config: the options of `opt` that differ from `parser`'s defaults (what was given, and what
+    the given options implied), as YAML readable back with -config to the same options. A default is
+    left out: written, it would count as given (and, say, -warmup_steps without -decay_method noam is
+    refused)."""
     import yaml
+    defaults = {}
+    for action in parser._actions:
+        defaults.setdefault(action.dest, action.default)
     values = {k: v for k, v in saved_options(opt).items()
-              if k not in ("config", "save_config") and v is not None and v != []}
+              if k not in ("config", "save_config") and v is not None and v != [] and
+              (given(opt, k) or not (k in defaults and defaults[k] == v))}
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(values, f, default_flow_style=False, sort_keys=True, allow_unicode=True)
 
