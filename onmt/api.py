@@ -7,7 +7,8 @@
 
 `summarize` takes translate.py's search options as keyword arguments, with its names and defaults
 (beam_size=5, n_best=1, min_length=0, max_length, length_penalty="none", alpha=0.0,
-block_ngram_repeat, avoid_trigram_repetition, ignore_when_blocking, replace_unk, batch_size=30,
+coverage_penalty="none", beta=0.0, stepwise_penalty, block_ngram_repeat, avoid_trigram_repetition,
+ignore_when_blocking, replace_unk, batch_size=30,
 src_seq_length_trunc). An argument left out (or None) is "not given", exactly as an option left off
 translate.py's command line: the checkpoint's preprocessing record then decides lowercasing, source
 truncation, the prediction length limit and the model family's n-gram blocking
@@ -26,9 +27,10 @@ from onmt import opts
 
 # keyword -> translate.py option; store_true options take a bool, nargs="+" ones a list
 SEARCH_OPTIONS = ("beam_size", "n_best", "min_length", "max_length", "length_penalty", "alpha",
+                  "coverage_penalty", "beta", "stepwise_penalty",
                   "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
                   "batch_size", "src_seq_length_trunc")
-_FLAGS = ("avoid_trigram_repetition", "replace_unk")
+_FLAGS = ("avoid_trigram_repetition", "replace_unk", "stepwise_penalty")
 
 
 def translate_options(**kwargs):
@@ -49,7 +51,15 @@ def translate_options(**kwargs):
             argv += [f"-{name}", *words] if words else []
         else:
             argv += [f"-{name}", str(value)]
-    opt = opts.parse_with_given(opts.translate_parser(), argv)
+    import contextlib
+    import io
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):   # the parser's one line becomes the exception's message
+            opt = opts.parse_with_given(opts.translate_parser(), argv)
+    except SystemExit:
+        message = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else "invalid option"
+        raise opts.OptionError(message.split("error: ", 1)[-1].replace(" (see -h)", "")) from None
     opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
     return opt
@@ -77,7 +87,14 @@ class Summarizer:
     def load(cls, path, device="cpu"):
         """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device)."""
         from onmt.translate.session import load_session
-        device = torch.device(device)
+        try:
+            device = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise opts.OptionError(f"device={device!r}: {e}") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise opts.OptionError(f"device={str(device)!r}: CUDA is not available here; use device='cpu'")
+        if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+            raise opts.OptionError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s)")
         return cls(load_session(path, device), device)
 
     @property

@@ -113,3 +113,28 @@ def test_import_onmt_stays_cheap():
             "from onmt import Summarizer; assert Summarizer.__module__ == 'onmt.api'")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_api_raises_python_exceptions_not_system_exit(setup):
+    d, ckpts = setup
+    s = Summarizer.load(ckpts["copy"])
+    with pytest.raises(OptionError, match="invalid choice: 'huge'"):      # a parser error, not SystemExit(2)
+        s.summarize(["w1 w2"], length_penalty="huge")
+    with pytest.raises(ValueError, match="argument -beam_size/--beam_size: invalid int value"):
+        s.summarize(["w1 w2"], beam_size="many")
+    if not __import__("torch").cuda.is_available():
+        with pytest.raises(OptionError, match="device='cuda': CUDA is not available here"):
+            Summarizer.load(ckpts["copy"], device="cuda")
+    with pytest.raises(OptionError, match="device='gpu"):
+        Summarizer.load(ckpts["copy"], device="gpu7")
+
+
+def test_every_search_option_of_translate_py(setup):
+    """The coverage penalty options too, with translate.py's results."""
+    d, ckpts = setup
+    s = Summarizer.load(ckpts["copy"])
+    settings = {"beam_size": 3, "coverage_penalty": "summary", "beta": 0.5, "stepwise_penalty": True}
+    out = d / "cov_pred.txt"
+    from onmt.bin import translate as translate_bin
+    translate_bin.main(["-model", ckpts["copy"], "-src", str(d / "src.txt"), "-output", str(out), *cli_args(settings)])
+    assert s.summarize(TEXTS, **settings) == out.read_text().split("\n")[:len(TEXTS)]
