@@ -2,7 +2,7 @@
 
     from onmt import Summarizer
     s = Summarizer.load("model.pt", device="cpu")
-    s.summarize(["a long article ..."], beam_size=5)            # -> ["its summary"]
+    s.summarize(["a long article ..."], beam_size=5)            # -> ["Its summary."] (readable text)
     s.summarize(texts, beam_size=5, return_details=True)       # -> [dict per text]
 
 `summarize` takes translate.py's search options as keyword arguments, with its names and defaults
@@ -105,12 +105,15 @@ class Summarizer:
     def vocabs(self):
         return self.session.vocabs
 
-    def summarize(self, texts, *, return_details=False, progress=False, **search):
+    def summarize(self, texts, *, return_details=False, progress=False, detokenize=True, **search):
         """Summaries of `texts` (a list of strings, one document each; or one string).
 
         Returns per text its summary (a string; a list of n_best strings when n_best > 1), or with
         return_details=True a dict (module docstring). A single string in gives a single result.
-        progress: show translate.py's progress bar / log lines.
+        progress: show translate.py's progress bar / log lines. detokenize: readable text (he's, (,
+        sentence case where the model writes lowercased text: onmt/prepare/detokenize.py), as
+        translate.py -detokenize writes; False: the model's tokens, as translate.py writes by default
+        (what ROUGE scripts compare).
         """
         from onmt.translate.session import translate_lines
         single = isinstance(texts, str)
@@ -126,7 +129,7 @@ class Summarizer:
                                   show_progress=progress)
         out = []
         for i, nbest in enumerate(results):
-            texts_i = [" ".join(t.tokens) for t in nbest]
+            texts_i = [self.session.readable(t.tokens) if detokenize else " ".join(t.tokens) for t in nbest]
             if not return_details:
                 out.append(texts_i[0] if opt.n_best == 1 else texts_i)
                 continue

@@ -55,6 +55,9 @@ def translate_opts(parser):
           help="cut -tgt lines to N tokens for gold scoring (default: as the training data was cut; 0: not cut)")
     g.add("-report_rouge", "--report_rouge", action="store_true",
           help="score the predictions against -tgt with ROUGE (built-in scorer) at the end")
+    g.add("-detokenize", "--detokenize", action="store_true",
+          help="write readable text (he's, (, sentence case where the data was lowercased: "
+               "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still scores the tokens")
 
 
 def evaluate_opts(parser):

@@ -19,6 +19,16 @@ class Session(NamedTuple):
     model_opt: argparse.Namespace   # the checkpoint's model options, updated and validated
     preprocess: Optional[dict]   # the checkpoint's preprocessing record (None: an older checkpoint)
 
+    def readable(self, tokens):
+        """A prediction's tokens as text for a reader (onmt/prepare/detokenize.py), sentence-cased when
+        the model writes lowercased text (its target vocabulary has no capital letter)."""
+        from onmt.prepare.detokenize import detokenize
+        return detokenize(tokens, sentence_case=self.lowercased())
+
+    def lowercased(self):
+        return bool((self.preprocess or {}).get("lower")) or not any(
+            w != w.lower() for w in self.vocabs.tgt.itos[:2000] if not w.startswith("<"))
+
 
 def checkpoint_model_options(saved, name=None):
     """The model options of a checkpoint (`saved`: its "opt" dict; `name`: its path, for the messages)
