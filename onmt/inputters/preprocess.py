@@ -40,6 +40,7 @@ from onmt.inputters.vocab_builder import (
     meta_path,
     read_word_list,
     save_vocabs,
+    text_record,
     write_json_atomic,
 )
 
@@ -369,6 +370,9 @@ def _preprocess(opt, cache, save_data):
             "src_seq_length": opt.src_seq_length, "tgt_seq_length": opt.tgt_seq_length,
             "shards": {}, "shard_sizes": {}, "summary": {}, "run_id": uuid.uuid4().hex,
             "vocab_sha1": {name: file_sha1(path) for name, path in vocab_files.items()}}
+    text = text_record(opt.train_src)   # how prepare made the text, for test input (input_rules.py)
+    if text is not None:
+        meta["text"] = text
     for split in ["train"] + (["valid"] if opt.valid_src else []):
         logger.info("pass 2: numericalizing %s", split)
         bar, results = numericalized(split)

@@ -194,7 +194,24 @@ def shard_paths(save_data, meta, split):
 
 # The preprocessing options that shape what a model sees as input; the checkpoint keeps them
 # ("preprocess") so that translation can prepare its input the same way.
-INPUT_OPTIONS = ("lower", "src_seq_length_trunc", "tgt_seq_length_trunc", "src_seq_length", "tgt_seq_length")
+INPUT_OPTIONS = ("lower", "src_seq_length_trunc", "tgt_seq_length_trunc", "src_seq_length", "tgt_seq_length",
+                 "text")   # text: prepare's record ({"tokenize": "ptb", "lower": true}) when the data came from it
+
+
+def text_record(train_src):
+    """The record `prepare.json` beside a training source written by the prepare tools (how the text was
+    tokenized and cased), or None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(train_src)), "prepare.json")
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("tokenize") not in ("ptb", "none"):
+        return None
+    return {"tokenize": record["tokenize"], "lower": bool(record.get("lower", False))}
 
 
 def input_options(meta):

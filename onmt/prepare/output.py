@@ -127,7 +127,24 @@ def run(opt, corpus, logger):
     for note in corpus.notes:
         logger.info(note)
     splits = chosen_splits(corpus, opt.splits, opt.input, logger)
-    return write_corpus(corpus, splits, opt.output, opt.report_every, logger)
+    result = write_corpus(corpus, splits, opt.output, opt.report_every, logger)
+    write_text_record(opt.output, opt)
+    return result
+
+
+TEXT_RECORD = "prepare.json"
+
+
+def write_text_record(folder, opt):
+    """`folder/prepare.json`: how the text was made ({"tokenize": "ptb" or "none", "lower": bool}), which
+    preprocess.py carries into meta.json and the checkpoints, so that translate.py and the API prepare
+    raw input the same way. Every published form of CNN/DM and Gigaword is PTB-style tokenized (by its
+    authors or here), so "ptb" unless -tokenize none."""
+    import json
+
+    from onmt.utils.files import write_text_atomic
+    record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower)}
+    write_text_atomic(os.path.join(folder, TEXT_RECORD), json.dumps(record) + "\n", f"-output {folder}")
 
 
 def prepare_main(parser, detect, argv=None):

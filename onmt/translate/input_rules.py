@@ -4,8 +4,12 @@ A checkpoint carries `ckpt["preprocess"]` (onmt/inputters/vocab_builder.py INPUT
 the data was lowercased, the source/target truncation and the source/target length limits. The
 rules translate.py follows, each logged once:
 
-- lowercasing: -src and -tgt are lowercased when the training data was (-lower); a lowercased
-  vocabulary has no cased word to match, so this is not optional;
+- tokenizing: when the training text came from the prepare tools (`prepare.json`, carried as the
+  record's "text"), -src and -tgt are tokenized with the same PTB-style tokenizer
+  (onmt/prepare/tokenize.py) and lowercased as that text was; already tokenized input is unchanged
+  (tokenizing twice changes nothing), so raw articles and prepared ones give the same predictions;
+- lowercasing: -src and -tgt are lowercased when the training data was (-lower, or prepare's
+  lowercasing); a lowercased vocabulary has no cased word to match, so this is not optional;
 - source truncation: -src lines are cut to the data's -src_seq_length_trunc (CNN/DM: 800 tokens);
   `-src_seq_length_trunc N` overrides it (0: no truncation). The source length *filter*
   (-src_seq_length) dropped training examples; test examples are never dropped, nor cut by it;
@@ -28,6 +32,7 @@ from onmt.opts import given
 
 class InputRules(NamedTuple):
     lower: bool = False
+    tokenize: bool = False            # PTB-style, as prepare tokenized the training text
     src_trunc: int = 0                # 0: no truncation
     tgt_trunc: int = 0
     max_length: int = 100
@@ -43,9 +48,17 @@ def resolve(opt, model_opt, preprocess: Optional[dict]) -> Tuple[InputRules, Lis
         notes.append("the checkpoint has no record of its preprocessing (an older checkpoint): "
                      "-src and -tgt are used as given, neither lowercased nor truncated")
         preprocess = {}
+    text = preprocess.get("text") or {}
+    tokenize = text.get("tokenize") == "ptb"
+    if tokenize:
+        notes.append("tokenizing -src and -tgt as prepare tokenized the training text (PTB-style; "
+                     "tokenized input is unchanged)")
     lower = bool(preprocess.get("lower", False))
     if lower:
         notes.append("lowercasing -src and -tgt: the training data was preprocessed with -lower")
+    elif text.get("lower"):
+        lower = True
+        notes.append("lowercasing -src and -tgt: prepare lowercased the training text")
     src_trunc = _trunc(opt, preprocess, "src", "-src", notes)
     tgt_trunc = _trunc(opt, preprocess, "tgt", "-tgt", notes) if opt.tgt else 0
 
@@ -69,7 +82,7 @@ def resolve(opt, model_opt, preprocess: Optional[dict]) -> Tuple[InputRules, Lis
         rule = f"no repeated {block}-gram, the {entry.name} model's test-time rule" if block else \
             f"off, the {entry.name} model's default"
         notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat N to change)")
-    return InputRules(lower, src_trunc, tgt_trunc, max_length, block), notes
+    return InputRules(lower, tokenize, src_trunc, tgt_trunc, max_length, block), notes
 
 
 def _trunc(opt, preprocess, side, flag, notes):
@@ -90,11 +103,15 @@ def _data_target_limit(preprocess):
     return target_length_limit(preprocess, default=0)
 
 
-def prepare_lines(lines, lower=False, trunc=0):
-    """Lines as the model saw training text: lowercased, cut to `trunc` whitespace tokens (0: not cut).
-    Untouched lines are returned as they are (an empty line stays empty)."""
-    if lines is None or (not lower and not trunc):
+def prepare_lines(lines, lower=False, trunc=0, tokenize=False):
+    """Lines as the model saw training text: PTB-tokenized (`tokenize`), lowercased, cut to `trunc`
+    whitespace tokens (0: not cut). Untouched lines are returned as they are (an empty line stays
+    empty)."""
+    if lines is None or (not lower and not trunc and not tokenize):
         return lines
+    if tokenize:
+        from onmt.prepare.tokenize import ptb_tokenize
+        lines = [" ".join(ptb_tokenize(line)) for line in lines]
     out = []
     for line in lines:
         if lower:

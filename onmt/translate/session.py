@@ -89,6 +89,6 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, on_record=None, 
                         "(the checkpoint's rule: give -max_length)")
     translator = Translator.from_opt(opt, session.model, session.vocabs, show_progress=show_progress,
                                      beam_history=beam_history, profiler=profiler)
-    return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc),
-                                prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc),
+    return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc, rules.tokenize),
+                                prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc, rules.tokenize),
                                 on_record=on_record, record_lines=record_lines)

@@ -147,7 +147,8 @@ def test_bin_whole_files(tmp_path, capsys):
     assert cnndm_main(["-input", tmp_path / "in", "-output", out]) == {"train": 2, "valid": 2}
     assert lines(out, "train.src.txt") == EXPECTED_SRC and lines(out, "train.tgt.txt") == EXPECTED_TGT
     assert lines(out, "valid.src.txt") == EXPECTED_SRC[::-1] and lines(out, "valid.tgt.txt") == EXPECTED_TGT[::-1]
-    assert tree(out) == ["train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+    assert tree(out) == ["prepare.json", "train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+    assert json.loads((out / "prepare.json").read_text()) == {"tokenize": "ptb", "lower": True}
     log = capsys.readouterr().out
     assert "format: bin (See et al.'s finished_files .bin)" in log and "test: not in" in log
 
@@ -188,7 +189,8 @@ def test_opennmt_tagged_release(tmp_path, capsys):
         write(tmp_path / "in" / f"{split}.txt.tgt.tagged", tgt)
     out = tmp_path / "out"
     cnndm_main(["-input", tmp_path / "in", "-output", out])
-    assert tree(out) == ["train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+    assert tree(out) == ["prepare.json", "train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+    assert json.loads((out / "prepare.json").read_text()) == {"tokenize": "ptb", "lower": True}
     assert lines(out, "valid.src.txt") == ["-lrb- cnn -rrb- the u.s. said it 's ready .", "second article ."]
     assert lines(out, "valid.tgt.txt") == ["u.s. is ready . it said so .", "one sentence ."]
     assert "format: opennmt" in capsys.readouterr().out
@@ -390,7 +392,8 @@ def test_gigaword_seed_ignores_extra(tmp_path, capsys):
         write(tmp_path / "in" / f"{split}.tgt.txt", f"{split} <unk>\n")
     out = tmp_path / "out"
     gigaword_main(["-input", tmp_path / "in", "-output", out])
-    assert tree(out) == ["train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+    assert tree(out) == ["prepare.json", "train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+    assert json.loads((out / "prepare.json").read_text()) == {"tokenize": "ptb", "lower": True}
     assert lines(out, "valid.src.txt") == ["valid <unk> source"] and lines(out, "valid.tgt.txt") == ["valid <unk>"]
     log = capsys.readouterr().out
     assert "format: seed" in log and "ignored (not a split): extra.src.txt, extra.tgt.txt" in log
