@@ -178,6 +178,7 @@ class Trainer:
                                          save_step=step > start_step)
         if step > start_step and step not in self._saved_steps:
             self.save(step, (epoch, pos))
+        self._stop_if_signalled(step, (epoch, pos))   # a signal during the last validation
         return step
 
     def _timed_step(self, group, step):
@@ -202,6 +203,8 @@ class Trainer:
         """Validate at `step`; a new best (every early-stopping criterion improved) is saved and becomes
         {save_model}_best.pt. `save_step`: save the step's own checkpoint too (the last step's)."""
         stats = self.validate(valid_data, step)
+        if stats is None:   # interrupted: the caller saves and stops (_stop_if_signalled)
+            return
         improved = self.early_stopping.update(stats, step)
         if save_step and step not in self._saved_steps:
             self.save(step, data_pos)
@@ -241,7 +244,7 @@ class Trainer:
         elif stop.received is None:
             return
         path = checkpoint_path(self.save_model, step)
-        if not (self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0):
+        if step not in self._saved_steps:
             path = self.save(step, data_pos)
         raise stop.stopped(step, path if self.rank == 0 else None)
 
@@ -319,10 +322,17 @@ class Trainer:
 
     # ------------------------------------------------------------------ validation / reporting
     def validate(self, valid_data, step=None):
+        """Validation statistics (every rank's shares summed), logged by rank 0; None when a SIGTERM or
+        ^C came during it in a one-process run (it stops there: the trainer then saves and stops)."""
         self.model.eval()
         stats = Statistics()
+        stop = getattr(self, "_stop", None)
         with torch.no_grad(), self._autocast():
             for batch in valid_data.iter_epoch(0):
+                if stop is not None and stop.received is not None and not self.world.distributed:
+                    self.model.train()
+                    logger.info(f"Validation interrupted by {stop.received}")
+                    return None
                 _, s = self.loss_fn(self.model, batch.to(self.device))
                 stats.update(s)
         self.model.train()

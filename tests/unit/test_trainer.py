@@ -237,3 +237,27 @@ def test_logged_update_norms_are_those_of_the_two_terms_gradients():
     assert stats.extra["update_norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
     assert stats.scalars()["norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
     assert f"RL/ML {want['rl'] / want['ml']:.3g}" in stats.rl_report()
+
+
+def test_a_signal_during_validation_stops_it_saves_and_stops(data, tmp_path, monkeypatch):
+    """The last validation of a long run was deaf to ^C and SIGTERM (16 minutes at the paper's sizes):
+    now the signal ends it at the next batch, the step is saved, and the run stops with the signal's
+    status."""
+    import os
+    import signal
+
+    from onmt.errors import Stopped
+    from onmt.trainer import Trainer
+    real = Trainer.validate
+    calls = []
+
+    def validate(self, valid_data, step=None):
+        calls.append(step)
+        os.kill(os.getpid(), signal.SIGTERM)   # arrives as validation starts
+        return real(self, valid_data, step)
+    monkeypatch.setattr(Trainer, "validate", validate)
+    with pytest.raises(Stopped) as stopped:
+        _train(data, str(tmp_path / "v"), "-train_steps", "5", "-valid_steps", "5", "-save_checkpoint_steps", "0")
+    assert calls == [5] and stopped.value.code == 143 and "at step 5" in str(stopped.value)
+    assert load_checkpoint(str(tmp_path / "v_step_5.pt"))["step"] == 5
+    assert not os.path.exists(tmp_path / "v_best.pt")   # an interrupted validation is no best
