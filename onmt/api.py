@@ -116,6 +116,10 @@ class Summarizer:
         (what ROUGE scripts compare).
         """
         from onmt.translate.session import translate_lines
+        if progress:   # the progress lines and bar go through the toolkit's logger: give it stderr
+            from onmt.utils.logging import init_logger, logger
+            if not logger.handlers:
+                init_logger()
         single = isinstance(texts, str)
         lines = [texts] if single else list(check_texts(texts))
         # one line each, whatever the whitespace; a byte-order mark is no part of the first word

@@ -15,7 +15,8 @@
 log_every_n=1000, min_interval=0.0, disable=False)` (a stable signature: the translator and
 preprocessing use it):
 
-- on a terminal (`sys.stderr.isatty()`) a tqdm bar on stderr (rate in `unit`/s, ETA);
+- on a terminal (`sys.stderr.isatty()`) a tqdm bar on stderr (rate in `unit`/s, ETA); in a Jupyter
+  notebook, tqdm's auto bar (a widget where ipywidgets is installed);
 - otherwise (a pipe, a log file, a batch job) plain lines through the `onmt` logger, e.g.
   `translate: 300/1000 sent (30%), 52.1 sent/s, ETA 0:00:13`, about every `log_every` of the total
   (a fraction, default 10%) or, with no known total, every `log_every_n` units; at most one line every
@@ -55,9 +56,15 @@ def progress(iterable_or_total, desc="", unit="it", total=None, weight=None, log
             total = len(iterable)
     if disable:
         return _Silent(iterable)
-    if _on_terminal():
-        return _Bar(iterable, desc, unit, total, weight)
+    if _on_terminal() or _in_notebook():
+        return _Bar(iterable, desc, unit, total, weight, notebook=_in_notebook())
     return _LogLines(iterable, desc, unit, total, weight, log_every, log_every_n, min_interval)
+
+
+def _in_notebook():
+    """Whether this runs in a Jupyter kernel (whose stderr is no terminal but shows a bar)."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def _on_terminal():
@@ -104,9 +111,12 @@ class _Silent(_Base):
 class _Bar(_Base):
     """tqdm on stderr; imported only here so that `import onmt.utils.progress` stays cheap."""
 
-    def __init__(self, iterable, desc, unit, total, weight):
+    def __init__(self, iterable, desc, unit, total, weight, notebook=False):
         super().__init__(iterable, weight)
-        from tqdm import tqdm
+        if notebook:   # a notebook widget where ipywidgets is installed, text on stderr otherwise
+            from tqdm.auto import tqdm
+        else:
+            from tqdm import tqdm
         try:
             columns = os.get_terminal_size(sys.stderr.fileno()).columns
         except (AttributeError, OSError, ValueError):

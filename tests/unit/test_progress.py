@@ -123,3 +123,30 @@ def test_translate_through_a_pipe_logs_plain_lines(tiny):
     assert "%|" not in proc.stderr and "\r" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if "translate: " in ln and "sent/s" in ln]
     assert len(lines) == 10 and "translate: 40/40 sent (100%)" in lines[-1]   # 10 batches of 4
+
+
+def test_a_notebook_gets_tqdms_auto_bar(monkeypatch, capsys):
+    """In a Jupyter kernel stderr is no terminal, yet a bar shows (tqdm.auto: a widget with ipywidgets,
+    text on stderr without); before, nothing at all was shown there."""
+    import types
+
+    class ZMQInteractiveShell:   # what get_ipython() returns in a notebook
+        pass
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=ZMQInteractiveShell))
+    monkeypatch.setattr(progress_mod, "_on_terminal", lambda: False)
+    assert progress_mod._in_notebook()
+    bar = progress(range(20), desc="nb", unit="sent")
+    assert type(bar).__name__ == "_Bar"
+    for _ in bar:
+        pass
+
+
+def test_the_api_shows_progress_through_a_pipe(tiny):
+    """Summarizer.summarize(progress=True) outside a terminal: the plain progress lines on stderr."""
+    d, ckpt = tiny
+    code = ("from onmt import Summarizer; s = Summarizer.load(%r); "
+            "s.summarize(open(%r).read().splitlines(), beam_size=2, max_length=4, batch_size=4, progress=True)"
+            % (ckpt, str(d / "src.txt")))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 0 and "translate: 40/40 sent (100%)" in r.stderr, r.stderr[-1000:]
