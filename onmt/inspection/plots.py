@@ -1,17 +1,18 @@
 """One PNG per example: what the model attended to and what it copied.
 
-Three panels (`figure`), each axes labelled with its PANELS name (ax.get_label()):
+Up to three panels (`figure`), only those the model has, each axes labelled with its PANELS name
+(ax.get_label()), the heat maps with a colour bar (labelled "colorbar"):
 - "encoder": the encoder attention as a heat map, output steps (rows) x source words (columns).
   For a source longer than FULL_SOURCE words, only the attended span: the columns between the
   first and the last source position that some output step gives at least MIN_WEIGHT, widened by
   MARGIN positions on each side; the tick labels carry the real positions ("17 word").
 - "intra": the intra-decoder attention, output step x previous output steps (the lower triangle;
-  the rest is blank); a placeholder saying "no intra-decoder attention" for models without it.
+  the rest is blank); only for models with it (the reinforced model).
 - "p_copy": p(copy) per output step as horizontal bars on the heat map's rows, copied words
-  (records.copied_marks) in red and in [brackets] in every panel's labels; "no pointer" for
-  models without one.
-The figure is FIG_SIZE inches at DPI (1600 x 1200 pixels), drawn with matplotlib's Agg canvas
-(no pyplot, no global backend), imported only when a plot is made (`require_matplotlib` checks it
+  (records.copied_marks) in red and in [brackets] in every panel's labels; only for pointer models.
+Tick labels are thinned to what the axis can hold (every k-th output word at 100 output steps).
+The figure is FIG_SIZE inches at DPI (1600 x 1200 pixels; 1600 x 700 without the intra panel),
+drawn with matplotlib's Agg canvas (no pyplot, no global backend), imported only when a plot is made (`require_matplotlib` checks it
 up front: translate.py calls it before translating).
 """
 import math
@@ -22,13 +23,15 @@ import numpy as np
 from onmt.errors import UserError
 from onmt.utils.files import write_atomic
 
-FIG_SIZE = (16, 12)   # inches
+FIG_SIZE = (16, 12)   # inches, with the intra-decoder panel
+FIG_SIZE_ONE_ROW = (16, 7)
 DPI = 100
 PANELS = ("encoder", "intra", "p_copy")
 FULL_SOURCE = 50      # sources up to this many words are shown whole
 MIN_WEIGHT = 0.01     # attention that counts as attended when cropping a long source
 MARGIN = 5            # source positions shown on each side of the attended span
-MAX_TICKS = 60        # at most this many tick labels per axis (every k-th word beyond)
+MAX_TICKS = 60        # at most this many tick labels along x (every k-th word beyond)
+MAX_TICKS_Y = 32      # ... along y, where the labels stack (a panel is about 5 inches high)
 MAX_WORD = 18         # characters of a word shown in a tick label
 
 
@@ -65,8 +68,9 @@ def _pred_labels(record):
 
 
 def _ticks(ax, axis, positions, labels, colors=None):
-    """Tick labels at `positions`, every k-th one when there are more than MAX_TICKS."""
-    k = max(1, math.ceil(len(positions) / MAX_TICKS))
+    """Tick labels at `positions`, every k-th one when there are more than MAX_TICKS (x) or
+    MAX_TICKS_Y (y)."""
+    k = max(1, math.ceil(len(positions) / (MAX_TICKS if axis == "x" else MAX_TICKS_Y)))
     keep = list(range(0, len(positions), k))
     pos = [positions[i] for i in keep]
     lab = [labels[i] for i in keep]
@@ -100,8 +104,9 @@ def _encoder_panel(ax, record, colors):
         _placeholder(ax, "empty prediction")
         return
     lo, hi = attended_span(attn)
-    ax.imshow(attn[:, lo:hi + 1], aspect="auto", cmap="Blues", interpolation="nearest", vmin=0.0,
-              extent=(lo - 0.5, hi + 0.5, n - 0.5, -0.5))
+    image = ax.imshow(attn[:, lo:hi + 1], aspect="auto", cmap="Blues", interpolation="nearest", vmin=0.0,
+                      extent=(lo - 0.5, hi + 0.5, n - 0.5, -0.5))
+    _colorbar(ax, image, "attention weight")
     positions = list(range(lo, hi + 1))
     _ticks(ax, "x", positions, [f"{p} {_short(src[p])}" if p < len(src) else str(p) for p in positions])
     _ticks(ax, "y", list(range(n)), _pred_labels(record), colors)
@@ -124,13 +129,21 @@ def _intra_panel(ax, record, colors):
     lower = np.tril(np.ones((n, n), dtype=bool), k=-1)       # row t: steps 0..t-1
     shown = np.ma.masked_array(intra[:n, :n], mask=~lower)
     from matplotlib import colormaps
-    ax.imshow(shown, aspect="auto", cmap=colormaps["Oranges"].with_extremes(bad="white"),
-              interpolation="nearest", vmin=0.0, vmax=1.0)
+    image = ax.imshow(shown, aspect="auto", cmap=colormaps["Oranges"].with_extremes(bad="white"),
+                      interpolation="nearest", vmin=0.0, vmax=1.0)
+    _colorbar(ax, image, "attention weight")
     labels = _pred_labels(record)
     _ticks(ax, "x", list(range(n)), labels, colors)
     _ticks(ax, "y", list(range(n)), labels, colors)
     ax.set_xlabel("previous output step (its word)", fontsize=9)
     ax.set_ylabel("output step", fontsize=9)
+
+
+def _colorbar(ax, image, label):
+    bar = ax.figure.colorbar(image, ax=ax, fraction=0.025, pad=0.01)
+    bar.ax.set_label("colorbar")
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
 
 
 def _copy_panel(ax, record, colors):
@@ -156,22 +169,27 @@ def figure(record):
     from matplotlib.figure import Figure
     from matplotlib.gridspec import GridSpec
 
-    fig = Figure(figsize=FIG_SIZE, dpi=DPI)
+    has_intra, has_copy = record["intra"] is not None, record["p_copy"] is not None
+    fig = Figure(figsize=FIG_SIZE if has_intra else FIG_SIZE_ONE_ROW, dpi=DPI)
     FigureCanvasAgg(fig)
-    grid = GridSpec(2, 2, figure=fig, width_ratios=[4, 1], height_ratios=[1, 1], hspace=0.45, wspace=0.05,
-                    left=0.1, right=0.98, top=0.93, bottom=0.1)
+    rows, cols = (2 if has_intra else 1), (2 if has_copy else 1)
+    grid = GridSpec(rows, cols, figure=fig, width_ratios=[4, 1][:cols], hspace=0.45, wspace=0.12,
+                    left=0.1, right=0.98, top=0.93 if has_intra else 0.9, bottom=0.1 if has_intra else 0.18)
     enc = fig.add_subplot(grid[0, 0], label="encoder")
-    copy = fig.add_subplot(grid[0, 1], label="p_copy")
-    intra = fig.add_subplot(grid[1, 0], label="intra")
+    copy = fig.add_subplot(grid[0, 1], label="p_copy") if has_copy else None
+    intra = fig.add_subplot(grid[1, 0], label="intra") if has_intra else None
     colors = ["tab:red" if c else "tab:blue" for c in record["copied"]]
     text_colors = ["tab:red" if c else "black" for c in record["copied"]]
     if record["src"]:
         _encoder_panel(enc, record, text_colors)
-        _intra_panel(intra, record, text_colors)
-        _copy_panel(copy, record, colors)
+        if intra is not None:
+            _intra_panel(intra, record, text_colors)
+        if copy is not None:
+            _copy_panel(copy, record, colors)
     else:   # a line the model did not read
         for ax in (enc, intra, copy):
-            _placeholder(ax, "empty source line")
+            if ax is not None:
+                _placeholder(ax, "empty source line")
     n = len(record["pred"])
     copied = int(np.asarray(record["copied"]).sum())
     title = f"example {record['line'] + 1}: {n} words, {copied} copied, score {record['score']:.3f}"

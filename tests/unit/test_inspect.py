@@ -195,7 +195,7 @@ def synthetic_record(n=6, s=400, peak=(200, 210), intra=True, p_copy=True, copie
 
 
 def panels(fig):
-    return {ax.get_label(): ax for ax in fig.axes}
+    return {ax.get_label(): ax for ax in fig.axes if ax.get_label() != "colorbar"}
 
 
 def texts(ax):
@@ -208,7 +208,8 @@ def test_figure_has_three_panels_and_crops_a_long_source():
     rec = synthetic_record()
     assert attended_span(rec["attn"]) == (195, 215)                # 200..210 and a margin of 5
     fig = figure(rec)
-    assert len(fig.axes) == 3 and set(panels(fig)) == {"encoder", "intra", "p_copy"}
+    assert set(panels(fig)) == {"encoder", "intra", "p_copy"}
+    assert len([ax for ax in fig.axes if ax.get_label() == "colorbar"]) == 2   # a colour bar per heat map
     enc = panels(fig)["encoder"]
     assert enc.get_xlim() == (194.5, 215.5)
     labels = [t.get_text() for t in enc.get_xticklabels()]
@@ -223,13 +224,25 @@ def test_figure_has_three_panels_and_crops_a_long_source():
     assert attended_span(short["attn"]) == (0, 29)                 # short sources are shown whole
 
 
-def test_placeholders_for_models_without_intra_or_pointer():
+def test_panels_only_for_what_the_model_has():
+    """A model without intra-decoder attention or pointer gets no empty panel (half the figure was one):
+    the encoder attention alone, on a figure one row high."""
     pytest.importorskip("matplotlib")
     from onmt.inspection.plots import figure
     fig = figure(synthetic_record(intra=False, p_copy=False, copied=()))
-    p = panels(fig)
-    assert texts(p["intra"]) == ["no intra-decoder attention"] and texts(p["p_copy"]) == ["no pointer"]
-    assert texts(p["encoder"]) == []
+    assert set(panels(fig)) == {"encoder"} and texts(panels(fig)["encoder"]) == []
+    assert tuple(fig.get_size_inches()) == (16.0, 7.0)
+    fig = figure(synthetic_record(intra=False))
+    assert set(panels(fig)) == {"encoder", "p_copy"}
+
+
+def test_labels_are_thinned_at_a_hundred_output_steps():
+    pytest.importorskip("matplotlib")
+    from onmt.inspection.plots import MAX_TICKS_Y, figure
+    fig = figure(synthetic_record(n=100))
+    for name in ("encoder", "intra"):
+        labels = [t.get_text() for t in panels(fig)[name].get_yticklabels()]
+        assert 25 <= len(labels) <= MAX_TICKS_Y and labels[0] == "p0" and labels[2] == "p8"   # every 4th
 
 
 def image(path):
