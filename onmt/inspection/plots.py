@@ -12,8 +12,8 @@ Up to three panels (`figure`), only those the model has, each axes labelled with
   (records.copied_marks) in red and in [brackets] in every panel's labels; only for pointer models.
 Tick labels are thinned to what the axis can hold (every k-th output word at 100 output steps).
 The figure is FIG_SIZE inches at DPI (1600 x 1200 pixels; 1600 x 700 without the intra panel),
-drawn with matplotlib's Agg canvas (no pyplot, no global backend), imported only when a plot is made (`require_matplotlib` checks it
-up front: translate.py calls it before translating).
+drawn with matplotlib's Agg canvas (no pyplot, no global backend), imported only when a plot is
+made (`require_matplotlib` checks it up front: translate.py calls it before translating).
 """
 import math
 import os
