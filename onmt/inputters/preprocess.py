@@ -14,11 +14,9 @@ Each pass shows its progress (pass_progress.py: a bar on a terminal, log lines o
 text in bytes of the file on disk, pass 2 over the cache in lines.
 Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and P.meta.json last.
 """
-import glob
 import logging
 import multiprocessing as mp
 import os
-import re
 import shutil
 import threading
 import uuid
@@ -29,6 +27,7 @@ import numpy as np
 
 from onmt.errors import UserError
 from onmt.inputters.corpus import read_parallel_chunks
+from onmt.inputters.dataset_swap import OUTPUT_NAME, finish_or_remove_dead_stages, swap_in
 from onmt.inputters.numericalize import Numericalizer
 from onmt.inputters.parallel import ordered_map
 from onmt.inputters.pass_progress import PassProgress
@@ -219,30 +218,12 @@ def prepare_output(save_data):
     stage = os.path.join(folder, f".{os.path.basename(save_data)}.staging{os.getpid()}")
     try:
         os.makedirs(folder, exist_ok=True)
-        _remove_dead_stages(folder, os.path.basename(save_data))
+        finish_or_remove_dead_stages(save_data)
         os.makedirs(stage)
     except OSError as e:
         raise UserError(f"cannot write to the folder of -save_data {save_data}: "
                         f"{e.strerror or e} ({e.filename or folder})") from None
     return stage
-
-
-def _remove_dead_stages(folder, base):
-    """Remove the staging folders of this prefix left by killed runs (their process no longer exists)."""
-    for path in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(base)}.staging*")):
-        pid = path.rsplit(".staging", 1)[1]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def check_inputs_survive(opt):
@@ -256,46 +237,9 @@ def check_inputs_survive(opt):
     folder = os.path.dirname(os.path.abspath(opt.save_data))
     for what, path in inputs.items():
         if os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder) and \
-                _OUTPUT_NAME(os.path.basename(opt.save_data)).match(os.path.basename(os.path.realpath(path))):
+                OUTPUT_NAME(os.path.basename(opt.save_data)).match(os.path.basename(os.path.realpath(path))):
             raise UserError(f"-save_data {opt.save_data} would replace this command's {what} {path}: give "
                             f"-save_data another prefix, or keep the input elsewhere")
-
-
-def _OUTPUT_NAME(base):
-    """The names of the files of prefix `base` that a preprocessing run writes (or left behind)."""
-    return re.compile(re.escape(base) + r"\.((train|valid)\.\d+\.pt(\.tmp\d+)?|tokens\.tmp\d+"
-                      r"|(src\.|tgt\.)?vocab\.txt|meta\.json(\.tmp\d+)?)$")
-
-
-def _outputs(save_data):
-    """The files of prefix `save_data` that a preprocessing run writes (or left behind): meta, vocabularies,
-    shards, and the temporary files of an interrupted run."""
-    pat = _OUTPUT_NAME(os.path.basename(save_data))
-    return [p for p in glob.glob(glob.escape(save_data) + ".*") if pat.match(os.path.basename(p))]
-
-
-def swap_in(stage, save_data):
-    """Replace the outputs of `save_data` by the complete ones written in `stage`: the old meta goes
-    first and the new one comes last, so no meta.json ever names shards of another run. SIGTERM and ^C
-    wait until the swap is done (utils/stop.py `signals_deferred`): one arriving in its middle would
-    leave neither dataset."""
-    from onmt.utils.stop import signals_deferred
-    with signals_deferred():
-        _swap_in(stage, save_data)
-
-
-def _swap_in(stage, save_data):
-    old_meta = meta_path(save_data)
-    if os.path.exists(old_meta):
-        os.remove(old_meta)
-    for p in _outputs(save_data):
-        os.remove(p)
-    staged = os.path.join(stage, os.path.basename(save_data))
-    new_meta = meta_path(staged)
-    for p in _outputs(staged):
-        if p != new_meta:
-            os.replace(p, os.path.join(os.path.dirname(save_data) or ".", os.path.basename(p)))
-    os.replace(new_meta, old_meta)
 
 
 # ---------------------------------------------------------------------------- driver

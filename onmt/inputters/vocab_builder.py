@@ -143,6 +143,10 @@ def write_json_atomic(path, obj):
 
 def load_meta(save_data):
     path = meta_path(save_data)
+    if not os.path.isfile(path):   # a preprocessing run killed inside its swap: finish it (dataset_swap.py)
+        from onmt.inputters.dataset_swap import finish_or_remove_dead_stages
+        if os.path.isdir(os.path.dirname(os.path.abspath(save_data))):
+            finish_or_remove_dead_stages(save_data)
     if not os.path.isfile(path) and os.path.isdir(save_data):
         found = sorted(p[:-len(".meta.json")] for p in os.listdir(save_data) if p.endswith(".meta.json"))
         hint = (f"give -data {os.path.join(save_data, found[0])}" if len(found) == 1 else

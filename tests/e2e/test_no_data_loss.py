@@ -173,16 +173,16 @@ def test_a_signal_inside_the_dataset_swap_waits_until_it_is_done(tmp_path, monke
     import signal
 
     from onmt.bin.preprocess import _terminate
-    from onmt.inputters import preprocess as prep
+    from onmt.inputters import dataset_swap as prep
     from onmt.inputters.vocab_builder import load_vocabs
     save = str(tmp_path / "p" / "d")
     preprocess_bin.main([*_corpus(tmp_path / "a"), "-save_data", save])
-    real = prep._swap_in
+    real = prep._swap
 
     def swap_with_a_signal(stage, save_data):
         os.kill(os.getpid(), getattr(signal, signum))
         return real(stage, save_data)
-    monkeypatch.setattr(prep, "_swap_in", swap_with_a_signal)
+    monkeypatch.setattr(prep, "_swap", swap_with_a_signal)
     previous = signal.signal(signal.SIGTERM, _terminate)   # as preprocess.py's main sets it in a shell
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -237,3 +237,41 @@ def test_preprocessing_with_workers_stops_on_a_signal_with_its_status(tmp_path, 
     assert proc.returncode == code, (proc.returncode, err)
     assert "Traceback" not in err and "Exception ignored" not in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "p" / "d.meta.json").exists() and not list((tmp_path / "p").glob(".d.staging*"))
+
+
+@pytest.mark.parametrize("moves_before_the_kill", [0, 1, 2])
+def test_a_swap_killed_midway_is_finished_by_the_next_reader(tmp_path, monkeypatch, moves_before_the_kill):
+    """SIGKILL cannot be deferred: a run killed inside its swap leaves no meta.json at the prefix. Its
+    staging folder (manifest and meta.json) lets the next reader or preprocessing run finish the swap:
+    the new dataset, complete."""
+    from onmt.inputters import dataset_swap
+    from onmt.inputters.vocab_builder import load_vocabs
+    save = tmp_path / "p" / "d"
+    preprocess_bin.main([*_corpus(tmp_path / "a"), "-save_data", str(save)])
+    real_replace, real_swap, moves, swapping = os.replace, dataset_swap._swap, [], []
+
+    class Killed(BaseException):
+        pass
+
+    def replace(a, b):
+        if swapping:
+            if len(moves) >= moves_before_the_kill:
+                raise Killed
+            moves.append(b)
+        return real_replace(a, b)
+
+    def swap(stage, save_data):
+        swapping.append(1)
+        return real_swap(stage, save_data)
+    monkeypatch.setattr(dataset_swap.os, "replace", replace)
+    monkeypatch.setattr(dataset_swap, "_swap", swap)
+    monkeypatch.setattr("shutil.rmtree", lambda *a, **k: None)     # a killed process cleans nothing up
+    with pytest.raises(Killed):
+        preprocess_bin.main([*_corpus(tmp_path / "b", "w7 w8 w9"), "-save_data", str(save)])
+    monkeypatch.undo()
+    (stage,) = (tmp_path / "p").glob(".d.staging*")
+    os.rename(stage, tmp_path / "p" / ".d.staging999999999")      # its process is gone
+    (tmp_path / "p" / "d.lock").unlink(missing_ok=True)
+    assert not (tmp_path / "p" / "d.meta.json").exists()
+    vocabs, _ = load_vocabs(str(save))
+    assert "w7" in vocabs.src.itos and not list((tmp_path / "p").glob(".d.staging*"))
