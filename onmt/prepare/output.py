@@ -7,6 +7,7 @@ folder too when this run created it and it is still empty), so a failed run leav
 """
 import logging
 import os
+import time
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -95,6 +96,9 @@ class Outputs:
         return False
 
 
+PROGRESS_SECONDS = 10.0   # a progress line at least this often, whatever -report_every says
+
+
 def write_corpus(corpus, splits, folder, report_every, logger):
     """Write `folder/{split}.{src,tgt}.txt` for every split; returns {split: number of examples}."""
     counts = {}
@@ -104,14 +108,17 @@ def write_corpus(corpus, splits, folder, report_every, logger):
             logger.info(f"{split}: reading {', '.join(names)}")
             src, tgt = out.open(f"{split}.src.txt"), out.open(f"{split}.tgt.txt")
             n = empty_src = empty_tgt = 0
+            last = start = time.monotonic()
             for s, t in examples():
                 src.write(s + "\n")
                 tgt.write(t + "\n")
                 n += 1
                 empty_src += not s
                 empty_tgt += not t
-                if n % report_every == 0:
-                    logger.info(f"{split}: {n} examples")
+                now = time.monotonic()   # also every PROGRESS_SECONDS: raw articles tokenize slowly
+                if n % report_every == 0 or now - last >= PROGRESS_SECONDS:
+                    logger.info(f"{split}: {n} examples ({n / max(now - start, 1e-9):.0f}/s)")
+                    last = now
             empties = ", ".join(f"{k} {v} empty" for k, v in (("source", empty_src), ("target", empty_tgt)) if v)
             logger.info(f"{split}: {n} examples" + (f" ({empties}, kept to keep the lines aligned)" if empties else ""))
             counts[split] = n

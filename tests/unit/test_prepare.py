@@ -409,3 +409,21 @@ def test_gigaword_cli_errors(tmp_path):
     r = prepare("prepare_gigaword.py", "-input", tmp_path / "in", "-output", tmp_path / "out", "-format", "hf")
     assert r.returncode == 2 and "invalid choice: 'hf'" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_slow_corpora_show_progress_every_few_seconds(tmp_path, monkeypatch):
+    """Raw articles tokenize slowly: with -report_every far away, a progress line still comes every
+    PROGRESS_SECONDS (a fake clock advancing 4 s per example here: a line every 3 examples)."""
+    import itertools
+    import logging
+
+    from onmt.prepare import output
+    ticks = itertools.count(0, 4)
+    monkeypatch.setattr(output.time, "monotonic", lambda: float(next(ticks)))
+    corpus = output.Corpus("test", "a test corpus", {"valid": (["v"], lambda: iter([("a b", "a")] * 7))})
+    seen = []
+    logger = logging.getLogger("test_prepare_progress")
+    monkeypatch.setattr(logger, "info", seen.append)
+    output.write_corpus(corpus, ["valid"], str(tmp_path / "out"), 100000, logger)
+    progress = [m for m in seen if m.startswith("valid: ") and "/s)" in m]
+    assert [m.split(" (")[0] for m in progress] == ["valid: 3 examples", "valid: 6 examples"]
