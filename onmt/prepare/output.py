@@ -7,9 +7,9 @@ folder too when this run created it and it is still empty), so a failed run leav
 """
 import logging
 import os
-import time
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 
 from onmt.errors import UserError
