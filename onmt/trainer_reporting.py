@@ -1,11 +1,16 @@
 """What the trainer reports: validation (its statistics, the log lines scripts read, TensorBoard), the
 -sample_every example, and the training report line. A mixin of onmt/trainer.py's Trainer, whose
 attributes it reads (model, loss_fn, device, rank, world, tensorboard, ...)."""
+import time
+
 import torch
 
 from onmt.utils.distributed import sum_statistics
 from onmt.utils.logging import logger
 from onmt.utils.statistics import Statistics
+
+
+VALID_PROGRESS_SECONDS = 30.0   # a validation longer than this logs a progress line this often
 
 
 class Reporting:
@@ -15,8 +20,13 @@ class Reporting:
         self.model.eval()
         stats = Statistics()
         stop = getattr(self, "_stop", None)
+        start = last = time.monotonic()
         with torch.no_grad(), self._autocast():
-            for batch in valid_data.iter_epoch(0):
+            for i, batch in enumerate(valid_data.iter_epoch(0)):
+                now = time.monotonic()
+                if now - last >= VALID_PROGRESS_SECONDS and self.rank == 0:   # a long validation says so
+                    logger.info(f"Validation: {i} batches, {stats.n_examples} examples ({now - start:.0f} s)")
+                    last = now
                 if stop is not None and stop.received is not None and not self.world.distributed:
                     self.model.train()
                     logger.info(f"Validation interrupted by {stop.received}")

@@ -261,3 +261,16 @@ def test_a_signal_during_validation_stops_it_saves_and_stops(data, tmp_path, mon
     assert calls == [5] and stopped.value.code == 143 and "at step 5" in str(stopped.value)
     assert load_checkpoint(str(tmp_path / "v_step_5.pt"))["step"] == 5
     assert not os.path.exists(tmp_path / "v_best.pt")   # an interrupted validation is no best
+
+
+def test_a_long_validation_shows_progress(data, tmp_path, monkeypatch):
+    """A fake clock advancing 20 s per reading: the validation (8 batches) logs progress lines."""
+    import itertools
+
+    from onmt import trainer_reporting
+    ticks = itertools.count(0, 20)
+    monkeypatch.setattr(trainer_reporting.time, "monotonic", lambda: float(next(ticks)))
+    log = tmp_path / "log.txt"
+    _train(data, str(tmp_path / "p"), "-train_steps", "3", "-valid_steps", "3", "-log_file", str(log))
+    lines = [x for x in log.read_text().splitlines() if "Validation: " in x and " batches, " in x]
+    assert len(lines) >= 2 and "Validation: 1 batches, 32 examples (40 s)" in lines[0]
