@@ -9,7 +9,6 @@ from onmt.utils.distributed import sum_statistics
 from onmt.utils.logging import logger
 from onmt.utils.statistics import Statistics
 
-
 VALID_PROGRESS_SECONDS = 30.0   # a validation longer than this logs a progress line this often
 
 
