@@ -135,6 +135,12 @@ def inputs(opt):
 
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs)
+    if opt.data_config and not opt.save_config:   # an OpenNMT-py 3.x config: its dataset, built or found
+        import json
+
+        from onmt.bin import preprocess as preprocess_bin
+        from onmt.inputters.upstream_data import ensure_dataset
+        opt.data = ensure_dataset(json.loads(opt.data_config), preprocess_bin.main)
     from onmt.utils.files import check_not_inputs
     check_not_inputs({"-save_config": opt.save_config,
                       "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt))

@@ -20,6 +20,7 @@ from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, prepro
 from onmt.opts.model import ADDED_MODEL_OPTIONS, ENCODER_TYPES, model_opts
 from onmt.opts.parse import (
     UPSTREAM_OPTIONS,
+    build_vocab_parser,
     config_opts,
     evaluate_parser,
     given,
@@ -67,7 +68,8 @@ from onmt.opts.validate import (
 
 __all__ = [
     "OptionError", "CNNDM_FORMATS", "GIGAWORD_FORMATS", "prepare_opts", "preprocess_opts", "ADDED_MODEL_OPTIONS",
-    "ENCODER_TYPES", "model_opts", "UPSTREAM_OPTIONS", "config_opts", "evaluate_parser", "given", "make_parser",
+    "ENCODER_TYPES", "model_opts", "UPSTREAM_OPTIONS", "build_vocab_parser", "config_opts", "evaluate_parser",
+    "given", "make_parser",
     "parse_with_given", "plot_attention_parser", "prepare_cnndm_parser", "prepare_gigaword_parser",
     "preprocess_parser", "save_config_opts", "saved_options", "train_parser", "translate_parser",
     "unknown_option_message", "write_config", "train_opts", "evaluate_opts", "plot_attention_opts",

@@ -107,6 +107,13 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
             raise configargparse.ConfigFileParserException(
                 f"{name}: its values expand to more than {MAX_CONFIG_ITEMS} items (nested YAML aliases?); "
                 "an options file holds options")
+        from onmt.opts import upstream_config
+        if upstream_config.is_upstream(obj):   # an OpenNMT-py 3.x config: its data: mapping of corpora
+            try:
+                obj = upstream_config.translate(obj)
+            except upstream_config.UpstreamConfigError as e:
+                raise configargparse.ConfigFileParserException(f"{getattr(stream, 'name', 'config')}: {e}") from None
+            text = yaml.safe_dump(obj)
         return super().parse(io.StringIO(text))
 
 
@@ -208,6 +215,14 @@ def train_parser():
     save_config_opts(p)
     model_opts(p)
     train_opts(p)
+    return p
+
+
+def build_vocab_parser():
+    """onmt_build_vocab: a training config (3.x form) and -n_sample."""
+    p = train_parser()
+    p.add("-n_sample", "--n_sample", type=int, default=5000,
+          help="OpenNMT-py's: lines of each corpus to count (-1: all)")
     return p
 
 

@@ -3,6 +3,9 @@
 def train_opts(parser):
     g = parser.add_argument_group("General")
     g.add("-data", "--data", required=True, help="prefix given to preprocess.py -save_data")
+    g.add("-data_config", "--data_config", default=None,
+          help="set by a -config in OpenNMT-py 3.x form (its data: mapping of corpora, src_vocab, save_data, "
+               "...): train.py builds the dataset for it, or finds it built (README, OpenNMT-py 3.x configs)")
     g.add("-save_model", "--save_model", default="model", help="checkpoints are {save_model}_step_{N}.pt")
     g.add("-train_from", "--train_from", default="", help="resume everything from this checkpoint")
     g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")

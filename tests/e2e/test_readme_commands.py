@@ -17,7 +17,8 @@ README = os.path.join(ROOT, "README.md")
 PARSERS = {"train.py": opts.train_parser, "translate.py": opts.translate_parser,
            "preprocess.py": opts.preprocess_parser, "onmt.bin.evaluate": opts.evaluate_parser,
            "onmt_evaluate": opts.evaluate_parser, "onmt_train": opts.train_parser,
-           "onmt_translate": opts.translate_parser, "onmt_preprocess": opts.preprocess_parser}
+           "onmt_translate": opts.translate_parser, "onmt_preprocess": opts.preprocess_parser,
+           "onmt_build_vocab": opts.build_vocab_parser}
 WRAPPERS = {"timeout": 1, "nohup": 0}
 
 
@@ -52,8 +53,14 @@ def _argv(command):
     return words
 
 
+def _users_config(command):
+    """A -config file of the user's (not in the repository): the command shows how to use one."""
+    m = re.search(r"-config\s+(\S+)", command)
+    return m is not None and not os.path.exists(os.path.join(ROOT, m.group(1)))
+
+
 def _placeholder(command):
-    return "..." in command or re.search(r"(?<![\w/.-])[A-Z]{1,5}(?![\w])",
+    return "..." in command or _users_config(command) or re.search(r"(?<![\w/.-])[A-Z]{1,5}(?![\w])",
                                                                              command.split(" ", 2)[-1])
 
 

@@ -1,0 +1,67 @@
+"""OpenNMT-py 3.x configs: a `data:` mapping of corpora instead of a preprocessed -data prefix.
+
+    data:
+        cnndm: {path_src: cnndm/train.src, path_tgt: cnndm/train.tgt, transforms: [filtertoolong], weight: 1}
+        valid: {path_src: cnndm/valid.src, path_tgt: cnndm/valid.tgt}
+    save_data: cnndm/run/example
+    src_vocab: cnndm/run/example.vocab.src
+    share_vocab: true
+    src_seq_length: 10000
+    ... model and training keys, as here
+
+`translate(obj)` turns such a YAML mapping into this toolkit's options: the corpora and the vocabulary
+keys become one JSON option, -data_config, and -data a placeholder; train.py then builds (or finds) the
+preprocessed dataset for them (onmt/inputters/upstream_data.py), cached by the content of the corpora
+and these settings. Keys of upstream's data pipeline that have no counterpart here (transforms, weight,
+subword models, n_sample, overwrite) are read and dropped; so are `model_type: text` and
+`decoder_type: rnn`, the only ones there are here.
+"""
+import json
+
+# upstream key -> the spec's key (preprocessing settings of the dataset built for the config)
+DATA_KEYS = {"save_data": "save_data", "src_vocab": "src_vocab", "tgt_vocab": "tgt_vocab",
+             "share_vocab": "share_vocab", "src_vocab_size": "src_vocab_size", "tgt_vocab_size": "tgt_vocab_size",
+             "src_seq_length": "src_seq_length", "tgt_seq_length": "tgt_seq_length",
+             "src_words_min_frequency": "src_words_min_frequency",
+             "tgt_words_min_frequency": "tgt_words_min_frequency", "lower": "lower"}
+DROPPED = ("transforms", "src_subword_type", "tgt_subword_type", "src_subword_model", "tgt_subword_model",
+           "n_sample", "overwrite", "src_onmttok_kwargs", "tgt_onmttok_kwargs", "skip_empty_level",
+           "src_seq_length_trunc_upstream")
+ONLY_CHOICE = {"model_type": "text", "decoder_type": "rnn"}
+PLACEHOLDER = "<the data: mapping of -config>"
+
+
+class UpstreamConfigError(ValueError):
+    pass
+
+
+def is_upstream(obj):
+    return isinstance(obj, dict) and isinstance(obj.get("data"), dict)
+
+
+def translate(obj):
+    """The options of a 3.x config mapping (module docstring): -> a new mapping of this toolkit's keys."""
+    out = {k: v for k, v in obj.items() if k != "data" and k not in DATA_KEYS and k not in DROPPED}
+    for key, only in ONLY_CHOICE.items():
+        if key in out:
+            if out.pop(key) != only:
+                raise UpstreamConfigError(f"{key}: {obj[key]} is not available here (only {only})")
+    corpora, valid = [], None
+    for name, corpus in obj["data"].items():
+        if not isinstance(corpus, dict) or "path_src" not in corpus or "path_tgt" not in corpus:
+            raise UpstreamConfigError(f"data: {name} needs path_src and path_tgt")
+        pair = [str(corpus["path_src"]), str(corpus["path_tgt"])]
+        if name == "valid":
+            valid = pair
+        else:
+            corpora.append(pair)
+    if not corpora:
+        raise UpstreamConfigError("data: no training corpus (only valid)")
+    spec = {"train": corpora, "valid": valid,
+            "dynamic_dict": bool(obj.get("copy_attn") or obj.get("reinforced")),
+            **{DATA_KEYS[k]: obj[k] for k in DATA_KEYS if k in obj}}
+    if "save_data" not in spec:
+        raise UpstreamConfigError("save_data: the folder prefix for the built dataset is missing")
+    out["data"] = PLACEHOLDER
+    out["data_config"] = json.dumps(spec, sort_keys=True)
+    return out
