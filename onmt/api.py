@@ -131,9 +131,9 @@ class Summarizer:
             records[record["line"]] = record
         results = translate_lines(opt, self.session, lines, on_record=keep if return_details else None,
                                   show_progress=progress)
-        out = []
+        out, write = [], self.session.readable() if detokenize else " ".join
         for i, nbest in enumerate(results):
-            texts_i = [self.session.readable(t.tokens) if detokenize else " ".join(t.tokens) for t in nbest]
+            texts_i = [write(t.tokens) for t in nbest]
             if not return_details:
                 out.append(texts_i[0] if opt.n_best == 1 else texts_i)
                 continue

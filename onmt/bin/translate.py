@@ -92,7 +92,7 @@ def main(argv=None):
             profiler = Profiler(opt.profile, profile_trace(opt), device, "translation batches")
         results = translate_lines(opt, session, src_lines, tgt_lines, beam_history=beam_history,
                                   profiler=profiler, **inspection.translate_kwargs())
-    write = session.readable if opt.detokenize else " ".join
+    write = session.readable() if opt.detokenize else " ".join
     write_lines_atomic(opt.output, [write(t.tokens) for nbest in results for t in nbest], f"-output {opt.output}")
     if beam_history is not None:
         write_beam_dump(opt.dump_beam, opt, beam_history)

@@ -19,11 +19,13 @@ class Session(NamedTuple):
     model_opt: argparse.Namespace   # the checkpoint's model options, updated and validated
     preprocess: Optional[dict]   # the checkpoint's preprocessing record (None: an older checkpoint)
 
-    def readable(self, tokens):
-        """A prediction's tokens as text for a reader (onmt/prepare/detokenize.py), sentence-cased when
-        the model writes lowercased text (its target vocabulary has no capital letter)."""
+    def readable(self):
+        """tokens -> text for a reader (onmt/prepare/detokenize.py), sentence-cased when the model writes
+        lowercased text (its target vocabulary has no capital letter); decided once, here."""
+        from functools import partial
+
         from onmt.prepare.detokenize import detokenize
-        return detokenize(tokens, sentence_case=self.lowercased())
+        return partial(detokenize, sentence_case=self.lowercased())
 
     def lowercased(self):
         return bool((self.preprocess or {}).get("lower")) or not any(
