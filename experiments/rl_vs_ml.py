@@ -23,7 +23,6 @@ Figures go to experiments/results/rl_vs_ml/ (one JSON per scored model, the tabl
 as soon as each is known: commit them; never the checkpoints under -workdir.
 """
 import argparse
-import glob
 import json
 import math
 import os
@@ -76,9 +75,9 @@ def run(cmd, log=None, wait=True):
 
 
 def latest_checkpoint(prefix):
-    found = [(int(m.group(1)), p) for p in glob.glob(f"{prefix}_step_*.pt")
-             if (m := re.search(r"_step_(\d+)\.pt$", p))]
-    return max(found)[1] if found else None
+    from onmt.utils.checkpoint import saved_steps
+    steps = saved_steps(prefix)
+    return steps[max(steps)] if steps else None
 
 
 def train_seconds(path):
@@ -223,9 +222,9 @@ def score_model(a, ckpt, name, control=None):
 
 def equal_step_checkpoint(a, name, step):
     """The control's checkpoint at the last step <= `step` (checkpoints every 50 steps)."""
+    from onmt.utils.checkpoint import saved_steps
     folder = os.path.join(a.workdir, "arms", CONTROL[name])
-    steps = [int(re.search(r"_step_(\d+)\.pt$", p).group(1)) for p in glob.glob(f"{folder}/model_step_*.pt")]
-    equal = max((s for s in steps if s <= step), default=None)
+    equal = max((s for s in saved_steps(f"{folder}/model") if s <= step), default=None)
     return (f"{folder}/model_step_{equal}.pt", f"{CONTROL[name]}_steps{equal}") if equal is not None else None
 
 

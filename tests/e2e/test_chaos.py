@@ -16,7 +16,7 @@ import torch
 
 from helpers.e2e import random_pair_data
 from helpers.paths import ROOT
-from onmt.utils.checkpoint import load_checkpoint
+from onmt.utils.checkpoint import load_checkpoint, saved_steps
 
 SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
 MODEL = ["-reinforced", "-rnn_size", "16", "-word_vec_size", "8", "-batch_size", "8", "-seed", "4",
@@ -44,7 +44,7 @@ def _run(cmd):
 
 
 def _latest(prefix):
-    steps = {int(p.rsplit("_step_", 1)[1][:-3]): p for p in glob.glob(glob.escape(prefix) + "_step_*.pt")}
+    steps = saved_steps(prefix)
     return steps[max(steps)] if steps else None
 
 
