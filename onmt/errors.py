@@ -1,6 +1,7 @@
 """The toolkit's own exceptions: what the entry points print as one line, without a traceback.
 
     UserError     bad input (a file, a line, a checkpoint) or an impossible request
+    PeerStopped   (a UserError) another process of a distributed run stopped
     OptionError   an invalid option or combination of options (a ValueError, as argparse's own)
     Stopped       a run stopped by a signal after saving its work
 
@@ -11,6 +12,11 @@ status. This module imports nothing, so that the data layer does not pull in the
 
 class UserError(Exception):
     """Bad input or options: printed as one line, no traceback."""
+
+
+class PeerStopped(UserError):
+    """Another process of a distributed run is gone: printed as one line, then this process ends at
+    once (its communication threads, waiting on the dead peer, would abort the interpreter's exit)."""
 
 
 class OptionError(ValueError):

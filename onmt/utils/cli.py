@@ -1,7 +1,8 @@
 """Entry-point plumbing: user errors become one line on stderr and a non-zero exit."""
+import os
 import sys
 
-from onmt.errors import OptionError, Stopped, Terminated, UserError
+from onmt.errors import OptionError, PeerStopped, Stopped, Terminated, UserError
 
 
 def run_main(main_fn, argv=None):
@@ -10,6 +11,11 @@ def run_main(main_fn, argv=None):
     prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
     try:
         main_fn(argv)
+    except PeerStopped as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)   # not sys.exit: gloo's threads, still tied to the dead peer, abort a normal exit
     except (UserError, OptionError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import torch
 
-from onmt.errors import UserError
+from onmt.errors import PeerStopped, UserError
 from onmt.opts import given
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
@@ -110,7 +110,7 @@ def process_group(world, timeout_s=1800):
         if not _peer_failure(e):
             raise
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-        raise UserError(f"rank {world.rank} of {world.world_size}: another process of this run stopped "
+        raise PeerStopped(f"rank {world.rank} of {world.world_size}: another process of this run stopped "
                         f"({first}); this one stops too") from None
     finally:
         with contextlib.suppress(Exception):
