@@ -1,7 +1,7 @@
 """The Python API: summarize text with a checkpoint, as translate.py does.
 
     from onmt import Summarizer
-    s = Summarizer.load("model.pt", device="cpu")
+    s = Summarizer.load("model.pt", device="cpu")               # precision="int8" / "bf16": faster decoding
     s.summarize(["a long article ..."], beam_size=5)            # -> ["Its summary."] (readable text)
     s.summarize(texts, beam_size=5, return_details=True)       # -> [dict per text]
 
@@ -84,8 +84,10 @@ class Summarizer:
         self.session, self.device = session, device
 
     @classmethod
-    def load(cls, path, device="cpu"):
-        """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device)."""
+    def load(cls, path, device="cpu", precision="fp32"):
+        """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
+        decoding in `precision` (translate.py's -precision: "fp32", "bf16", "fp16" or "int8"; one
+        OptionError where the device cannot run it fast)."""
         from onmt.translate.session import load_session
         try:
             device = torch.device(device)
@@ -95,7 +97,7 @@ class Summarizer:
             raise opts.OptionError(f"device={str(device)!r}: CUDA is not available here; use device='cpu'")
         if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
             raise opts.OptionError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s)")
-        return cls(load_session(path, device), device)
+        return cls(load_session(path, device, precision), device)
 
     @property
     def model(self):

@@ -35,6 +35,10 @@ Paulus (9), See (4): W_out o_t + b_out without gradient (scheduled sampling, rol
            weight version by cached_while_unchanged)
     test   tests/unit/test_packed_linear.py::test_packed_product_equals_the_float64_product,
            tests/unit/test_seq2seq.py::test_decoding_packs_the_generator_weight_once_and_follows_its_updates
+    lower  low_precision.prepared_linear (-precision bf16 | fp16 | int8, decoding only): W cast or
+           int8-quantized once, float32 out
+    test   tests/unit/test_low_precision.py::test_products_are_float32_and_close_to_the_float32_product,
+           tests/e2e/test_precision.py::test_low_precision_keeps_clear_predictions
 Paulus (9), See (4) and (6): log softmax(o W^T + b)[y*]
     plain  log_softmax(F.linear(o, W, b)).gather(1, y*)
     fused  gold_softmax.gold_log_softmax (and logit_stats): one (N, V) buffer for forward and backward

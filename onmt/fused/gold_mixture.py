@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from onmt.constants import PAD
 from onmt.fused.gold_softmax import gold_log_softmax, logit_stats
+from onmt.fused.low_precision import prepared_linear
 from onmt.fused.packed_linear import PackedLinear
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources
 from onmt.modules.precision import float32_region, widen
@@ -85,10 +86,13 @@ def pointer_generator_gold_log_prob(generator, o, attn, src_ex, first_pos, gold,
         return ll, pred
 
 
-def packed_out_weight(generator, weight=None):
+def packed_out_weight(generator, weight=None, precision="fp32"):
     """W_out, b_out of `generator` (an `out_weight()` result, unpadded) packed for many small products
-    without gradient (the scheduled-sampling rows of each step, the rollouts' rows)."""
+    without gradient (the scheduled-sampling rows of each step, the rollouts' rows). precision: the
+    decoding precision (low_precision.prepared_linear; anything but fp32 for beam / greedy decoding only)."""
     w_out, b_out = generator.out_weight() if weight is None else weight
+    if precision != "fp32":
+        return prepared_linear(w_out, b_out, precision)
     return PackedLinear(w_out.detach(), b_out.detach())
 
 

@@ -52,6 +52,7 @@ class PackedLinear:
 
 
 CACHE_ATTR = "_decoding_weight_cache"
+PRECISION_ATTR = "_decoding_precision"
 
 
 def cached_while_unchanged(owner, tensors, build):
@@ -59,8 +60,9 @@ def cached_while_unchanged(owner, tensors, build):
     unchanged: an optimizer step or load_state_dict writes parameters in place, which bumps their
     version counters, and .to() gives new storage, so either rebuilds. For what decoding derives from
     fixed weights (a packed W_out): a translation run packs once instead of once per batch. Call
-    `drop_cached(owner)` when training starts, so no idle copy is kept."""
-    key = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
+    `drop_cached(owner)` when training starts, so no idle copy is kept. The owner's decoding precision
+    (`set_decoding_precision`) is part of the key: changing it rebuilds."""
+    key = (decoding_precision(owner),) + tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
     cached = owner.__dict__.get(CACHE_ATTR)
     if cached is None or cached[0] != key:
         cached = (key, build())
@@ -71,3 +73,16 @@ def cached_while_unchanged(owner, tensors, build):
 def drop_cached(owner):
     """Forget `owner`'s cached_while_unchanged value."""
     owner.__dict__.pop(CACHE_ATTR, None)
+
+
+def set_decoding_precision(owner, precision):
+    """Decode with `owner`'s (a model's) vocabulary products in `precision` ("fp32", "bf16", "fp16",
+    "int8": onmt/fused/low_precision.py) from now on. A setting of the model, like its eval mode, not
+    state: what it changes is rebuilt once (cached_while_unchanged), not per batch."""
+    owner.__dict__[PRECISION_ATTR] = precision
+    drop_cached(owner)
+
+
+def decoding_precision(owner):
+    """`owner`'s decoding precision: "fp32" unless set_decoding_precision said otherwise."""
+    return owner.__dict__.get(PRECISION_ATTR, "fp32")

@@ -6,7 +6,8 @@ import torch.nn as nn
 from onmt.constants import UNK
 from onmt.errors import UserError
 from onmt.fused.gold_mixture import copy_generator_gold_log_prob
-from onmt.fused.packed_linear import PackedLinear, cached_while_unchanged, drop_cached
+from onmt.fused.low_precision import prepared_linear
+from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
 from onmt.interface import gold_targets
 from onmt.models.generic import gold_from_forward, rollout_from_steps
 from onmt.models.rnn_decoder import RNNDecoder
@@ -97,15 +98,18 @@ class NMTModel(nn.Module):
         return logp, state, attns
 
     def train(self, mode=True):
-        drop_cached(self)  # no stale or idle packed weight while training
+        if mode:  # no stale or idle packed weight while training; eval() keeps it (translate() calls eval())
+            drop_cached(self)
         return super().train(mode)
 
     def _decoding_linear(self):
-        """The generator's vocabulary projection as a PackedLinear (no gradient), kept while its weight
-        and bias are unchanged (packed_linear.cached_while_unchanged); a tied weight is the embedding's."""
+        """The generator's vocabulary projection as a PackedLinear (no gradient; in the model's decoding
+        precision: low_precision.prepared_linear), kept while its weight and bias are unchanged
+        (packed_linear.cached_while_unchanged); a tied weight is the embedding's."""
         proj = self.generator.linear
         weight, bias = proj.weight, proj.bias  # (V, H), (V,)
-        return cached_while_unchanged(self, [weight, bias], lambda: PackedLinear(weight.detach(), bias.detach()))
+        return cached_while_unchanged(self, [weight, bias],
+                                      lambda: prepared_linear(weight, bias, decoding_precision(self)))
 
     def forward(self, batch):
         """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S) (and "p_copy"

@@ -55,6 +55,7 @@ from onmt.opts.update import (
 from onmt.opts.validate import (
     PAPER_SETTINGS,
     check_model_numbers,
+    check_precision,
     check_saved_model_types,
     paper_differences,
     validate_evaluate_opts,
@@ -76,7 +77,7 @@ __all__ = [
     "translate_opts", "fill_defaults", "lacking_model_options", "option_names", "update_evaluate_opts",
     "update_model_opts", "update_plot_attention_opts", "update_prepare_opts", "update_preprocess_opts",
     "update_saved_model_opts", "update_train_opts", "update_translate_opts", "PAPER_SETTINGS",
-    "check_model_numbers", "check_saved_model_types", "paper_differences", "validate_evaluate_opts",
+    "check_model_numbers", "check_precision", "check_saved_model_types", "paper_differences", "validate_evaluate_opts",
     "validate_model_opts",
     "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts", "validate_train_opts",
     "validate_translate_opts",

@@ -8,6 +8,11 @@ def translate_opts(parser):
     g.add("-output", "--output", default="pred.txt", help="predictions, one line per input line")
     g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
     g.add("-batch_size", "--batch_size", type=int, default=30, help="examples per batch")
+    g.add("-precision", "--precision", default="fp32", choices=["fp32", "bf16", "fp16", "int8"],
+          help="the decoding's vocabulary product (the largest of a step) in this precision, its weight prepared "
+               "once: bf16 on CUDA or a CPU with native bfloat16 (avx512_bf16 / amx_bf16), fp16 on CUDA, int8 "
+               "(PyTorch's dynamic quantization, as upstream's) on the CPU; the log-softmax and the copy mixture "
+               "stay float32; a precision the device cannot run fast is refused")
     g.add("-verbose", "--verbose", action="store_true", help="print source, prediction and score")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g.add("-seed", "--seed", type=int, default=829, help="random seed")

@@ -254,6 +254,15 @@ def validate_translate_opts(opt):
     if opt.attn_plot_n < 0:
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
     _check_gpu(opt.gpu)
+    check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
+
+
+def check_precision(precision, device_type):
+    """-precision on a device of `device_type`: one OptionError saying why where it would not run fast."""
+    from onmt.hardware import precision_problem
+    problem = precision_problem(precision, device_type)
+    if problem:
+        raise OptionError(f"-precision {precision}: {problem}")
 
 
 MIN_BOOTSTRAP = 100   # fewer resamples cannot place the 2.5% and 97.5% percentiles (nor a p-value of 0.01)

@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from onmt.constants import BOS, EOS
 from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
-from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
+from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.models.rnn_encoder import RNNEncoder
@@ -109,15 +109,17 @@ class ReinforcedModel(nn.Module):
         return replace(state, out_weight=weight, out_packed=packed)
 
     def train(self, mode=True):
-        drop_cached(self)  # no stale or idle copy of W_out while training
+        if mode:  # no stale or idle copy of W_out while training; eval() keeps it (translate() calls eval())
+            drop_cached(self)
         return super().train(mode)
 
     def _decoding_weight(self):
-        """W_out, b_out (V, 3H), (V,) without gradient and their PackedLinear, kept while the generator's
-        parameters are unchanged (packed_linear.cached_while_unchanged)."""
+        """W_out, b_out (V, 3H), (V,) without gradient and their PackedLinear (in the model's decoding
+        precision: low_precision.prepared_linear), kept while the generator's parameters are unchanged
+        (packed_linear.cached_while_unchanged)."""
         def build():
             weight = self.generator.out_weight()  # (V, 3H), (V,)
-            return weight, packed_out_weight(self.generator, weight)
+            return weight, packed_out_weight(self.generator, weight, decoding_precision(self))
         return cached_while_unchanged(self, list(self.generator.parameters()), build)
 
     def decode_step(self, inputs, state):

@@ -1,11 +1,13 @@
 """What translate.py and the Python API (onmt/api.py) share: a checkpoint loaded for translation and
 the translation of text lines with the checkpoint's test-time input rules (input_rules.py).
 
-    session = load_session("model.pt", torch.device("cpu"))
+    session = load_session("model.pt", torch.device("cpu"), precision="fp32")   # or bf16 / fp16 / int8
     results = translate_lines(opt, session, src_lines)     # opt: translate.py's options
 """
 import argparse
 from typing import NamedTuple, Optional
+
+import torch
 
 from onmt import opts
 from onmt.errors import OptionError, UserError
@@ -65,11 +67,15 @@ def model_from_checkpoint(ckpt, device, name=None):
     return model, vocabs, model_opt
 
 
-def load_session(path, device):
-    """The Session of the checkpoint at `path`, its model on `device`."""
+def load_session(path, device, precision="fp32"):
+    """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
+    (-precision: checked first, one OptionError where the device cannot run it fast)."""
+    from onmt.fused.packed_linear import set_decoding_precision
     from onmt.utils.checkpoint import load_checkpoint
+    opts.check_precision(precision, torch.device(device).type)
     ckpt = load_checkpoint(path, device="cpu")
     model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path)
+    set_decoding_precision(model, precision)
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 

@@ -1,0 +1,104 @@
+"""Decoding's vocabulary product x W^T + b in a low precision (translate.py / the API `-precision`).
+
+At decoding time the largest product of a step is the generator's (B*K, D) x (D, V) (Paulus et al.'s
+W_out o_t, See et al.'s and the RNN baselines' vocabulary projection): DESIGN.md section 4. Its weight
+is fixed for the whole translation, so it is prepared once (cached_while_unchanged, per model and
+precision), never per batch or step:
+
+    fp32  PackedLinear: float32, W packed once for oneDNN (packed_linear.py)
+    bf16  CastLinear: W cast to bfloat16 once (packed for oneDNN on the CPU), x cast per call; float32 bias
+    fp16  CastLinear in float16 (CUDA only: onmt/hardware.py refuses it on the CPU)
+    int8  Int8Linear: upstream's meaning, PyTorch's dynamic quantization (torch.ao's quantize_dynamic
+          of nn.Linear): W quantized once per output row (symmetric int8, one scale per row), x
+          quantized per call from its own range (reduce_range, as quantize_dynamic on x86); CPU only
+
+Every product returns float32 (N, V): what follows it (the switch, log-sum-exp, log-softmax, the copy
+mixture's sums) stays in float32, the islands `-amp` keeps (onmt/modules/precision.py). A bfloat16
+product's result is rounded to bfloat16 (8 significant bits) before the widening: PyTorch has no CPU
+kernel that returns float32 from bfloat16 inputs; a logit of 10 is then known to +-0.02.
+"""
+import warnings
+
+import torch
+
+from onmt.fused.packed_linear import PackedLinear, _packable
+
+_PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
+CAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class CastLinear:
+    """weight (V, D), bias (V,) -> x (N, D) -> float32 (N, V), the product in `dtype` (bf16 / fp16)."""
+
+    def __init__(self, weight, bias, dtype, rows_hint=None):
+        self.dtype = dtype
+        self.weight = weight.detach().to(dtype).contiguous()  # (V, D) cast once
+        self.bias = bias.detach().float()  # (V,) added in float32
+        self.packed = None
+        if self.weight.device.type == "cpu" and dtype == torch.bfloat16 and _packable(weight.float()):
+            try:
+                self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight, rows_hint)
+            except _PACK_ERRORS:
+                self.packed = None
+
+    def __call__(self, x):
+        x = x.to(self.dtype).contiguous()  # (N, D)
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            if self.packed is not None:
+                try:
+                    out = torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")  # (N, V)
+                    return out.float().add_(self.bias)  # (N, V) float32
+                except _PACK_ERRORS:
+                    self.packed = None
+            return torch.mm(x, self.weight.t()).float().add_(self.bias)  # (N, V) float32
+
+
+class Int8Linear:
+    """weight (V, D), bias (V,) -> x (N, D) -> float32 (N, V) by PyTorch's dynamic int8 quantization
+    (CPU): W per output row once, here; x per call."""
+
+    def __init__(self, weight, bias, engine=None):
+        from onmt.hardware import int8_engine
+        self.engine = engine or int8_engine()
+        w = weight.detach().float().cpu()  # (V, D)
+        scales = (w.abs().amax(dim=1) / 127.0).clamp(min=1e-8).double()  # (V,)
+        zero = torch.zeros(w.size(0), dtype=torch.long)  # (V,)
+        with warnings.catch_warnings():   # quantized tensor constructors warn of a future deprecation
+            warnings.simplefilter("ignore")
+            with _engine(self.engine):
+                self.packed = torch.ops.quantized.linear_prepack(
+                    torch.quantize_per_channel(w, scales, zero, 0, torch.qint8), bias.detach().float().cpu())
+
+    def __call__(self, x):
+        with _engine(self.engine), torch.autocast(device_type="cpu", enabled=False):
+            return torch.ops.quantized.linear_dynamic(x.float().contiguous(), self.packed, True)  # (N, V)
+
+
+class _engine:
+    """torch.backends.quantized.engine set to `name` inside the block (the packed weight is the engine's)."""
+
+    def __init__(self, name):
+        self.name, self.before = name, None
+
+    def __enter__(self):
+        self.before = torch.backends.quantized.engine
+        if self.name and self.before != self.name:
+            torch.backends.quantized.engine = self.name
+
+    def __exit__(self, *exc):
+        if torch.backends.quantized.engine != self.before:
+            torch.backends.quantized.engine = self.before
+        return False
+
+
+def prepared_linear(weight, bias, precision="fp32", rows_hint=None):
+    """The decoding product x W^T + b for weight (V, D), bias (V,) in `precision`, prepared once:
+    a callable x (N, D) -> float32 (N, V) (module docstring). No gradient."""
+    weight, bias = weight.detach(), bias.detach()
+    if precision == "fp32":
+        return PackedLinear(weight, bias, rows_hint)
+    if precision in CAST_DTYPES:
+        return CastLinear(weight, bias, CAST_DTYPES[precision], rows_hint)
+    if precision == "int8":
+        return Int8Linear(weight, bias)
+    raise ValueError(f"unknown precision {precision!r}")

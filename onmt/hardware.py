@@ -1,0 +1,63 @@
+"""What this machine runs fast: native bfloat16 on the CPU, and which decoding precision a device takes.
+
+translate.py's and the API's `-precision` (fp32 | bf16 | fp16 | int8) and training's `-amp` ask here
+before any work. A precision the device would run no faster than float32 (or not at all) is refused
+in one line saying why, rather than run slowly: fp16 on the CPU (no fast float16 products there),
+int8 on CUDA (PyTorch's dynamic quantization is a CPU kernel), bf16 on a CPU without AVX-512 BF16 or
+AMX (oneDNN would emulate it, slower than float32).
+"""
+import torch
+
+PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags():
+    """The CPU's feature flags (/proc/cpuinfo; an empty set where there is no such file)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def native_bf16_cpu():
+    """True where the CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX) and oneDNN takes it."""
+    if not (torch.backends.mkldnn.is_available() and any(f in cpu_flags() for f in NATIVE_BF16_FLAGS)):
+        return False
+    check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    return bool(check()) if check is not None else True
+
+
+def int8_engine():
+    """The quantized engine for int8 products on this CPU ('x86', 'fbgemm' or 'onednn'), None if none."""
+    engines = torch.backends.quantized.supported_engines
+    return next((e for e in ("x86", "fbgemm", "onednn") if e in engines), None)
+
+
+def precision_problem(precision, device_type):
+    """None if `precision` runs fast on a device of `device_type` ("cpu", "cuda"), else why not (a
+    sentence without the option's name)."""
+    if precision == "fp32":
+        return None
+    if precision not in PRECISIONS:
+        return f"unknown precision (choose from {', '.join(PRECISIONS)})"
+    if device_type == "cuda":
+        if precision == "int8":
+            return "int8 is PyTorch's dynamic quantization, a CPU kernel; on CUDA use fp16 or bf16"
+        if precision == "bf16" and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+            return "this GPU has no native bfloat16; use fp16"
+        return None
+    if device_type != "cpu":
+        return f"only fp32 is supported on {device_type}"
+    if precision == "fp16":
+        return "float16 products are fast on CUDA only; on the CPU use bf16 (where native) or int8"
+    if precision == "bf16" and not native_bf16_cpu():
+        return ("this CPU has no native bfloat16 (neither avx512_bf16 nor amx_bf16 in its flags): bf16 would "
+                "run slower than fp32; use int8 or fp32")
+    if precision == "int8" and int8_engine() is None:
+        return "this PyTorch build has no quantized CPU engine (x86, fbgemm or onednn)"
+    return None

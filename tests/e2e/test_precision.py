@@ -1,0 +1,56 @@
+"""-precision on a tiny trained model of each family: bf16 and int8 decoding give the float32
+predictions wherever float32's best hypothesis wins by a clear margin, with scores close to float32's.
+(bf16 runs here whatever the CPU: its native-hardware check is simulated; on a CPU without native
+bfloat16 oneDNN emulates it, same values.)"""
+import pytest
+import torch
+
+import onmt.hardware as hardware
+from helpers.e2e import random_pair_data, torch_threads
+from onmt import opts
+from onmt.bin import train as train_bin
+from onmt.translate.session import load_session, translate_lines
+
+FAMILIES = {"reinforced": ["-reinforced", "-brnn"],
+            "copy": ["-copy_attn", "-brnn", "-global_attention", "mlp", "-dropout", "0"],
+            "rnn": ["-brnn", "-global_attention", "general", "-dropout", "0"]}
+MARGIN = 1.0   # a line is "clear" when float32's best beats its second best by this much
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("precision")
+    data = random_pair_data(str(folder), seed=0, n_examples=200, max_len=8, target=lambda words: words[:3])
+    models = {}
+    with torch_threads(1):
+        for family, args in FAMILIES.items():
+            train_bin.main(["-data", data, *args, "-layers", "1", "-rnn_size", "32", "-word_vec_size", "16",
+                            "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "16", "-train_steps", "300",
+                            "-valid_steps", "300", "-report_every", "100", "-save_checkpoint_steps", "300",
+                            "-seed", "1", "-save_model", str(folder / family), "-log_file", str(folder / "log")])
+            models[family] = str(folder / f"{family}_step_300.pt")
+    src = [line.rstrip("\n") for line in open(folder / "src.txt", encoding="utf-8")][:60]
+    return models, src
+
+
+def _translate(ckpt, src, precision):
+    opt = opts.parse_with_given(opts.translate_parser(), ["-model", ckpt, "-src", "-", "-beam_size", "3", "-n_best",
+                                                          "2", "-precision", precision])
+    opts.update_translate_opts(opt)
+    with torch_threads(1):
+        return translate_lines(opt, load_session(ckpt, torch.device("cpu"), precision), src, show_progress=False)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+def test_low_precision_keeps_clear_predictions(monkeypatch, trained, family, precision):
+    monkeypatch.setattr(hardware, "native_bf16_cpu", lambda: True)
+    models, src = trained
+    ref, low = _translate(models[family], src, "fp32"), _translate(models[family], src, precision)
+    clear = [i for i, nbest in enumerate(ref) if nbest[0].score - nbest[1].score > MARGIN]
+    assert len(clear) >= len(src) // 5, len(clear)   # the model is trained: many lines are clear
+    for i in clear:
+        assert low[i][0].tokens == ref[i][0].tokens, (i, precision)
+    diffs = [abs(low[i][0].score - ref[i][0].score) for i in clear]
+    assert max(diffs) < 0.1 and 0 < sum(diffs)   # close, and really computed in low precision
+

@@ -1,0 +1,122 @@
+"""-precision (translate.py, the API): the vocabulary product in bf16 / fp16 / int8
+(onmt/fused/low_precision.py) against the float32 product, prepared once per model, and the one-line
+refusal of a precision the device cannot run fast (onmt/hardware.py, simulated hardware)."""
+import argparse
+
+import pytest
+import torch
+
+import onmt.hardware as hardware
+from helpers.checkpoints import build_tiny, save_tiny_checkpoint
+from onmt import opts
+from onmt.errors import OptionError
+from onmt.fused import low_precision
+from onmt.fused.low_precision import CastLinear, Int8Linear, prepared_linear
+from onmt.fused.packed_linear import PackedLinear, decoding_precision, set_decoding_precision
+
+
+def _weights(V=300, D=64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(V, D, generator=g) * 0.2, torch.randn(V, generator=g),
+            torch.randn(40, D, generator=g))  # W (V, D), b (V,), x (N, D)
+
+
+@pytest.mark.parametrize("precision, tol", [("bf16", 0.03), ("fp16", 0.005), ("int8", 0.03)])
+def test_products_are_float32_and_close_to_the_float32_product(precision, tol):
+    w, b, x = _weights()
+    exact = torch.addmm(b.double(), x.double(), w.double().t())  # (N, V)
+    lin = prepared_linear(w, b, precision)
+    assert isinstance(lin, Int8Linear if precision == "int8" else CastLinear)
+    out = lin(x)
+    assert out.dtype == torch.float32 and out.shape == (40, 300)
+    err = ((out.double() - exact).abs().max() / exact.abs().max()).item()
+    assert 0 < err < tol, err                       # low precision, but close
+    fp32 = (prepared_linear(w, b, "fp32")(x).double() - exact).abs().max() / exact.abs().max()
+    assert fp32 < 1e-5 < err                        # ... and really lower than float32
+    assert isinstance(prepared_linear(w, b, "fp32"), PackedLinear)
+
+
+def test_int8_product_is_pytorch_dynamic_quantization_per_row():
+    """upstream's -precision int8 is torch.ao.quantization.quantize_dynamic of nn.Linear (one scale for
+    the whole weight): ours is the same scheme with one scale per output row, so close to it and closer
+    to the float32 product."""
+    import warnings
+    w, b, x = _weights()
+    w[:10] *= 8   # rows of larger weights: one scale for all loses the small rows' precision
+    lin = torch.nn.Linear(64, 300)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lin.weight.copy_(w), lin.bias.copy_(b)
+        q = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(lin), {torch.nn.Linear}, dtype=torch.qint8)
+        exact, theirs = lin(x), q(x)   # (N, V)
+    ours = Int8Linear(w, b)(x)
+    assert (ours - theirs).abs().max() < 0.1 * exact.abs().max()
+    small = slice(10, None)   # the rows of small weights (the large ones share a scale either way)
+    assert (ours - exact)[:, small].abs().max() < 0.5 * (theirs - exact)[:, small].abs().max()
+
+
+def _refusal(monkeypatch, precision, device_type, native):
+    monkeypatch.setattr(hardware, "native_bf16_cpu", lambda: native)
+    return hardware.precision_problem(precision, device_type)
+
+
+def test_the_device_decides_what_is_refused(monkeypatch):
+    assert _refusal(monkeypatch, "bf16", "cpu", native=False).startswith("this CPU has no native bfloat16")
+    assert _refusal(monkeypatch, "bf16", "cpu", native=True) is None
+    assert "CUDA only" in _refusal(monkeypatch, "fp16", "cpu", native=True)
+    assert "CPU kernel" in _refusal(monkeypatch, "int8", "cuda", native=True)
+    assert _refusal(monkeypatch, "fp16", "cuda", native=False) is None
+    for device_type in ("cpu", "cuda"):
+        assert _refusal(monkeypatch, "fp32", device_type, native=False) is None
+
+
+def test_translate_and_the_api_refuse_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(hardware, "native_bf16_cpu", lambda: False)
+    opt = opts.parse_with_given(opts.translate_parser(), ["-model", "m", "-src", "s", "-precision", "bf16"])
+    opts.update_translate_opts(opt)
+    with pytest.raises(OptionError, match=r"^-precision bf16: this CPU has no native bfloat16"):
+        opts.validate_translate_opts(opt)
+    from onmt import Summarizer
+    ckpt = save_tiny_checkpoint(tmp_path / "m.pt", "rnn")
+    with pytest.raises(OptionError, match=r"^-precision fp16: float16 products are fast on CUDA only") as e:
+        Summarizer.load(ckpt, precision="fp16")
+    assert "\n" not in str(e.value)
+
+
+class _Counting:
+    """Wrap a class so that its constructions are counted."""
+
+    def __init__(self, cls):
+        self.cls, self.n = cls, 0
+
+    def __call__(self, *args, **kwargs):
+        self.n += 1
+        return self.cls(*args, **kwargs)
+
+
+@pytest.mark.parametrize("family", ["reinforced", "copy", "rnn"])
+@pytest.mark.parametrize("precision", ["int8", "bf16"])
+def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, precision):
+    """Two translations of two batches each: the quantized / cast weight is built once."""
+    from helpers.toy_models import toy_batches
+    from onmt.translate.translator import Translator
+    counter = _Counting(Int8Linear if precision == "int8" else CastLinear)
+    monkeypatch.setattr(low_precision, "Int8Linear" if precision == "int8" else "CastLinear", counter)
+    model, _ = build_tiny(family)
+    from helpers.checkpoints import VOCABS
+    set_decoding_precision(model, precision)
+    assert decoding_precision(model) == precision
+    tr = Translator(model, VOCABS, beam_size=3, max_length=4, batch_size=2, batch_fn=toy_batches, log=lambda m: None)
+    for _ in range(2):
+        tr.translate(["w1 w2 w3", "w4 w5", "w6 w1", "w2"])
+    assert counter.n == 1
+    set_decoding_precision(model, "fp32")   # another precision: rebuilt as float32, no low-precision build
+    tr.translate(["w1 w2 w3"])
+    assert counter.n == 1
+
+
+def test_precision_choices_are_translate_options():
+    p = opts.translate_parser()
+    opt = opts.parse_with_given(p, ["-model", "m", "-src", "s"])
+    assert opt.precision == "fp32" and isinstance(opt, argparse.Namespace)
+    assert hardware.PRECISIONS == ("fp32", "bf16", "fp16", "int8")
