@@ -283,11 +283,12 @@ class Trainer(Reporting):
         stats = Statistics()
         norms = None   # the gradient each part of a loss in parts adds (utils/update_norms.py)
         for batch, count in zip(batches, counts):
+            n_src = int(batch.src_lengths.sum())  # on the host batch, before the move: no device sync
             batch = batch.to(self.device)
             with self._autocast():
                 parts, batch_stats = self._loss_parts(batch)
             loss = sum(parts.values())
-            if not torch.isfinite(loss).item():
+            if not torch.isfinite(loss).item():   # the step's one sync (with the statistics' one copy)
                 raise TrainingError(f"loss is {loss.item()} at step {step}; stopping "
                                     "(lower -learning_rate or set -max_grad_norm)")
             if batch_stats.n_words != count:
@@ -298,7 +299,7 @@ class Trainer(Reporting):
             else:
                 self._backward(loss / normalizer)
             stats.update(batch_stats)
-            stats.n_src_words += int(batch.src_lengths.sum())
+            stats.n_src_words += n_src
         if self.world.distributed:
             sum_gradients(self.model.parameters())  # before unscaling: an inf on any rank skips the step on all
         if norms is not None:   # before clipping: what each term asked for

@@ -67,27 +67,35 @@ class MLLoss:
         with float32_region(ll):
             nll = -widen(ll).sum()
             loss = nll
-            cov_sum = 0.0
             cov = coverage_penalty(attns, mask)
-            if cov is not None:
-                cov_total = cov.sum()
-                cov_sum = cov_total.detach().item()
-                if self.lambda_coverage:
-                    loss = loss + self.lambda_coverage * cov_total
+            cov_total = cov.sum() if cov is not None else None
+            if cov is not None and self.lambda_coverage:
+                loss = loss + self.lambda_coverage * cov_total
             if self.by_seqlength:
                 per_example = -widen(ll).sum(-1)  # (B,)
                 if cov is not None and self.lambda_coverage:
                     per_example = per_example + self.lambda_coverage * cov
                 loss = (per_example / mask.sum(-1).clamp_min(1)).sum()
-        with torch.no_grad():
-            correct = ((pred == gold) & mask).sum()
-        stats = Statistics(loss=nll.detach().item(), n_words=int(mask.sum()), n_correct=int(correct),
-                           coverage_loss=cov_sum, n_examples=batch.batch_size)
-        if "sampled" in attns:  # scheduled sampling: inputs that were the model's own predictions
-            stats.extra["sampled_inputs"] = int((attns["sampled"] & mask).sum())
-        p_copy = attns.get("p_copy")  # (B, T-1) pointer probability 1 - p_gen; copy models only
-        if p_copy is not None:
-            stats.extra["p_copy"] = float(p_copy.detach().float().masked_fill(~mask, 0.0).sum())
-        return loss, stats
+        return loss, _statistics(nll, cov_total, pred, gold, mask, attns, batch.batch_size)
 
     score = staticmethod(gold_log_likelihood)
+
+
+@torch.no_grad()
+def _statistics(nll, cov_total, pred, gold, mask, attns, n_examples):
+    """The step's Statistics from ONE device-to-host copy (a .tolist() of the stacked figures): the
+    NLL, target tokens, correct argmaxes, coverage loss, the scheduled-sampling and p_copy sums."""
+    zero = nll.new_zeros(())
+    figures = [nll.detach().float(), mask.sum().float(), ((pred == gold) & mask).sum().float(),
+               cov_total.detach().float() if cov_total is not None else zero]
+    sampled, p_copy = attns.get("sampled"), attns.get("p_copy")  # (B, T-1) each, when the model gives them
+    figures.append((sampled & mask).sum().float() if sampled is not None else zero)
+    figures.append(p_copy.detach().float().masked_fill(~mask, 0.0).sum() if p_copy is not None else zero)
+    nll_v, n_words, correct, cov_v, n_sampled, copy_v = torch.stack(figures).tolist()
+    stats = Statistics(loss=nll_v, n_words=round(n_words), n_correct=round(correct), coverage_loss=cov_v,
+                       n_examples=n_examples)
+    if sampled is not None:  # scheduled sampling: inputs that were the model's own predictions
+        stats.extra["sampled_inputs"] = round(n_sampled)
+    if p_copy is not None:  # pointer probability 1 - p_gen; copy models only
+        stats.extra["p_copy"] = copy_v
+    return stats

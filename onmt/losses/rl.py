@@ -123,11 +123,14 @@ class MixedLoss:
                 advantage = (r_greedy - r_sample).to(log_probs.dtype)  # (B,)
             per_example = advantage * log_probs.sum(1)  # (B,)
             rl = per_example.sum()
-        n_tokens = int(sampled.mask.sum())
-        stats = {"rl_examples": batch.batch_size, "reward_sample": float(r_sample.sum()),
-                 "reward_greedy": float(r_greedy.sum()), "rl_loss": float(per_example.detach().sum()),
-                 "sampled_tokens": n_tokens,
-                 "copied_tokens": int(sampled.copied.sum()) if sampled.copied is not None else 0}
+        with torch.no_grad():   # ONE device-to-host copy for the figures
+            copied = sampled.copied.sum() if sampled.copied is not None else r_sample.new_zeros(())
+            figures = torch.stack([sampled.mask.sum(), r_sample.sum(), r_greedy.sum(), per_example.detach().sum(),
+                                   copied]).double().tolist()
+        n_tokens, reward_sample, reward_greedy, rl_loss, n_copied = figures
+        n_tokens = round(n_tokens)
+        stats = {"rl_examples": batch.batch_size, "reward_sample": reward_sample, "reward_greedy": reward_greedy,
+                 "rl_loss": rl_loss, "sampled_tokens": n_tokens, "copied_tokens": round(n_copied)}
         return rl, stats
 
     @torch.no_grad()
