@@ -16,6 +16,7 @@ import time
 import torch
 
 from onmt.errors import UserError
+from onmt.hardware import native_bf16_cpu
 from onmt.inputters.batch import Batch
 from onmt.trainer_reporting import Reporting
 from onmt.utils.checkpoint import (
@@ -52,13 +53,19 @@ class Trainer(Reporting):
         self.keep_checkpoint, self.report_every = keep_checkpoint, report_every
         self.max_grad_norm = max_grad_norm
         self.device = torch.device(device)
-        # -amp: the forward pass under CUDA autocast in bfloat16 (no loss scaling needed) or float16 (with
-        # a GradScaler); the models keep their generators, losses and rewards in float32 islands
-        # (onmt/modules/precision.py). On the CPU the flag is ignored: training is float32, bit for bit.
-        self.amp = amp and self.device.type == "cuda"
+        # -amp: the forward pass under autocast in bfloat16 (no loss scaling needed) or float16 (with
+        # a GradScaler, CUDA); the models keep their generators, losses and rewards in float32 islands
+        # (onmt/modules/precision.py), which take their device from the tensors. On a CPU with native
+        # bfloat16 (AVX-512 BF16 / AMX: onmt/hardware.py) -amp_dtype bf16 is CPU autocast with the same
+        # islands; elsewhere on the CPU the flag is ignored: training is float32, bit for bit.
+        cpu_bf16 = self.device.type == "cpu" and amp_dtype == "bf16" and native_bf16_cpu()
+        self.amp = amp and (self.device.type == "cuda" or cpu_bf16)
         self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[amp_dtype]
-        if amp and not self.amp and rank == 0:
-            logger.info("-amp: mixed precision needs CUDA; training in float32 on the CPU")
+        if amp and rank == 0 and self.amp and self.device.type == "cpu":
+            logger.info("-amp: bfloat16 autocast on the CPU (native bfloat16)")
+        elif amp and not self.amp and rank == 0:
+            logger.info("-amp: mixed precision needs CUDA, or -amp_dtype bf16 on a CPU with native bfloat16 "
+                        "(avx512_bf16 / amx_bf16); training in float32 on the CPU")
         self.scaler = torch.amp.GradScaler("cuda") if self.amp and self.amp_dtype == torch.float16 else None
         self.checkpoint_meta = checkpoint_meta or {}
         self.rank = rank
@@ -261,7 +268,7 @@ class Trainer(Reporting):
 
     def _autocast(self):
         if self.amp:
-            return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
+            return torch.autocast(device_type=self.device.type, dtype=self.amp_dtype)
         return contextlib.nullcontext()
 
     def train_step(self, batches, step):

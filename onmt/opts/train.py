@@ -12,8 +12,8 @@ def train_opts(parser):
     g.add("-seed", "--seed", type=int, default=3435, help="random seed")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g.add("-amp", "--amp", action="store_true",
-          help="automatic mixed precision on CUDA (ignored on the CPU); the generator, W_out, losses and "
-               "rewards stay float32")
+          help="automatic mixed precision on CUDA, and with -amp_dtype bf16 on a CPU with native bfloat16 "
+               "(avx512_bf16 / amx_bf16; ignored on other CPUs); the generator, W_out, losses and rewards stay float32")
     g.add("-amp_dtype", "--amp_dtype", default="bf16", choices=["bf16", "fp16"],
           help="-amp's low precision: bf16 (bfloat16, no loss scaling) or fp16 (float16 with a GradScaler)")
     g = parser.add_argument_group("Schedule")

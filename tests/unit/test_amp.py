@@ -36,6 +36,8 @@ from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.precision import float32_region, widen
 from onmt.reinforced.pointer_generator import PointerGenerator
+import onmt.hardware as hardware
+import onmt.trainer as trainer_module
 from onmt.trainer import Trainer
 
 BF16 = torch.bfloat16
@@ -297,7 +299,22 @@ def test_trainer_picks_autocast_dtype_and_scaler():
     assert fp16.amp and fp16.scaler is not None and fp16._autocast().fast_dtype == torch.float16
     for dtype in ("bf16", "fp16"):
         cpu = _trainer("cpu", True, dtype)
-        assert not cpu.amp and cpu.scaler is None
+        assert cpu.amp == (dtype == "bf16" and hardware.native_bf16_cpu()) and cpu.scaler is None
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # this machine has no CUDA: autocast("cuda") warns
+def test_cpu_amp_is_cuda_amp_on_the_cpu_where_bf16_is_native(monkeypatch):
+    """Simulated native bfloat16: -amp bf16 on the CPU is CPU autocast in bfloat16, without a scaler,
+    the islands the same code (they take the device from the tensors); fp16 stays float32 on the CPU;
+    without native bfloat16 nothing changes."""
+    monkeypatch.setattr(trainer_module, "native_bf16_cpu", lambda: True)
+    cpu, cuda = _trainer("cpu", True, "bf16"), _trainer("cuda", True, "bf16")
+    assert cpu.amp and cpu.scaler is None
+    ctx = cpu._autocast()
+    assert isinstance(ctx, torch.autocast) and ctx.device == "cpu" and ctx.fast_dtype == cuda._autocast().fast_dtype
+    assert not _trainer("cpu", True, "fp16").amp
+    monkeypatch.setattr(trainer_module, "native_bf16_cpu", lambda: False)
+    assert not _trainer("cpu", True, "bf16").amp
 
 
 @pytest.fixture(scope="module")
@@ -306,8 +323,9 @@ def data(tmp_path_factory):
                             target=lambda words: words[:3])
 
 
-def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path):
-    """(d) -amp on the CPU: one notice, then exactly the float32 training."""
+def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path, monkeypatch):
+    """(d) -amp on a CPU without native bfloat16 (simulated): one notice, then exactly the float32 training."""
+    monkeypatch.setattr(trainer_module, "native_bf16_cpu", lambda: False)
     common = ["-data", data, "-reinforced", "-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn",
               "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "8", "-train_steps", "4",
               "-valid_steps", "2", "-report_every", "2", "-save_checkpoint_steps", "4", "-seed", "3",
@@ -315,7 +333,7 @@ def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path):
     for name, more_args in (("plain", []), ("amp", ["-amp"])):
         train_bin.main(common + ["-save_model", str(tmp_path / name), "-log_file", str(tmp_path / f"{name}.log"),
                                  *more_args])
-    notice = "-amp: mixed precision needs CUDA; training in float32 on the CPU"
+    notice = "-amp: mixed precision needs CUDA, or -amp_dtype bf16 on a CPU with native bfloat16"
     logs = {name: open(tmp_path / f"{name}.log", encoding="utf-8").read() for name in ("plain", "amp")}
     assert logs["amp"].count(notice) == 1 and notice not in logs["plain"]
     a = torch.load(tmp_path / "plain_step_4.pt", weights_only=True)
@@ -325,3 +343,22 @@ def test_amp_on_cpu_logs_once_and_trains_bit_for_bit(data, tmp_path):
         assert torch.equal(a["model"][k], b["model"][k]), k
     assert "scaler" not in b and sorted(os.path.basename(p) for p in glob.glob(str(tmp_path / "*_step_*.pt"))) == [
         "amp_step_4.pt", "plain_step_4.pt"]
+
+
+@pytest.mark.skipif(not hardware.native_bf16_cpu(), reason="this CPU has no native bfloat16 (avx512_bf16 / amx_bf16)")
+def test_amp_on_a_native_bf16_cpu_trains_in_bfloat16_close_to_float32(data, tmp_path):
+    """-amp where the CPU has native bfloat16: the notice, a different (low precision) training, close
+    to the float32 one, every loss finite."""
+    common = ["-data", data, "-reinforced", "-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn",
+              "-optim", "adam", "-learning_rate", "0.01", "-batch_size", "8", "-train_steps", "4",
+              "-valid_steps", "4", "-report_every", "2", "-save_checkpoint_steps", "4", "-seed", "3"]
+    for name, more_args in (("plain", []), ("amp", ["-amp"])):
+        train_bin.main(common + ["-save_model", str(tmp_path / name), "-log_file", str(tmp_path / f"{name}.log"),
+                                 *more_args])
+    log = open(tmp_path / "amp.log", encoding="utf-8").read()
+    assert log.count("-amp: bfloat16 autocast on the CPU (native bfloat16)") == 1
+    a = torch.load(tmp_path / "plain_step_4.pt", weights_only=True)["model"]
+    b = torch.load(tmp_path / "amp_step_4.pt", weights_only=True)["model"]
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+    for k in a:
+        assert b[k].dtype == torch.float32 and torch.allclose(a[k], b[k], atol=0.05), k
