@@ -14,6 +14,8 @@ import pytest
 import torch
 import torch.nn as nn
 
+import onmt.hardware as hardware
+import onmt.trainer as trainer_module
 from helpers.e2e import random_pair_data
 from helpers.models import build, make_batch, make_opt, make_vocabs
 from onmt.bin import train as train_bin
@@ -36,8 +38,6 @@ from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.precision import float32_region, widen
 from onmt.reinforced.pointer_generator import PointerGenerator
-import onmt.hardware as hardware
-import onmt.trainer as trainer_module
 from onmt.trainer import Trainer
 
 BF16 = torch.bfloat16
