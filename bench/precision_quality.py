@@ -1,0 +1,82 @@
+"""Translation speed and ROUGE of each -precision against fp32, on the same lines, one process.
+
+    OMP_NUM_THREADS=1 .venv/bin/python -m bench.precision_quality \\
+        -model runs/rl_vs_ml/ml/model_best.pt -src /work/shared/data/gigaword/valid.src.txt \\
+        -tgt /work/shared/data/gigaword/valid.tgt.txt -n 1000
+
+Translates the first -n lines (read in place) with translate.py's defaults for the checkpoint (beam 5,
+its length and n-gram rules) at each precision this host runs fast (onmt/hardware.py; -precisions to
+choose), fp32 first and again last (the two fp32 timings show the machine's drift). Prints, per
+precision: sentences/s (the translation call alone, after one warm-up batch), its speed over fp32's
+(the first fp32 run), ROUGE-1/2/L F1 against -tgt, the difference from fp32 and the paired bootstrap's
+two-sided p-value of that difference (onmt/evaluation/bootstrap.py, 1000 samples), and the share of
+predictions identical to fp32's.
+"""
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from onmt import opts
+from onmt.evaluation import METRICS, score
+from onmt.evaluation.bootstrap import paired_test
+from onmt.hardware import PRECISIONS, precision_problem
+from onmt.translate.session import load_session, translate_lines
+
+SHOWN = ("rouge1", "rouge2", "rougeL")
+
+
+def run(model, precision, src, batch_size, device):
+    session = load_session(model, torch.device(device), precision)
+    opt = opts.parse_with_given(opts.translate_parser(), ["-model", model, "-src", "-", "-precision", precision,
+                                                          "-batch_size", str(batch_size)])
+    opts.update_translate_opts(opt)
+    translate_lines(opt, session, src[:batch_size], show_progress=False)   # warm-up (and the weights' preparation)
+    t = time.perf_counter()
+    results = translate_lines(opt, session, src, show_progress=False)
+    return [" ".join(r[0].tokens) for r in results], time.perf_counter() - t
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-model", required=True)
+    p.add_argument("-src", required=True)
+    p.add_argument("-tgt", required=True)
+    p.add_argument("-n", type=int, default=1000, help="the first N lines (0: all)")
+    p.add_argument("-batch_size", type=int, default=30)
+    p.add_argument("-precisions", default="", help="comma-separated (default: every precision this host runs fast)")
+    p.add_argument("-threads", type=int, default=1)
+    p.add_argument("-device", default="cpu", help="cpu or cuda (bench/gpu_suite.sh)")
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    src = [line.rstrip("\n") for line in open(a.src, encoding="utf-8")]
+    ref = [line.rstrip("\n") for line in open(a.tgt, encoding="utf-8")]
+    if a.n:
+        src, ref = src[:a.n], ref[:a.n]
+    wanted = a.precisions.split(",") if a.precisions else [q for q in PRECISIONS
+                                                            if not precision_problem(q, torch.device(a.device).type)]
+    order = ["fp32"] + [q for q in wanted if q != "fp32"] + ["fp32"]
+    idx = [METRICS.index(m) for m in SHOWN]
+    rows, base = [], None
+    for i, precision in enumerate(order):
+        preds, secs = run(a.model, precision, src, a.batch_size, a.device)
+        f = score(preds, ref)[:, idx, 2] * 100   # (n, 3) F1
+        if base is None:
+            base = (preds, f, secs)
+        p_low, p_high = paired_test(f, base[1]), paired_test(base[1], f)
+        two_sided = np.minimum(1.0, 2 * np.minimum(p_low, p_high))
+        same = sum(x == y for x, y in zip(preds, base[0])) / len(preds)
+        name = precision + (" (again)" if i == len(order) - 1 else "")
+        rows.append((name, len(src) / secs, base[2] / secs, f.mean(0), f.mean(0) - base[1].mean(0), two_sided, same))
+        print(f"done {name}: {len(src) / secs:.1f} sent/s", flush=True)
+    print(f"\n{len(src)} lines of {a.src}, {a.model}, {torch.get_num_threads()} thread(s)")
+    print("| precision | sent/s | x fp32 | " + " | ".join(f"{m} F1 (diff, p)" for m in SHOWN) + " | same as fp32 |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " | --- |")
+    for name, speed, ratio, mean, diff, pv, same in rows:
+        cells = " | ".join(f"{m:.2f} ({d:+.2f}, {q:.2f})" for m, d, q in zip(mean, diff, pv))
+        print(f"| {name} | {speed:.1f} | {ratio:.2f} | {cells} | {same:.1%} |")
+
+
+if __name__ == "__main__":
+    main()
