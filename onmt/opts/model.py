@@ -53,6 +53,10 @@ def model_opts(parser):
           help="ablation: no intra-decoder attention")
     g.add("-no_tied_output", "--no_tied_output", action="store_true",
           help="ablation: free W_out instead of tanh(E_tgt W_proj)")
+    g.add("-intra_attn_scale", "--intra_attn_scale", default="none", choices=["none", "sqrt"],
+          help="the bilinear attention scores e = h^d . W h (eqs. 2 and 6): none = as written; sqrt = divided "
+               "by sqrt(-rnn_size), the same equations with W / sqrt(H), which trains stably (README, "
+               "Sanity tasks). A fresh -reinforced model uses sqrt unless given; checkpoints without it: none")
     g.add("-scheduled_sampling", "--scheduled_sampling", type=float, default=0.0,
           help="probability that the next decoder input is the model's own previous prediction")
     g.add("-scheduled_sampling_mode", "--scheduled_sampling_mode", default="argmax", choices=["argmax", "sample"],
@@ -75,4 +79,5 @@ def _encoder_type(value):
 # means that value (train.py -train_from, translate.py: update.update_saved_model_opts fills it in); a
 # checkpoint without another model option is damaged.
 ADDED_MODEL_OPTIONS = {"share_decoder_embeddings": False, "fix_word_vecs_enc": False, "fix_word_vecs_dec": False,
-                       "bridge": False, "reuse_copy_attn": False, "copy_attn_type": None}
+                       "bridge": False, "reuse_copy_attn": False, "copy_attn_type": None,
+                       "intra_attn_scale": "none"}

@@ -55,7 +55,8 @@ def fill_defaults(opt, declare):
 # Paulus et al.'s recipe (section 5 and appendix: CNN/DM, the ML phase): what `-reinforced` alone
 # trains with, each where the user gave nothing (command line or -config). Model options first, then
 # train.py's own. Their learning rate 1e-4 for the mixed phase is config/*_rl.yaml's.
-REINFORCED_MODEL_DEFAULTS = {"word_vec_size": 100, "rnn_size": 400, "dropout": 0.0, "scheduled_sampling": 0.25}
+REINFORCED_MODEL_DEFAULTS = {"word_vec_size": 100, "rnn_size": 400, "dropout": 0.0, "scheduled_sampling": 0.25,
+                             "intra_attn_scale": "sqrt"}
 REINFORCED_TRAIN_DEFAULTS = {"optim": "adam", "learning_rate": 0.001, "batch_size": 50}
 
 

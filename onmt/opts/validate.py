@@ -64,7 +64,7 @@ _REINFORCED_REFUSES = (("rnn_type", lambda v: v != "LSTM", "the paper's model is
                        ("bridge", lambda v: bool(v), "its decoder starts from the encoder's final states"),
                        ("copy_attn_type", lambda v: True, "it copies with its intra-temporal attention"))
 _REINFORCED_ONLY = ("scheduled_sampling", "scheduled_sampling_mode", "no_temporal_attn",
-                    "no_intra_decoder_attn", "no_tied_output")
+                    "no_intra_decoder_attn", "no_tied_output", "intra_attn_scale")
 
 
 def check_model_numbers(opt):

@@ -55,9 +55,11 @@ class ReinforcedDecoder(nn.Module):
         dropout: dropout on the input embeddings and between LSTM layers.
         temporal: intra-temporal (True) or plain (False) attention over the encoder.
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
+        score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with -intra_attn_scale sqrt).
     """
 
-    def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True):
+    def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True,
+                 score_scale=1.0):
         super().__init__()
         self.embeddings = embeddings
         self.tgt_vocab_size = embeddings.tgt_vocab_size
@@ -65,8 +67,8 @@ class ReinforcedDecoder(nn.Module):
         self.dropout = Dropout(dropout)
         self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
-        self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal)
-        self.dec_attn = IntraDecoderAttention(hidden_size) if intra_decoder else None
+        self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal, scale=score_scale)
+        self.dec_attn = IntraDecoderAttention(hidden_size, scale=score_scale) if intra_decoder else None
 
     @property
     def output_size(self):

@@ -11,7 +11,12 @@ Both are bilinear: e = h^d_t . W h, with W a square (H, H) matrix. The equations
     (8) c^d_t = sum_{j<t} a^d_tj h^d_j ;  c^d_1 = 0
 
 (3)-(4) run in log space: e'_ti / sum_j e'_tj = softmax_i(e_ti - lse_i), lse_i = log sum_{j<t} exp(e_ji)
-kept per source position, so nothing overflows. This is the plain code the tests compare the fused
+kept per source position, so nothing overflows.
+
+Both take a `scale` s (default 1): e = s * h^d . W h, i.e. the same equations with the matrix s W.
+-intra_attn_scale sqrt (a fresh -reinforced model's default) sets s = 1/sqrt(H) as Vaswani et al.
+scale dot products; the paper does not say. With s = 1 the bilinear scores' gradients into the
+recurrent states make a one-layer model's training spike and its copying fail (README, Sanity tasks). This is the plain code the tests compare the fused
 per-pass products (onmt/fused/step_source.py, passed in as `source`) against.
 """
 import torch
@@ -29,15 +34,17 @@ class IntraTemporalAttention(nn.Module):
     at the first step (lse is None) and without `temporal`, the logits are e_ti.
     """
 
-    def __init__(self, hidden, temporal=True):
+    def __init__(self, hidden, temporal=True, scale=1.0):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^e_attn of (2)
         nn.init.xavier_uniform_(self.weight)
         self.temporal = temporal
+        self.scale = scale
 
     def keys(self, memory):
-        """W^e h^e_i of (2) for every source position, computed once per sequence. memory: (B, S, H)."""
-        return F.linear(memory, self.weight)  # (B, S, H)
+        """s W^e h^e_i of (2) for every source position, computed once per sequence. memory: (B, S, H)."""
+        keys = F.linear(memory, self.weight)  # (B, S, H)
+        return keys if self.scale == 1.0 else keys * self.scale  # (B, S, H)
 
     def forward(self, query, keys, memory, mask, lse=None, source=None):
         """query (B, H) h^d_t; keys (B, S, H) from `keys()`; memory (B, S, H); mask (B, S) True at
@@ -70,10 +77,11 @@ class IntraDecoderAttention(nn.Module):
     and the history holds raw decoder states.
     """
 
-    def __init__(self, hidden):
+    def __init__(self, hidden, scale=1.0):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(hidden, hidden))   # W^d_attn of (6)
         nn.init.xavier_uniform_(self.weight)
+        self.scale = scale
 
     def forward(self, query, history, return_attn=False):
         """query (B, H); history (B, t, H) previous decoder states or None. Returns c^d_t (B, H), and
@@ -82,6 +90,8 @@ class IntraDecoderAttention(nn.Module):
             context = query.new_zeros(query.shape)  # (B, H)  (8) c^d_1 = 0
             return (context, query.new_zeros(query.size(0), 0)) if return_attn else context  # (B, 0)
         projected = query @ self.weight  # (B, H)  (W^d^T h^d_t)
+        if self.scale != 1.0:
+            projected = projected * self.scale  # (B, H)  s W^d^T h^d_t
         scores = torch.bmm(history, projected.unsqueeze(2)).squeeze(2)  # (B, t)  (6) e^d_tt'
         attn = torch.softmax(scores, dim=1)  # (B, t)  (7) a^d_tt'
         context = torch.bmm(attn.unsqueeze(1), history).squeeze(1)  # (B, H)  (8) c^d_t

@@ -75,7 +75,8 @@ class ReinforcedModel(nn.Module):
         partial = PartialEmbedding(embeddings.lut, len(vocabs.tgt))
         decoder = ReinforcedDecoder(partial, opt.rnn_size, num_layers=opt.dec_layers, dropout=opt.dropout,
                                     temporal=not opt.no_temporal_attn,
-                                    intra_decoder=not opt.no_intra_decoder_attn)
+                                    intra_decoder=not opt.no_intra_decoder_attn,
+                                    score_scale=opt.rnn_size ** -0.5 if opt.intra_attn_scale == "sqrt" else 1.0)
         generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
                                      tied=not opt.no_tied_output)
         return cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,

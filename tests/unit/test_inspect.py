@@ -50,7 +50,8 @@ def test_reinforced_decode_step_p_copy_and_intra_against_direct_computation():
                 assert torch.equal(o_t[:, 2 * H:], torch.zeros(B, H))        # c^d_1 = 0
             else:
                 h_t, prev = new_state.history[:, -1], state.history          # (B, H), (B, t, H)
-                scores = torch.bmm(prev, (h_t @ model.decoder.dec_attn.weight).unsqueeze(2)).squeeze(2)
+                w = model.decoder.dec_attn.weight * model.decoder.dec_attn.scale  # s W^d (-intra_attn_scale)
+                scores = torch.bmm(prev, (h_t @ w).unsqueeze(2)).squeeze(2)
                 assert torch.allclose(attns["intra"], torch.softmax(scores, 1), atol=1e-6)
                 assert torch.allclose(attns["intra"].sum(1), torch.ones(B), atol=1e-6)
                 # c^d_t, the part of o_t the intra attention makes, is exactly that weighting

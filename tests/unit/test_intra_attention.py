@@ -121,3 +121,23 @@ def test_intra_decoder_attention_matches_a_loop():
             assert torch.allclose(got[b], ref, atol=1e-10)
         new = states[t].unsqueeze(1)
         history = new if history is None else torch.cat([history, new], 1)
+
+
+def test_score_scale_is_the_papers_formula_with_the_scaled_matrix():
+    """scale s: e = s * h^d . W h, in both attentions: the reference formulas with W replaced by s W."""
+    torch.manual_seed(1)
+    T, B, S, H, s = 5, 2, 6, 4, 0.5
+    memory = torch.randn(B, S, H, dtype=torch.float64)
+    queries = torch.randn(T, B, H, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], dtype=torch.bool)
+    att = IntraTemporalAttention(H, scale=s).double()
+    with torch.no_grad():
+        att.weight.copy_(torch.eye(H, dtype=torch.float64))
+    attn, _, _ = _run(att, queries, memory, mask)
+    assert torch.allclose(attn, _reference_temporal(queries * s, memory, mask), atol=1e-10)
+    assert not torch.allclose(attn, _reference_temporal(queries, memory, mask), atol=1e-3)
+    dec, plain = IntraDecoderAttention(H, scale=s).double(), IntraDecoderAttention(H).double()
+    with torch.no_grad():
+        plain.weight.copy_(dec.weight * s)
+    history = queries[:3].transpose(0, 1)  # (B, 3, H)
+    assert torch.allclose(dec(queries[3], history), plain(queries[3], history), atol=1e-12)

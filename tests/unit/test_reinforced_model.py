@@ -196,3 +196,11 @@ def test_w_out_is_evaluated_once_per_set_of_parameters_while_decoding(monkeypatc
     with torch.no_grad():
         again, _, _ = _loop(model, batch)
     assert len(calls) == 3 and torch.allclose(again, moved, atol=1e-6)
+
+
+def test_attention_scores_scale_by_the_option():
+    """-intra_attn_scale sqrt (a fresh model's default) scales both attentions' scores by 1/sqrt(H);
+    none (checkpoints written before the option) leaves them as written."""
+    fresh, old = _model(), _model("-intra_attn_scale", "none")
+    assert fresh.decoder.enc_attn.scale == fresh.decoder.dec_attn.scale == 12 ** -0.5
+    assert old.decoder.enc_attn.scale == old.decoder.dec_attn.scale == 1.0
