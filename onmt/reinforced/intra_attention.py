@@ -11,13 +11,13 @@ Both are bilinear: e = h^d_t . W h, with W a square (H, H) matrix. The equations
     (8) c^d_t = sum_{j<t} a^d_tj h^d_j ;  c^d_1 = 0
 
 (3)-(4) run in log space: e'_ti / sum_j e'_tj = softmax_i(e_ti - lse_i), lse_i = log sum_{j<t} exp(e_ji)
-kept per source position, so nothing overflows.
+kept per source position, so nothing overflows. This is the plain code the tests compare the fused
+per-pass products (onmt/fused/step_source.py, passed in as `source`) against.
 
 Both take a `scale` s (default 1): e = s * h^d . W h, i.e. the same equations with the matrix s W.
 -intra_attn_scale sqrt (a fresh -reinforced model's default) sets s = 1/sqrt(H) as Vaswani et al.
 scale dot products; the paper does not say. With s = 1 the bilinear scores' gradients into the
-recurrent states make a one-layer model's training spike and its copying fail (README, Sanity tasks). This is the plain code the tests compare the fused
-per-pass products (onmt/fused/step_source.py, passed in as `source`) against.
+recurrent states make a one-layer model's training spike and its copying fail (README, Sanity tasks).
 """
 import torch
 import torch.nn as nn
