@@ -1,0 +1,241 @@
+"""Why does the one-layer reinforced model copy worse than See et al.'s? The copy and sort sanity tasks
+with training curves, several seeds, one row per setting (issue 29).
+
+    python experiments/copy_sanity.py [-workdir runs/copy_sanity] [-only r_none_d0,r_sqrt_d0] [-seeds 1,2,3]
+
+One command, resumable: a run whose JSON is in experiments/results/copy_sanity/ is skipped, so run it
+again after an interruption. Each run: tools/make_toy_data.py -> preprocess.py -> train.py (one thread)
+-> translate.py (beam 5) on the 500 held-out test pairs, scored by exact match. The sizes are the
+issue's: embeddings 64, hidden 128, Adam 1e-3, batch 64, seed 1-3;
+  copy_oov  20,000 pairs, sources of 3-18 tokens, 80 % of them made-up rare words, shared vocabulary
+            20k (source) / 1k (target), dynamic dictionary: 64 % of target tokens can only be copied;
+            2,000 steps;
+  sort      20,000 pairs of 3-10 words out of 20, sorted; 5,000 steps.
+Training runs in this script's own process (`_train_with_norms`), which records the gradient norm of
+every step before clipping, without changing training. Each run's JSON holds: exact match, the
+validation accuracies, the curves (training xent / accuracy / p(copy) every 10 steps, the gradient
+norm every step), the spike counts, and, for the failed test examples, where the output first
+differs from the reference and the encoder attention's entropy there. The table and the curves PNG
+are written after every run: commit them, never the checkpoints under -workdir.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+RESULTS = os.path.join(HERE, "results", "copy_sanity")
+
+SIZES = ["-word_vec_size", "64", "-rnn_size", "128", "-optim", "adam", "-learning_rate", "0.001",
+         "-batch_size", "64", "-report_every", "10", "-save_checkpoint_steps", "0"]
+SEE = ["-copy_attn", "-global_attention", "mlp", "-brnn", "-layers", "1"]
+REINF = ["-reinforced", "-layers", "1", "-scheduled_sampling", "0"]
+TASKS = {"copy_oov": (["-train_size", "20000", "-valid_size", "500", "-test_size", "500", "-max_len", "18"],
+                      ["-src_vocab_size", "20000", "-tgt_vocab_size", "1000"], 2000),
+         "sort": (["-train_size", "20000", "-valid_size", "500", "-test_size", "500"], [], 5000)}
+# name -> (task, options): See et al.'s model (dropout 0.3, the CLI default), the reinforced model with the paper's unscaled scores
+# (none) and with scores / sqrt(H) (sqrt), each with dropout 0 and 0.3; two layers; the bare recipe
+ARMS = {
+    "see_d3": ("copy_oov", SEE + ["-dropout", "0.3"]),
+    "r_none_d3": ("copy_oov", REINF + ["-intra_attn_scale", "none", "-dropout", "0.3"]),
+    "r_none_d0": ("copy_oov", REINF + ["-intra_attn_scale", "none", "-dropout", "0"]),
+    "r_sqrt_d3": ("copy_oov", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0.3"]),
+    "r_sqrt_d0": ("copy_oov", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0"]),
+    "r_recipe": ("copy_oov", ["-reinforced", "-word_vec_size", "64", "-rnn_size", "128"]),
+    "sort_see_d3": ("sort", SEE + ["-dropout", "0.3"]),
+    "sort_r_none_d0": ("sort", REINF + ["-intra_attn_scale", "none", "-dropout", "0"]),
+    "sort_r_sqrt_d0": ("sort", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0"]),
+    "sort_r_sqrt_d3": ("sort", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0.3"]),
+}
+STEP_LINE = re.compile(r"Step (\d+)/\d+; acc: ([\d.]+); ppl: [\d.]+; xent: ([\d.]+).*?(?:p\(copy\) ([\d.]+))?$")
+VALID_ACC = re.compile(r"Validation accuracy: ([\d.]+)")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-workdir", default=os.path.join(ROOT, "runs", "copy_sanity"))
+    p.add_argument("-only", default="", help="comma-separated arms (default: all)")
+    p.add_argument("-seeds", default="1,2,3")
+    p.add_argument("-results", default=RESULTS)
+    return p.parse_args(argv)
+
+
+def run(cmd, log):
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    with open(log, "a") as out:
+        code = subprocess.call([sys.executable, *cmd], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if code != 0:
+        raise SystemExit(f"failed ({code}): {' '.join(cmd)}; see {log}")
+
+
+def prepare(a, task):
+    data, prep = os.path.join(a.workdir, task, "data"), os.path.join(a.workdir, task, "prep", "data")
+    if not os.path.exists(prep + ".meta.json"):
+        gen, vocab, _ = TASKS[task]
+        os.makedirs(os.path.dirname(prep), exist_ok=True)
+        log = os.path.join(a.workdir, task, "prepare.log")
+        run(["tools/make_toy_data.py", "-task", task, "-dir", data, "-seed", "1", *gen], log)
+        run(["preprocess.py", "-train_src", f"{data}/train.src.txt", "-train_tgt", f"{data}/train.tgt.txt",
+             "-valid_src", f"{data}/valid.src.txt", "-valid_tgt", f"{data}/valid.tgt.txt", "-save_data", prep,
+             "-share_vocab", "-dynamic_dict", *vocab], log)
+    return data, prep
+
+
+def _train_with_norms(norm_file, argv):
+    """train.py's main with torch.nn.utils.clip_grad_norm_ wrapped to append each step's total norm
+    (before clipping; the value clipping computes anyway) to `norm_file`."""
+    import torch
+
+    from onmt.bin.train import main
+    from onmt.utils.cli import run_main
+    clip = torch.nn.utils.clip_grad_norm_
+    with open(norm_file, "w") as out:
+        def recording(params, max_norm, *args, **kwargs):
+            norm = clip(params, max_norm, *args, **kwargs)
+            out.write(f"{float(norm):.5g}\n")
+            return norm
+        torch.nn.utils.clip_grad_norm_ = recording
+        run_main(main, argv)
+
+
+def failures(ckpt, src_path, tgt_path):
+    """(exact match, [(first differing position, reference length, attention entropy there, kind)])
+    of beam-5 outputs, from the API's details (the same search as translate.py)."""
+    import torch
+
+    from onmt.api import Summarizer
+    src = [line.strip() for line in open(src_path, encoding="utf-8")]
+    ref = [line.split() for line in open(tgt_path, encoding="utf-8")]
+    out = Summarizer.load(ckpt).summarize(src, return_details=True, detokenize=False, beam_size=5)
+    failed = []
+    for o, r in zip(out, ref):
+        p = o["summary"].split()
+        if p == r:
+            continue
+        k = next((t for t in range(min(len(p), len(r))) if p[t] != r[t]), min(len(p), len(r)))
+        attn = torch.as_tensor(o["attn"], dtype=torch.float64)  # (T, S)
+        row = attn[min(k, attn.size(0) - 1)] if attn.numel() else None  # (S,) at the first difference
+        entropy = float(-(row.clamp_min(1e-12).log() * row).sum()) if row is not None else None
+        kind = "ends early" if len(p) < len(r) and p == r[:len(p)] else "skips/repeats"
+        failed.append((k, len(r), entropy, kind))
+    return 1 - len(failed) / len(ref), failed
+
+
+def spikes(curve, norms):
+    """Training-loss rises (a 10-step xent above 3x the lowest so far, after step 300) and steps whose
+    gradient norm is over 10x the run's median."""
+    rises, low = 0, float("inf")
+    for step, _, xent, _ in curve:
+        if step > 300 and xent > 3 * low and xent > 0.05:
+            rises += 1
+        low = min(low, xent)
+    med = statistics.median(norms) if norms else 0.0
+    return rises, sum(n > 10 * med for n in norms), med, max(norms, default=0.0)
+
+
+def one_run(a, arm, seed):
+    task, options = ARMS[arm]
+    data, prep = prepare(a, task)
+    folder = os.path.join(a.workdir, "arms", f"{arm}_s{seed}")
+    os.makedirs(folder, exist_ok=True)
+    log, norm_file = os.path.join(folder, "train.log"), os.path.join(folder, "norms.txt")
+    steps = TASKS[task][2]
+    ckpt = os.path.join(folder, f"m_step_{steps}.pt")
+    if not os.path.exists(ckpt):
+        for stale in os.listdir(folder):   # an interrupted run starts over
+            os.remove(os.path.join(folder, stale))
+        run([os.path.abspath(__file__), "-train_with_norms", norm_file, "-data", prep, "-save_model",
+             os.path.join(folder, "m"), *SIZES, *options, "-seed", str(seed), "-train_steps", str(steps),
+             "-valid_steps", str(steps // 4)], log)
+    text = open(log, encoding="utf-8").read()
+    curve = [(int(m[1]), float(m[2]), float(m[3]), float(m[4]) if m[4] else None)
+             for m in map(STEP_LINE.search, text.splitlines()) if m]
+    norms = [float(x) for x in open(norm_file)]
+    em, failed = failures(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
+    rises, norm_spikes, med, top = spikes(curve, norms)
+    return {"arm": arm, "task": task, "seed": seed, "options": options, "steps": steps, "exact_match": em,
+            "valid_accuracy": [float(x) for x in VALID_ACC.findall(text)], "loss_rises": rises,
+            "norm_spikes": norm_spikes, "norm_median": med, "norm_max": top, "curve": curve,
+            "grad_norms": norms, "failures": failed}
+
+
+def write_table(a):
+    rows = {}
+    for name in sorted(os.listdir(a.results)):
+        if name.endswith(".json"):
+            r = json.load(open(os.path.join(a.results, name)))
+            rows.setdefault(r["arm"], []).append(r)
+    lines = ["| arm | task | options | seeds | exact match % (each seed) | mean | final valid acc % | "
+             "loss rises | grad-norm spikes | failures: ends early / skips |", "|" + " --- |" * 10]
+    for arm in [x for x in ARMS if x in rows]:
+        rs = sorted(rows[arm], key=lambda r: r["seed"])
+        ems = [100 * r["exact_match"] for r in rs]
+        accs = [r["valid_accuracy"][-1] for r in rs]
+        kinds = [f[3] for r in rs for f in r["failures"]]
+        lines.append(f"| {arm} | {rs[0]['task']} | `{' '.join(rs[0]['options'])}` | {len(rs)} | "
+                     f"{' / '.join(f'{e:.1f}' for e in ems)} | {statistics.mean(ems):.1f} | "
+                     f"{' / '.join(f'{x:.1f}' for x in accs)} | "
+                     f"{sum(r['loss_rises'] for r in rs)} | {sum(r['norm_spikes'] for r in rs)} | "
+                     f"{kinds.count('ends early')} / {kinds.count('skips/repeats')} |")
+    with open(os.path.join(a.results, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    plot(a, rows)
+
+
+def plot(a, rows):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    arms = [x for x in ARMS if x in rows and ARMS[x][0] == "copy_oov"]
+    if not arms:
+        return
+    fig, axes = plt.subplots(3, 1, figsize=(10, 10), sharex=True)
+    for i, arm in enumerate(arms):
+        r = min(rows[arm], key=lambda r: r["seed"])
+        steps, _, xent, pc = zip(*r["curve"])
+        axes[0].plot(steps, xent, label=arm, color=f"C{i}", lw=0.8)
+        axes[1].plot(range(1, len(r["grad_norms"]) + 1), r["grad_norms"], color=f"C{i}", lw=0.5)
+        if any(v is not None for v in pc):
+            axes[2].plot(steps, [v or 0 for v in pc], color=f"C{i}", lw=0.8)
+    axes[0].set_ylabel("training xent (10 steps)")
+    axes[0].set_yscale("log")
+    axes[1].set_ylabel("gradient norm before clipping")
+    axes[1].set_yscale("log")
+    axes[2].set_ylabel("p(copy)")
+    axes[2].set_xlabel("step (seed 1)")
+    axes[0].legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.results, "curves.png"), dpi=80)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["-train_with_norms"]:
+        return _train_with_norms(argv[1], argv[2:])
+    a = parse_args(argv)
+    os.makedirs(a.results, exist_ok=True)
+    arms = [x for x in a.only.split(",") if x] or list(ARMS)
+    unknown = [x for x in arms if x not in ARMS]
+    if unknown:
+        raise SystemExit(f"unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}")
+    for seed in [int(s) for s in a.seeds.split(",")]:
+        for arm in arms:
+            out = os.path.join(a.results, f"{arm}_s{seed}.json")
+            if os.path.exists(out):
+                continue
+            result = one_run(a, arm, seed)
+            with open(out + ".tmp", "w") as f:
+                json.dump(result, f)
+            os.replace(out + ".tmp", out)
+            print(f"{arm} seed {seed}: exact match {100 * result['exact_match']:.1f} %, "
+                  f"{result['loss_rises']} loss rises, {result['norm_spikes']} norm spikes", flush=True)
+            write_table(a)
+
+
+if __name__ == "__main__":
+    main()
