@@ -21,7 +21,7 @@ import warnings
 
 import torch
 
-from onmt.fused.packed_linear import PackedLinear, _packable
+from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged, decoding_precision
 
 _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
 CAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -102,3 +102,19 @@ def prepared_linear(weight, bias, precision="fp32", rows_hint=None):
     if precision == "int8":
         return Int8Linear(weight, bias)
     raise ValueError(f"unknown precision {precision!r}")
+
+
+def lstm_gate_products(rnn):
+    """Per layer of the nn.LSTM `rnn`, its decoding gate product [x ; h] (B, E+H) -> (B, 4H) float32:
+    [W_ih ; W_hh] concatenated and b_ih + b_hh, prepared in rnn's decoding precision once while its
+    parameters are unchanged (onmt/modules/lstm_step.py calls this, installed by set_decoding_precision)."""
+    def build():
+        products = []
+        for layer in range(rnn.num_layers):
+            w_ih, w_hh, b_ih, b_hh = (getattr(rnn, f"{name}_l{layer}").detach().float()
+                                      for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            products.append(prepared_linear(torch.cat([w_ih, w_hh], dim=1), b_ih + b_hh,  # (4H, E+H), (4H,)
+                                            decoding_precision(rnn)))
+        return products
+    return cached_while_unchanged(rnn, list(rnn.parameters()), build)
+

@@ -70,16 +70,28 @@ def cached_while_unchanged(owner, tensors, build):
     return cached[1]
 
 
+def _owners(owner):
+    """`owner` and, for a module, its submodules (an nn.LSTM keeps its own decoding gate products)."""
+    return owner.modules() if isinstance(owner, torch.nn.Module) else (owner,)
+
+
 def drop_cached(owner):
-    """Forget `owner`'s cached_while_unchanged value."""
-    owner.__dict__.pop(CACHE_ATTR, None)
+    """Forget the cached_while_unchanged values of `owner` and of its submodules."""
+    for m in _owners(owner):
+        m.__dict__.pop(CACHE_ATTR, None)
 
 
 def set_decoding_precision(owner, precision):
     """Decode with `owner`'s (a model's) vocabulary products in `precision` ("fp32", "bf16", "fp16",
-    "int8": onmt/fused/low_precision.py) from now on. A setting of the model, like its eval mode, not
-    state: what it changes is rebuilt once (cached_while_unchanged), not per batch."""
-    owner.__dict__[PRECISION_ATTR] = precision
+    "int8": onmt/fused/low_precision.py) from now on, and its decoders' LSTM gates (onmt/modules/lstm_step.py)
+    too, with every submodule marked. A setting of the model, like its eval mode, not state: what it
+    changes is rebuilt once (cached_while_unchanged), not per batch."""
+    from onmt.fused.low_precision import lstm_gate_products
+    from onmt.modules.lstm_step import DECODING_GATES_ATTR
+    for m in _owners(owner):
+        m.__dict__[PRECISION_ATTR] = precision
+        if isinstance(m, torch.nn.LSTM):  # decoders' lstm_step: one prepared gate product per layer
+            m.__dict__[DECODING_GATES_ATTR] = lstm_gate_products
     drop_cached(owner)
 
 

@@ -22,6 +22,7 @@ from onmt.constants import BOS, EOS
 from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
 from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs
+from onmt.fused.step_source import DecodingSource
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
@@ -128,7 +129,9 @@ class ReinforcedModel(nn.Module):
         attention, "p_copy" (B,) the pointer's probability p(u=1), and (with intra-decoder
         attention) "intra" (B, t) the attention over the t previous decoder states ((B, 0) at the
         first step). All three are by-products of the step: nothing is computed for them."""
-        o_t, attn, state, intra = self.decoder.step(inputs, state, return_intra=True)
+        # without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
+        source = None if torch.is_grad_enabled() else DecodingSource(state.enc_keys, state.memory)
+        o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
         if state.out_packed is not None and not torch.is_grad_enabled():  # the fused decoding path
             logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.src_ex, state.first_pos,
                                                             state.n_oov, state.out_packed)  # (B, X), (B,)

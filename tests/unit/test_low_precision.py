@@ -87,17 +87,19 @@ class _Counting:
     """Wrap a class so that its constructions are counted."""
 
     def __init__(self, cls):
-        self.cls, self.n = cls, 0
+        self.cls, self.n, self.shapes = cls, 0, []
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, weight, *args, **kwargs):
         self.n += 1
-        return self.cls(*args, **kwargs)
+        self.shapes.append(tuple(weight.shape))
+        return self.cls(weight, *args, **kwargs)
 
 
 @pytest.mark.parametrize("family", ["reinforced", "copy", "rnn"])
 @pytest.mark.parametrize("precision", ["int8", "bf16"])
 def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, precision):
-    """Two translations of two batches each: the quantized / cast weight is built once."""
+    """Two translations of two batches each: each quantized / cast weight (the vocabulary product's, and
+    the decoder LSTM's gate product per layer: onmt/modules/lstm_step.py) is built once."""
     from helpers.toy_models import toy_batches
     from onmt.translate.translator import Translator
     counter = _Counting(Int8Linear if precision == "int8" else CastLinear)
@@ -109,10 +111,15 @@ def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, pre
     tr = Translator(model, VOCABS, beam_size=3, max_length=4, batch_size=2, batch_fn=toy_batches, log=lambda m: None)
     for _ in range(2):
         tr.translate(["w1 w2 w3", "w4 w5", "w6 w1", "w2"])
-    assert counter.n == 1
+    rnn = model.decoder.rnn
+    gates = [(4 * rnn.hidden_size, (rnn.input_size if k == 0 else rnn.hidden_size) + rnn.hidden_size)
+             for k in range(rnn.num_layers)]   # [W_ih ; W_hh]: (4H, E+H) per layer
+    vocabulary = [shape for shape in counter.shapes if shape[0] == model.tgt_vocab_size]
+    assert counter.n == 1 + rnn.num_layers and len(vocabulary) == 1
+    assert sorted(counter.shapes) == sorted(gates + vocabulary)
     set_decoding_precision(model, "fp32")   # another precision: rebuilt as float32, no low-precision build
     tr.translate(["w1 w2 w3"])
-    assert counter.n == 1
+    assert counter.n == 1 + rnn.num_layers
 
 
 def test_precision_choices_are_translate_options():

@@ -41,3 +41,24 @@ def test_brnn_final_is_forward_then_backward():
 def test_odd_size_with_brnn_rejected():
     with pytest.raises(ValueError):
         RNNEncoder("LSTM", 1, 7, Embeddings(10, 4), bidirectional=True)
+
+
+@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU"])
+def test_bf16_decoding_runs_the_rnn_in_bfloat16_and_returns_float32(rnn_type):
+    """A model decoding in bf16 (set_decoding_precision) encodes under bfloat16 autocast without
+    autograd: float32 outputs close to the float32 ones but not equal, padding still zero; with autograd
+    or in training mode the encoder is float32, bit for bit."""
+    from onmt.fused.packed_linear import set_decoding_precision
+    torch.manual_seed(0)
+    enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True).eval()
+    src, lengths = torch.randint(4, 15, (3, 7)), torch.tensor([7, 5, 2])
+    with torch.no_grad():
+        ref = enc(src, lengths)
+        set_decoding_precision(enc, "bf16")
+        low = enc(src, lengths)
+    assert low.memory.dtype == torch.float32 and (low.memory[2, 2:] == 0).all()
+    err = (low.memory - ref.memory).abs().max().item()
+    assert 1e-5 < err < 0.05, err
+    finals = zip(*(x.final if isinstance(x.final, tuple) else (x.final,) for x in (ref, low)))
+    assert all(b.dtype == torch.float32 and (a - b).abs().max() < 0.05 for a, b in finals)
+    assert torch.equal(enc(src, lengths).memory, ref.memory)   # with autograd: float32

@@ -84,3 +84,15 @@ def test_temporal_attention_with_step_source_equals_the_plain_attention():
     torch.testing.assert_close(fused, plain)
     for a, b in zip(g_fused, g_plain):
         torch.testing.assert_close(a, b)
+
+
+def test_decoding_source_equals_the_plain_products():
+    """DecodingSource (decoding without autograd): K q on a transposed view, a M, same values as bmm."""
+    from onmt.fused.step_source import DecodingSource
+    torch.manual_seed(0)
+    keys, memory, q = torch.randn(6, 9, 8), torch.randn(6, 9, 5), torch.randn(6, 8)
+    attn = torch.softmax(torch.randn(6, 9), 1)
+    source = DecodingSource(keys, memory)
+    assert torch.allclose(source.scores(q), torch.bmm(keys, q.unsqueeze(2)).squeeze(2), atol=1e-6)
+    assert torch.allclose(source.context(attn), torch.bmm(attn.unsqueeze(1), memory).squeeze(1), atol=1e-6)
+    assert source.scores(q).shape == (6, 9) and source.context(attn).shape == (6, 5)
