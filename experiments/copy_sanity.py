@@ -38,8 +38,8 @@ REINF = ["-reinforced", "-layers", "1", "-scheduled_sampling", "0"]
 TASKS = {"copy_oov": (["-train_size", "20000", "-valid_size", "500", "-test_size", "500", "-max_len", "18"],
                       ["-src_vocab_size", "20000", "-tgt_vocab_size", "1000"], 2000),
          "sort": (["-train_size", "20000", "-valid_size", "500", "-test_size", "500"], [], 5000)}
-# name -> (task, options): See et al.'s model (dropout 0.3, the CLI default), the reinforced model with the paper's unscaled scores
-# (none) and with scores / sqrt(H) (sqrt), each with dropout 0 and 0.3; two layers; the bare recipe
+# name -> (task, options): See et al.'s model (dropout 0.3, the CLI default), the reinforced model with
+# the paper's unscaled scores (none) and with scores / sqrt(H) (sqrt), dropout 0 and 0.3; the bare recipe
 ARMS = {
     "see_d3": ("copy_oov", SEE + ["-dropout", "0.3"]),
     "r_none_d3": ("copy_oov", REINF + ["-intra_attn_scale", "none", "-dropout", "0.3"]),
@@ -126,6 +126,45 @@ def failures(ckpt, src_path, tgt_path):
     return 1 - len(failed) / len(ref), failed
 
 
+def reference_check(ckpt, src_path, tgt_path, n=64):
+    """For a reinforced checkpoint: the largest difference between the model's teacher-forced pass in
+    training mode (the fused paths training uses; dropout and scheduled sampling off) and
+    bench/reinforced_step_bench.py's per-step reference on the first `n` test pairs, and the Frobenius
+    norms of the effective attention matrices s W^e, s W^d. A difference at rounding level says the
+    failures are the model's, not the code's."""
+    import importlib.util
+
+    import torch
+
+    from onmt.inputters.dataset import text_batches
+    from onmt.translate.session import load_session
+    session = load_session(ckpt, torch.device("cpu"))
+    model, dec = session.model.train(), session.model.decoder
+    model.scheduled_sampling = 0.0
+    for m in model.modules():
+        if hasattr(m, "p") and isinstance(m.p, float):
+            m.p = 0.0   # dropout off: both passes see the same network
+    if not hasattr(dec, "enc_attn"):
+        return None
+    path = os.path.join(ROOT, "bench", "reinforced_step_bench.py")
+    spec = importlib.util.spec_from_file_location("_step_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    src = [line.strip() for _, line in zip(range(n), open(src_path, encoding="utf-8"))]
+    tgt = [line.strip() for _, line in zip(range(n), open(tgt_path, encoding="utf-8"))]
+    batch = next(iter(text_batches(src, tgt, session.vocabs, n)))
+    fused = model(batch)[0]   # (B, T-1, X) with autograd: the fused training paths
+    with torch.no_grad():
+        ref = bench.per_step_forward(model, batch)[0]  # (B, T-1, X)
+    mask = batch.tgt[:, 1:] != 1   # (B, T-1) real target positions (PAD = 1)
+    diff = (fused.detach() - ref).abs().amax(-1)[mask].max()
+    with torch.no_grad():
+        enc = dec.enc_attn.weight.norm() * dec.enc_attn.scale
+        decn = dec.dec_attn.weight.norm() * dec.dec_attn.scale if dec.dec_attn is not None else None
+    return {"max_logp_difference": float(diff), "enc_attn_norm": float(enc),
+            "dec_attn_norm": None if decn is None else float(decn)}
+
+
 def spikes(curve, norms):
     """Training-loss rises (a 10-step xent above 3x the lowest so far, after step 300) and steps whose
     gradient norm is over 10x the run's median."""
@@ -161,7 +200,8 @@ def one_run(a, arm, seed):
     return {"arm": arm, "task": task, "seed": seed, "options": options, "steps": steps, "exact_match": em,
             "valid_accuracy": [float(x) for x in VALID_ACC.findall(text)], "loss_rises": rises,
             "norm_spikes": norm_spikes, "norm_median": med, "norm_max": top, "curve": curve,
-            "grad_norms": norms, "failures": failed}
+            "grad_norms": norms, "failures": failed,
+            "reference": reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")}
 
 
 def write_table(a):
