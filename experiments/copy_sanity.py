@@ -204,6 +204,20 @@ def one_run(a, arm, seed):
             "reference": reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")}
 
 
+def add_reference(a, out):
+    """A result written before reference_check existed gets it, from its checkpoint when still there."""
+    result = json.load(open(out))
+    task, steps = result["task"], result["steps"]
+    ckpt = os.path.join(a.workdir, "arms", f"{result['arm']}_s{result['seed']}", f"m_step_{steps}.pt")
+    if "reference" in result or not os.path.exists(ckpt):
+        return
+    data = os.path.join(a.workdir, task, "data")
+    result["reference"] = reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
+    with open(out + ".tmp", "w") as f:
+        json.dump(result, f)
+    os.replace(out + ".tmp", out)
+
+
 def write_table(a):
     rows = {}
     for name in sorted(os.listdir(a.results)):
@@ -267,6 +281,7 @@ def main(argv=None):
         for arm in arms:
             out = os.path.join(a.results, f"{arm}_s{seed}.json")
             if os.path.exists(out):
+                add_reference(a, out)
                 continue
             result = one_run(a, arm, seed)
             with open(out + ".tmp", "w") as f:
