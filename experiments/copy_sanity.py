@@ -218,6 +218,11 @@ def add_reference(a, out):
     os.replace(out + ".tmp", out)
 
 
+def _refs(rs, key, fmt):
+    values = [r["reference"][key] for r in rs if r.get("reference")]
+    return " / ".join(format(v, fmt) for v in values) if values else "-"
+
+
 def write_table(a):
     rows = {}
     for name in sorted(os.listdir(a.results)):
@@ -225,7 +230,8 @@ def write_table(a):
             r = json.load(open(os.path.join(a.results, name)))
             rows.setdefault(r["arm"], []).append(r)
     lines = ["| arm | task | options | seeds | exact match % (each seed) | mean | final valid acc % | "
-             "loss rises | grad-norm spikes | failures: ends early / skips |", "|" + " --- |" * 10]
+             "loss rises | grad-norm spikes (max) | failures: ends early / skips | ‖s W^e‖ | "
+             "max Δ log p vs reference |", "|" + " --- |" * 12]
     for arm in [x for x in ARMS if x in rows]:
         rs = sorted(rows[arm], key=lambda r: r["seed"])
         ems = [100 * r["exact_match"] for r in rs]
@@ -234,8 +240,10 @@ def write_table(a):
         lines.append(f"| {arm} | {rs[0]['task']} | `{' '.join(rs[0]['options'])}` | {len(rs)} | "
                      f"{' / '.join(f'{e:.1f}' for e in ems)} | {statistics.mean(ems):.1f} | "
                      f"{' / '.join(f'{x:.1f}' for x in accs)} | "
-                     f"{sum(r['loss_rises'] for r in rs)} | {sum(r['norm_spikes'] for r in rs)} | "
-                     f"{kinds.count('ends early')} / {kinds.count('skips/repeats')} |")
+                     f"{sum(r['loss_rises'] for r in rs)} | {sum(r['norm_spikes'] for r in rs)} "
+                     f"({max(r['norm_max'] for r in rs):.0f}) | "
+                     f"{kinds.count('ends early')} / {kinds.count('skips/repeats')} | "
+                     f"{_refs(rs, 'enc_attn_norm', '.1f')} | {_refs(rs, 'max_logp_difference', '.1e')} |")
     with open(os.path.join(a.results, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot(a, rows)
