@@ -153,15 +153,23 @@ def reference_check(ckpt, src_path, tgt_path, n=64):
     src = [line.strip() for _, line in zip(range(n), open(src_path, encoding="utf-8"))]
     tgt = [line.strip() for _, line in zip(range(n), open(tgt_path, encoding="utf-8"))]
     batch = next(iter(text_batches(src, tgt, session.vocabs, n)))
-    fused = model(batch)[0]   # (B, T-1, X) with autograd: the fused training paths
-    with torch.no_grad():
-        ref = bench.per_step_forward(model, batch)[0]  # (B, T-1, X)
     mask = batch.tgt[:, 1:] != 1   # (B, T-1) real target positions (PAD = 1)
-    diff = (fused.detach() - ref).abs().amax(-1)[mask].max()
+    gold = batch.tgt_ex[:, 1:].unsqueeze(-1)  # (B, T-1, 1)
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def nll_and_grads(logp):  # logp (B, T-1, X)
+        nll = -(logp.gather(-1, gold).squeeze(-1) * mask).sum()
+        return logp.detach(), torch.autograd.grad(nll, params, allow_unused=True)
+
+    fused, g_fused = nll_and_grads(model(batch)[0])   # the fused training paths
+    ref, g_ref = nll_and_grads(bench.per_step_forward(model, batch)[0])  # the per-step reference
+    diff = (fused - ref).abs().amax(-1)[mask].max()
+    pairs = [(a, b) for a, b in zip(g_fused, g_ref) if a is not None and b is not None]
+    grad_diff = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-30)) for a, b in pairs)
     with torch.no_grad():
         enc = dec.enc_attn.weight.norm() * dec.enc_attn.scale
         decn = dec.dec_attn.weight.norm() * dec.dec_attn.scale if dec.dec_attn is not None else None
-    return {"max_logp_difference": float(diff), "enc_attn_norm": float(enc),
+    return {"max_logp_difference": float(diff), "max_grad_relative_difference": grad_diff, "enc_attn_norm": float(enc),
             "dec_attn_norm": None if decn is None else float(decn)}
 
 
@@ -209,7 +217,7 @@ def add_reference(a, out):
     result = json.load(open(out))
     task, steps = result["task"], result["steps"]
     ckpt = os.path.join(a.workdir, "arms", f"{result['arm']}_s{result['seed']}", f"m_step_{steps}.pt")
-    if "reference" in result or not os.path.exists(ckpt):
+    if "max_grad_relative_difference" in (result.get("reference") or {}) or not os.path.exists(ckpt):
         return
     data = os.path.join(a.workdir, task, "data")
     result["reference"] = reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
@@ -219,7 +227,7 @@ def add_reference(a, out):
 
 
 def _refs(rs, key, fmt):
-    values = [r["reference"][key] for r in rs if r.get("reference")]
+    values = [r["reference"][key] for r in rs if key in (r.get("reference") or {})]
     return " / ".join(format(v, fmt) for v in values) if values else "-"
 
 
@@ -231,7 +239,7 @@ def write_table(a):
             rows.setdefault(r["arm"], []).append(r)
     lines = ["| arm | task | options | seeds | exact match % (each seed) | mean | final valid acc % | "
              "loss rises | grad-norm spikes (max) | failures: ends early / skips | ‖s W^e‖ | "
-             "max Δ log p vs reference |", "|" + " --- |" * 12]
+             "max Δ log p, Δ grad (relative) vs reference |", "|" + " --- |" * 12]
     for arm in [x for x in ARMS if x in rows]:
         rs = sorted(rows[arm], key=lambda r: r["seed"])
         ems = [100 * r["exact_match"] for r in rs]
@@ -243,7 +251,8 @@ def write_table(a):
                      f"{sum(r['loss_rises'] for r in rs)} | {sum(r['norm_spikes'] for r in rs)} "
                      f"({max(r['norm_max'] for r in rs):.0f}) | "
                      f"{kinds.count('ends early')} / {kinds.count('skips/repeats')} | "
-                     f"{_refs(rs, 'enc_attn_norm', '.1f')} | {_refs(rs, 'max_logp_difference', '.1e')} |")
+                     f"{_refs(rs, 'enc_attn_norm', '.1f')} | {_refs(rs, 'max_logp_difference', '.1e')}; "
+                     f"{_refs(rs, 'max_grad_relative_difference', '.1e')} |")
     with open(os.path.join(a.results, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     plot(a, rows)
