@@ -42,6 +42,7 @@ ROOT = os.path.dirname(HERE)
 UPSTREAM_PACKAGES = ["torch==2.13.0", "configargparse", "pyyaml", "sacrebleu", "six", "pyonmttok", "rapidfuzz",
                      "pyahocorasick", "tensorboard", "ctranslate2", "spacy", "fasttext-wheel"]
 PAGE = os.sysconf("SC_PAGE_SIZE")
+UPSTREAM_PRECISIONS = ("fp32", "fp16", "int8")   # upstream translate's -precision on the CPU: fp32, int8
 
 
 def fail(msg):
@@ -212,7 +213,39 @@ def parse(argv):
     p.add_argument("-vocab_size", type=int, default=20000, help="shared vocabulary, words (specials apart)")
     p.add_argument("-length", type=int, default=20, help="-min_length = -max_length of the translations")
     p.add_argument("-bootstrap", type=int, default=1000)
-    return p.parse_args(argv)
+    p.add_argument("-precisions", default="",
+                   help="comma-separated -precision values each side translates at (default: fp32,int8, and bf16 "
+                        "for ours where this CPU has native bfloat16); upstream has no bf16")
+    a = p.parse_args(argv)
+    a.precisions = a.precisions.split(",") if a.precisions else default_precisions()
+    return a
+
+
+def default_precisions():
+    """fp32 and int8 (upstream's CPU choices), and bf16 where this host runs it fast (ours only)."""
+    from onmt.hardware import precision_problem
+    return ["fp32", "int8"] + ([] if precision_problem("bf16", "cpu") else ["bf16"])
+
+
+def translate_side(side, base_cmd, pred, fig, a, tag, logs, cwd):
+    """Translate the test sources once per precision (-precision; upstream skips bf16, which it lacks):
+    fig gets tr_sents_s_<precision> (the fp32 run also as tr_sents_s, its output in `pred` for ROUGE),
+    tr_wall / tr_rss / out_len of the fp32 run."""
+    for precision in a.precisions:
+        if side == "upstream" and precision not in UPSTREAM_PRECISIONS:
+            continue
+        out = pred if precision == "fp32" else pred.replace(".txt", f"_{precision}.txt")
+        cmd = base_cmd + ["-output", out, "-precision", precision]
+        print(f"  {side} translating {a.translate_n} sentences at -precision {precision} ...", flush=True)
+        rc, wall, rss, text = run(cmd, f"{logs}/{tag}_translate_{precision}.log", cwd=cwd)
+        must(rc, text, f"{side} translation at -precision {precision}", f"{logs}/{tag}_translate_{precision}.log")
+        m = re.findall(r"COMPARE_TRANSLATE_SECONDS=([0-9.]+)", text)
+        fig[f"tr_sents_s_{precision}"] = a.translate_n / (float(m[-1]) if m else wall)
+        if precision == "fp32":
+            with open(out) as f:
+                outs = [ln.split() for ln in f]
+            fig.update(tr_sents_s=fig["tr_sents_s_fp32"], tr_wall=wall, tr_rss=rss,
+                       out_len=sum(map(len, outs)) / max(len(outs), 1))
 
 
 def main(argv=None):
@@ -286,14 +319,14 @@ def main(argv=None):
                        "-report_every", str(report)]
                 model = f"{w}/ours/model_step_{a.steps}.pt"
                 tcmd = [sys.executable, os.path.abspath(__file__), "--ours-translate", "-model", model,
-                        "-src", test_src, "-output", f"{w}/ours/pred.txt"] + tr_opts
+                        "-src", test_src] + tr_opts
                 cwd = ROOT
             else:
                 wrapper = os.path.join(HERE, "upstream_wrapper.py")
                 cmd = [upy, wrapper, "train", "-config", train_cfg]
                 model = f"{w}/upstream/model_step_{a.steps}.pt"
                 tcmd = [upy, wrapper, "translate", "-model", model, "-src", test_src,
-                        "-output", f"{w}/upstream/pred.txt", "-batch_type", "sents", "-gpu", "-1"] + tr_opts
+                        "-batch_type", "sents", "-gpu", "-1"] + tr_opts
                 cwd = w  # not the repository root: upstream's `onmt` must not meet this project's
             if os.path.exists(model):
                 os.remove(model)
@@ -304,15 +337,7 @@ def main(argv=None):
             if side == "ours":
                 fig["vocab"] = ours_vocab
             fig.update(train_wall=wall, train_rss=rss)
-            print(f"round {rnd + 1}: {side} translating {a.translate_n} sentences ...", flush=True)
-            rc, wall, rss, text = run(tcmd, f"{logs}/{tag}_translate.log", cwd=cwd)
-            must(rc, text, f"{side} translation", f"{logs}/{tag}_translate.log")
-            m = re.findall(r"COMPARE_TRANSLATE_SECONDS=([0-9.]+)", text)
-            secs = float(m[-1]) if m else wall
-            with open(f"{w}/{side}/pred.txt") as f:
-                outs = [ln.split() for ln in f]
-            fig.update(tr_sents_s=a.translate_n / secs, tr_wall=wall, tr_rss=rss,
-                       out_len=sum(map(len, outs)) / max(len(outs), 1))
+            translate_side(side, tcmd, f"{w}/{side}/pred.txt", fig, a, tag, logs, cwd)
             results[side].append(fig)
             print(f"  {json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in fig.items()})}",
                   flush=True)
@@ -328,6 +353,24 @@ def main(argv=None):
     with open(ev_json) as f:
         ev = json.load(f)
     print_table(a, results, ev)
+
+
+def precision_rows(a, res):
+    """The table's rows of translation speed per -precision: ours against upstream at the same precision
+    (upstream has no bf16: ours against upstream's int8, its fastest CPU setting, there)."""
+    def mean(side, key):
+        vals = [r.get(key) for r in res[side]]
+        return sum(vals) / len(vals) if vals and None not in vals else None
+    lines = []
+    for precision in a.precisions:
+        key = f"tr_sents_s_{precision}"
+        ours, theirs = mean("ours", key), mean("upstream", key)
+        against = "" if theirs else " (upstream: none; ratio to its int8)"
+        theirs = theirs or mean("upstream", "tr_sents_s_int8")
+        cell = lambda side: " / ".join(f"{r[key]:.2f}" if key in r else "-" for r in res[side])  # noqa: E731
+        lines.append(f"| translation sentences/s at -precision {precision}{against} | {cell('ours')} | "
+                     f"{cell('upstream')} | {f'{ours / theirs:.2f}×' if ours and theirs else ''} |")
+    return lines
 
 
 def print_table(a, res, ev):
@@ -362,6 +405,8 @@ def print_table(a, res, ev):
             continue
         print(f"| {label} | {cells('ours', key, fmt)} | {cells('upstream', key, fmt)} | "
               f"{ratio(key) if show_ratio else ''} |")
+        if key == "tr_sents_s":
+            print("\n".join(precision_rows(a, res)))
     names = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L"}
     for m, name in names.items():
         o, u, p = ev[m], ev["pred2"][m], ev["paired"][m]

@@ -1,0 +1,35 @@
+"""bench/compare_upstream.py's -precision rows: ours against upstream at the same precision, our bf16
+against upstream's int8 (upstream has no bf16), and the default precisions of the host."""
+import importlib.util
+import os
+
+import onmt.hardware as hardware
+
+_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "compare_upstream.py")
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("compare_upstream", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_precision_rows_compare_at_the_same_precision():
+    mod = _module()
+    a = mod.parse(["-precisions", "fp32,int8,bf16"])
+    res = {"ours": [{"tr_sents_s_fp32": 40.0, "tr_sents_s_int8": 80.0, "tr_sents_s_bf16": 60.0}] * 2,
+           "upstream": [{"tr_sents_s_fp32": 20.0, "tr_sents_s_int8": 32.0}] * 2}
+    rows = mod.precision_rows(a, res)
+    assert len(rows) == 3
+    assert "-precision fp32 |" in rows[0] and rows[0].endswith("| 2.00× |")
+    assert "-precision int8 |" in rows[1] and rows[1].endswith("| 2.50× |")
+    assert "upstream: none; ratio to its int8" in rows[2] and "| - / - |" in rows[2] and rows[2].endswith("| 1.88× |")
+
+
+def test_default_precisions_follow_the_host(monkeypatch):
+    mod = _module()
+    monkeypatch.setattr(hardware, "native_bf16_cpu", lambda: False)
+    assert mod.parse([]).precisions == ["fp32", "int8"]
+    monkeypatch.setattr(hardware, "native_bf16_cpu", lambda: True)
+    assert mod.parse([]).precisions == ["fp32", "int8", "bf16"]
