@@ -88,17 +88,31 @@ def prepare(a, task):
 
 def _train_with_norms(norm_file, argv):
     """train.py's main with torch.nn.utils.clip_grad_norm_ wrapped to append each step's total norm
-    (before clipping; the value clipping computes anyway) to `norm_file`."""
+    (before clipping; the value clipping computes anyway) to `norm_file`, and, at a step whose norm is
+    over 20, the three parameters with the largest gradient norms to `norm_file`.top."""
     import torch
 
+    import onmt.trainer
     from onmt.bin.train import main
     from onmt.utils.cli import run_main
-    clip = torch.nn.utils.clip_grad_norm_
-    with open(norm_file, "w") as out:
+    clip, init, models, steps = torch.nn.utils.clip_grad_norm_, onmt.trainer.Trainer.__init__, [], [0]
+
+    def keep_model(self, model, *args, **kwargs):
+        models.append(model)
+        init(self, model, *args, **kwargs)
+
+    with open(norm_file, "w") as out, open(norm_file + ".top", "w") as top:
         def recording(params, max_norm, *args, **kwargs):
+            named = [(n, float(p.grad.norm())) for n, p in models[-1].named_parameters() if p.grad is not None]
             norm = clip(params, max_norm, *args, **kwargs)
             out.write(f"{float(norm):.5g}\n")
+            steps[0] += 1
+            if float(norm) > 20:
+                largest = sorted(((g, n) for n, g in named), reverse=True)[:3]
+                top.write(f"{steps[0]} {float(norm):.1f} "
+                          + " ".join(f"{n}={v:.1f}" for v, n in largest) + "\n")
             return norm
+        onmt.trainer.Trainer.__init__ = keep_model
         torch.nn.utils.clip_grad_norm_ = recording
         run_main(main, argv)
 
@@ -203,12 +217,17 @@ def one_run(a, arm, seed):
     curve = [(int(m[1]), float(m[2]), float(m[3]), float(m[4]) if m[4] else None)
              for m in map(STEP_LINE.search, text.splitlines()) if m]
     norms = [float(x) for x in open(norm_file)]
+    tops = open(norm_file + ".top").read().split("\n") if os.path.exists(norm_file + ".top") else []
+    largest = {}   # at steps with a gradient norm over 20: how often each parameter had the largest gradient
+    for line in filter(None, tops):
+        name = line.split()[2].split("=")[0]
+        largest[name] = largest.get(name, 0) + 1
     em, failed = failures(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
     rises, norm_spikes, med, top = spikes(curve, norms)
     return {"arm": arm, "task": task, "seed": seed, "options": options, "steps": steps, "exact_match": em,
             "valid_accuracy": [float(x) for x in VALID_ACC.findall(text)], "loss_rises": rises,
             "norm_spikes": norm_spikes, "norm_median": med, "norm_max": top, "curve": curve,
-            "grad_norms": norms, "failures": failed,
+            "grad_norms": norms, "failures": failed, "largest_gradient_at_spikes": largest,
             "reference": reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")}
 
 
