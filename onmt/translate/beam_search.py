@@ -2,21 +2,22 @@
 
 Each example keeps K live hypotheses; their scores are sums of log-probabilities. At each step the
 B*K rows are decoded together, every example takes the top K of its K*X continuations (beam_topk.py:
-the topk over (B, K*X) through chunk maxima), and the decoder state, token history and attention
-follow the backpointers through one `state.reorder`. The first step decodes B rows, one per example
-(all K hypotheses would be the same `<s>`), and its topk over (B, X) fills the K slots. A
-continuation ending in `</s>` is set aside with its length-penalized score and its slot's score
-becomes -inf, so it is never extended (the next topk refills the slot).
+the topk over (B, K*X) through chunk maxima), and the decoder state, token history, attention and
+coverage follow the backpointers through one `BeamState.reorder` (beam_state.py: every tensor of the
+live hypotheses in one object, moved only by its `reorder` and `select`). The first step decodes B
+rows, one per example (all K hypotheses would be the same `<s>`), and its topk over (B, X) fills
+the K slots. A continuation ending in `</s>` is set aside with its length-penalized score and its
+slot's score becomes -inf, so it is never extended (the next topk refills the slot).
 
 Stopping: an example is done once it holds `n_best` finished hypotheses and the n_best-th of them
 scores at least the best score any live hypothesis could still reach (its sum of log-probabilities,
 which can only decrease, divided by the largest length penalty still possible). With
 `-length_penalty none` this is the usual "best live beam is worse than the finished ones" test;
 in all cases it never stops an example earlier than continuing could change its n-best. Done
-examples leave the batch (one reorder); the search ends when every example is done or
+examples leave the batch (one `BeamState.select`); the search ends when every example is done or
 `max_length` is reached (see `decoding` for the token rules).
 
-With a coverage penalty (`decoding.coverage_penalty`) each row keeps the running sum of its source
+With a coverage penalty (`decoding.CoverageScorer`) each row keeps the running sum of its source
 attention, (rows, S), which follows the backpointers; the stopping bound then subtracts the least
 penalty the live hypothesis can still get (0 for wu, its current penalty for summary).
 
@@ -25,18 +26,20 @@ penalty the live hypothesis can still get (0 for wu, its current penalty for sum
 scores, None for -inf]}: the K hypotheses kept after the step's topk (a finished one included, with
 its running score, before its slot is emptied).
 """
+from dataclasses import replace
+
 import torch
 
 from onmt.constants import BOS, EOS
 from onmt.interface import extended_size
+from onmt.translate.beam_state import BeamState
 from onmt.translate.beam_topk import beam_topk
 from onmt.translate.decoding import (
     NEG_INF,
+    CoverageScorer,
     Hypothesis,
     apply_rules,
     attention_of,
-    coverage_floor,
-    coverage_penalty,
     extend_inspection,
     hypothesis_extras,
     inspected_step,
@@ -55,115 +58,137 @@ def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length
     keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
     step's "p_copy" / "intra" (Hypothesis.extras), following the backpointers like the attention.
     coverage_penalty_kind / beta / stepwise_penalty: see `decoding`; beam_history: module docstring."""
-    keep_attn = keep_attn or keep_inspection
-    K = beam_size
-    B = batch.batch_size
-    device = batch.src.device
-    enc = model.encode(batch)
-    state = model.init_state(batch, enc)
-    # W rows per example: before the first step each example holds the one hypothesis <s>, so step 0
-    # decodes B rows and its topk fills the K slots (when the vocabulary offers K continuations)
-    W = 1 if extended_size(model, batch) >= K else K
-    if W > 1:
-        state = state.reorder(torch.arange(B, device=device).repeat_interleave(W))  # rows (B*W,)
-    base = (torch.arange(B, device=device) * W).unsqueeze(1)                     # (B, 1)
-    inputs = torch.full((B * W,), BOS, dtype=torch.long, device=device)          # (B*W,)
-    history = torch.zeros(B * W, 0, dtype=torch.long, device=device)             # (B*W, t)
-    attn_hist = None                                                             # (B*K, t, S)
-    inspected = None                     # keep_inspection: {"p_copy": (B*K, t), "intra": (B*K, t, t)}
-    scores = torch.full((B, W), NEG_INF, device=device)                          # (B, W)
-    scores[:, 0] = 0.0                    # the W copies of <s> are one hypothesis: expand only one
-    example = torch.arange(B, device=device)   # (B,) batch position of each example still decoded
-    kept = torch.full((B, n_best), NEG_INF, device=device)   # (B, n_best) best finished scores
-    finished = [[] for _ in range(B)]     # per example: Hypothesis list, filled only when one finishes
-    use_cov = coverage_penalty_kind != "none"
-    if use_cov:
-        cov = None                                                               # (B*K, S) attention sums
-        cov_mask = source_mask(batch).repeat_interleave(W, dim=0)                # (B*W, S) real positions
-    raw = scores                          # (B, K) sums of log-probabilities (scores, unless stepwise)
-    dump = [] if beam_history is not None else None
-    for step in range(max_length + 1):
-        logp, state, attns = model.decode_step(inputs, state)                    # (B*K, X)
+    search = BeamSearch(model, batch, beam_size=beam_size, n_best=n_best, max_length=max_length,
+                        rules=dict(min_length=min_length, max_length=max_length,
+                                   block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids),
+                        lengths=(length_penalty_kind, alpha),
+                        coverage=CoverageScorer(coverage_penalty_kind, beta, stepwise_penalty),
+                        keep_attn=keep_attn or keep_inspection, keep_inspection=keep_inspection,
+                        dump=beam_history is not None)
+    finished = search.run()
+    if beam_history is not None:
+        beam_history.extend(_history(search.dump, len(finished)))
+    return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]
+
+
+class BeamSearch:
+    """One beam search over one batch (module docstring): `run()` returns, per example, every
+    Hypothesis set aside. rules: apply_rules' keywords; lengths: the length penalty (kind, alpha); coverage: a
+    CoverageScorer; dump: keep the per-step (example, token, origin, score) tensors in `self.dump`."""
+
+    def __init__(self, model, batch, *, beam_size, n_best, max_length, rules, lengths, coverage,
+                 keep_attn, keep_inspection, dump):
+        self.model, self.batch, self.K, self.n_best, self.max_length = model, batch, beam_size, n_best, max_length
+        self.rules, self.lengths, self.coverage = rules, lengths, coverage
+        self.keep_attn, self.keep_inspection = keep_attn, keep_inspection
+        self.dump = [] if dump else None
+        self.finished = [[] for _ in range(batch.batch_size)]   # per example: its finished Hypothesis
+
+    def run(self):
+        beam = self.start()
+        for step in range(self.max_length + 1):
+            beam, bound = self.advance(beam, step)
+            live = ~((beam.kept[:, -1] >= bound) | torch.isneginf(bound))                # (B,)
+            n_live = int(live.sum())
+            if n_live == 0:
+                break
+            if n_live < live.size(0):   # drop the finished examples from the batch
+                beam = beam.select(live.nonzero().squeeze(1))                           # B' examples
+        return self.finished
+
+    def start(self):
+        """The beam before the first step: each example holds the one hypothesis <s>. With W = 1 row
+        per example the first step decodes B rows and its topk fills the K slots (when the vocabulary
+        offers K continuations); otherwise the example's K rows are copies of which only one is expanded."""
+        model, batch, K = self.model, self.batch, self.K
+        B, device = batch.batch_size, batch.src.device
+        state = model.init_state(batch, model.encode(batch))
+        W = 1 if extended_size(model, batch) >= K else K
+        if W > 1:
+            state = state.reorder(torch.arange(B, device=device).repeat_interleave(W))  # rows (B*W,)
+        scores = torch.full((B, W), NEG_INF, device=device)                          # (B, W)
+        scores[:, 0] = 0.0                    # the W copies of <s> are one hypothesis: expand only one
+        return BeamState(
+            state=state,
+            inputs=torch.full((B * W,), BOS, dtype=torch.long, device=device),         # (B*W,)
+            history=torch.zeros(B * W, 0, dtype=torch.long, device=device),            # (B*W, t)
+            scores=scores, raw=scores,        # raw: sums of log-probabilities (scores, unless stepwise)
+            kept=torch.full((B, self.n_best), NEG_INF, device=device),                 # (B, n_best)
+            example=torch.arange(B, device=device),                                    # (B,)
+            cov_mask=source_mask(batch).repeat_interleave(W, dim=0) if self.coverage.active else None)  # (B*W, S)
+
+    def advance(self, beam, step):
+        """One step: decode the R rows, keep each example's top K continuations (the rows follow the
+        backpointers), set aside those that produced </s>. Returns the new beam and (B,) the best final
+        score a live hypothesis of each example can still reach."""
+        logp, state, attns = self.model.decode_step(beam.inputs, beam.state)          # (R, X)
         X = logp.size(1)
-        logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
-                           block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
-        if use_cov:
-            attn_now = attention_of(attns)
-            if attn_now is None:
-                raise ValueError("a coverage penalty needs a model with source attention")
-            cov = attn_now.float() if cov is None else cov + attn_now.float()    # (B*K, S), old row order
-            if stepwise_penalty:   # running score: log-prob - penalty of the coverage up to this step
-                step_pen = coverage_penalty(coverage_penalty_kind, cov, beta, cov_mask)  # (B*W,)
-                scores = raw - step_pen.view(B, W)
-        top_scores, top_ids = beam_topk(logp, scores, K)                         # (B, K) of the (B, W*X)
-        origin = torch.div(top_ids, X, rounding_mode="floor")                    # (B, K) beam of origin
-        token = top_ids - origin * X                                             # (B, K)
-        rows = (base + origin).view(B * K)                                       # (B*K,) backpointers
+        logp = apply_rules(logp.float(), beam.history, step, **self.rules)
+        beam = self._cover(beam, state, attns)
+        B, W, K = beam.scores.size(0), beam.width, self.K
+        top_scores, top_ids = beam_topk(logp, beam.scores, K)                          # (B, K) of the (B, W*X)
+        origin = torch.div(top_ids, X, rounding_mode="floor")                          # (B, K) beam of origin
+        token = top_ids - origin * X                                                   # (B, K)
+        rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
         # rows stay within their example; from B rows to B*K the per-source fields grow too
-        state = state.reorder(rows, within_source=W == K)
-        if use_cov:
-            cov = cov.index_select(0, rows)                                      # (B*K, S)
-            if W != K:
-                cov_mask = cov_mask.index_select(0, rows)                        # (B*K, S)
-            pen = coverage_penalty(coverage_penalty_kind, cov, beta, cov_mask).view(B, K)  # (B, K)
-            raw = top_scores + pen if stepwise_penalty else top_scores           # (B, K)
-        else:
-            raw = top_scores
-        if dump is not None:
-            dump.append((example.cpu(), token.cpu(), origin.cpu(), top_scores.cpu()))
-        history = torch.cat([history.index_select(0, rows), token.view(B * K, 1)], dim=1)  # (B*K, t+1)
-        attn = attention_of(attns) if keep_attn else None
-        if attn is not None:
-            step_attn = attn.float().index_select(0, rows).unsqueeze(1)          # (B*K, 1, S)
-            attn_hist = step_attn if attn_hist is None else torch.cat(
-                [attn_hist.index_select(0, rows), step_attn], dim=1)             # (B*K, t+1, S)
-        if keep_inspection:
-            step_values = {k: v.index_select(0, rows) for k, v in inspected_step(attns).items()}
-            inspected = extend_inspection(inspected, step_values, rows)          # (B*K, t+1[, t+1])
-        is_eos = (token == EOS) & torch.isfinite(top_scores)                     # (B, K)
+        beam = beam.reorder(rows, within_source=W == K)
+        pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(B, K) if self.coverage.active else None
+        raw = self.coverage.raw(top_scores, pen)                                       # (B, K)
+        if self.dump is not None:
+            self.dump.append((beam.example.cpu(), token.cpu(), origin.cpu(), top_scores.cpu()))
+        beam = self._extend(beam, token, attns, rows)
+        is_eos = (token == EOS) & torch.isfinite(top_scores)                           # (B, K)
+        kept = beam.kept
         if bool(is_eos.any()):
-            penalized = top_scores / length_penalty(length_penalty_kind, step + 1, alpha)  # (B, K)
-            if use_cov and not stepwise_penalty:
-                penalized = penalized - pen
-            _set_aside(finished, example, is_eos, raw, penalized, history, attn_hist, K, inspected)
-            kept = torch.cat([kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
-                n_best, dim=1).values                                            # (B, n_best)
+            kept = self._set_aside(beam, is_eos, top_scores, raw, pen, step)
             top_scores = top_scores.masked_fill(is_eos, NEG_INF)
             raw = raw.masked_fill(is_eos, NEG_INF)
-        scores = top_scores
-        inputs = token.view(B * K)
-        if W != K:   # after step 0: K rows per example
-            W = K
-            base = (torch.arange(B, device=device) * K).unsqueeze(1)             # (B, 1)
         # best score a live hypothesis can still reach (sums only decrease; largest penalty ahead)
-        lp_max = max_penalty(length_penalty_kind, step + 2, max_length + 1, alpha)
-        if not use_cov:
-            bound = scores.max(dim=1).values / lp_max                            # (B,)
-        elif stepwise_penalty:
-            bound = ((raw - coverage_floor(coverage_penalty_kind, pen)) / lp_max).max(dim=1).values
-        else:
-            bound = (raw / lp_max - coverage_floor(coverage_penalty_kind, pen)).max(dim=1).values
-        live = ~((kept[:, -1] >= bound) | torch.isneginf(bound))                 # (B,)
-        n_live = int(live.sum())
-        if n_live == 0:
-            break
-        if n_live < B:   # drop the finished examples from the batch
-            keep = live.nonzero().squeeze(1)                                     # (B',)
-            rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)  # (B'*K,)
-            state = state.reorder(rows)
-            inputs, history = inputs.index_select(0, rows), history.index_select(0, rows)
-            attn_hist = attn_hist.index_select(0, rows) if attn_hist is not None else None
-            if inspected:
-                inspected = {k: v.index_select(0, rows) for k, v in inspected.items()}
-            if use_cov:
-                cov, cov_mask = cov.index_select(0, rows), cov_mask.index_select(0, rows)
-            scores, kept, example = scores[keep], kept[keep], example[keep]      # (B', K) (B', n) (B',)
-            raw = raw[keep]
-            B = n_live
-            base = (torch.arange(B, device=device) * K).unsqueeze(1)             # (B, 1)
-    if dump is not None:
-        beam_history.extend(_history(dump, len(finished)))
-    return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]
+        kind, alpha = self.lengths
+        lp_max = max_penalty(kind, step + 2, self.max_length + 1, alpha)
+        bound = self.coverage.bound(raw, pen, lp_max)                                  # (B,)
+        return replace(beam, scores=top_scores, raw=raw, kept=kept, inputs=token.view(B * K)), bound
+
+    def _cover(self, beam, state, attns):
+        """The beam with the step's decoder state and, with a coverage penalty, its attention added to
+        the coverage (in the old row order) and, stepwise, the running scores that include its penalty."""
+        changes = {"state": state}
+        if self.coverage.active:
+            cov = self.coverage.accumulate(beam.cov, attns)                            # (R, S)
+            changes["cov"] = cov
+            if self.coverage.stepwise:   # running score: log-prob - penalty of the coverage up to this step
+                changes["scores"] = self.coverage.running(beam.raw, cov, beam.cov_mask)  # (B, W)
+        return replace(beam, **changes)
+
+    def _extend(self, beam, token, attns, rows):
+        """The reordered beam with the step's ids (and attention, inspection values) appended."""
+        changes = {"history": torch.cat([beam.history, token.view(-1, 1)], dim=1)}     # (B*K, t+1)
+        attn = attention_of(attns) if self.keep_attn else None
+        if attn is not None:
+            step_attn = attn.float().index_select(0, rows).unsqueeze(1)                # (B*K, 1, S)
+            changes["attn"] = step_attn if beam.attn is None else torch.cat([beam.attn, step_attn], dim=1)
+        if self.keep_inspection:
+            step_values = {k: v.index_select(0, rows) for k, v in inspected_step(attns).items()}
+            changes["inspected"] = extend_inspection(beam.inspected, step_values)      # (B*K, t+1[, t+1])
+        return replace(beam, **changes)
+
+    def _set_aside(self, beam, is_eos, top_scores, raw, pen, step):
+        """Record the hypotheses that just produced </s> (is_eos (B, K); a loop over those only);
+        returns the new kept (B, n_best)."""
+        kind, alpha = self.lengths
+        penalized = top_scores / length_penalty(kind, step + 1, alpha)                # (B, K)
+        if self.coverage.active:
+            penalized = self.coverage.finished(penalized, pen)
+        idx = is_eos.nonzero()                                 # [[b, k], ...] in the current batch
+        ex = beam.example[idx[:, 0]].tolist()                  # their examples in the original batch
+        for (b, k), e, s, p in zip(idx.tolist(), ex, raw[is_eos].tolist(), penalized[is_eos].tolist()):
+            row = b * self.K + k
+            tokens = beam.history[row, :-1].tolist()
+            attn = beam.attn[row, :-1].cpu() if beam.attn is not None else None
+            extras = hypothesis_extras(beam.inspected, row, len(tokens))
+            self.finished[e].append(Hypothesis(tokens, p, s, attn, extras))
+        return torch.cat([beam.kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
+            self.n_best, dim=1).values                                                 # (B, n_best)
 
 
 def _history(dump, n_examples):
@@ -174,14 +199,3 @@ def _history(dump, n_examples):
             out[e].append({"tokens": t, "backpointers": o,
                            "scores": [x if x != NEG_INF else None for x in s]})
     return out
-
-
-def _set_aside(finished, example, is_eos, raw, penalized, history, attn_hist, K, inspected=None):
-    """Record the hypotheses that just produced </s> (a loop over those only)."""
-    idx = is_eos.nonzero().tolist()                      # [[b, k], ...] in the current batch
-    ex = example[is_eos.nonzero()[:, 0]].tolist()        # their examples in the original batch
-    for (b, k), e, s, p in zip(idx, ex, raw[is_eos].tolist(), penalized[is_eos].tolist()):
-        row = b * K + k
-        tokens = history[row, :-1].tolist()
-        attn = attn_hist[row, :-1].cpu() if attn_hist is not None else None
-        finished[e].append(Hypothesis(tokens, p, s, attn, hypothesis_extras(inspected, row, len(tokens))))

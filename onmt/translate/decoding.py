@@ -88,6 +88,49 @@ def coverage_floor(kind, pen):
     return pen if kind == "summary" else torch.zeros_like(pen)
 
 
+class CoverageScorer:
+    """The coverage penalty of a search (module docstring): `kind` none|wu|summary, `beta`, `stepwise`.
+    A search keeps the attention sums cov (R, S) and the real-position mask (R, S) of its rows and asks
+    the scorer what they cost; kind "none" is the scorer of a search without a penalty (`active` False)."""
+
+    def __init__(self, kind="none", beta=0.0, stepwise=False):
+        self.kind, self.beta, self.stepwise = kind, beta, stepwise
+        self.active = kind != "none"
+
+    def accumulate(self, cov, attns):
+        """cov plus the step's source attention (R, S), as float32; cov None before the first step."""
+        attn_now = attention_of(attns)
+        if attn_now is None:
+            raise ValueError("a coverage penalty needs a model with source attention")
+        return attn_now.float() if cov is None else cov + attn_now.float()
+
+    def penalty(self, cov, mask):
+        """(R,) the penalty of attention sums cov (R, S) on the positions of mask (R, S)."""
+        return coverage_penalty(self.kind, cov, self.beta, mask)
+
+    def running(self, raw, cov, mask):
+        """-stepwise_penalty: the running scores (B, W) of rows whose sums of log-probabilities are
+        raw (B, W): raw minus the penalty of the coverage so far."""
+        return raw - self.penalty(cov, mask).view(raw.shape)
+
+    def raw(self, top_scores, pen):
+        """The sums of log-probabilities of the chosen continuations, scored top_scores with penalty pen."""
+        return top_scores + pen if self.stepwise else top_scores
+
+    def finished(self, penalized, pen):
+        """The final score of a hypothesis scored `penalized` (its score over its length penalty)."""
+        return penalized if self.stepwise else penalized - pen
+
+    def bound(self, raw, pen, lp_max):
+        """(B,) the best final score a live row can still reach: raw (B, W) sums of log-probabilities,
+        pen (B, W) penalties, lp_max the largest length penalty ahead."""
+        if not self.active:
+            return raw.max(dim=1).values / lp_max
+        if self.stepwise:
+            return ((raw - coverage_floor(self.kind, pen)) / lp_max).max(dim=1).values
+        return (raw / lp_max - coverage_floor(self.kind, pen)).max(dim=1).values
+
+
 def source_mask(batch):
     """(B, S) bool: the real (non-padding) source positions of `batch`."""
     S = batch.src.size(1)
