@@ -118,6 +118,7 @@ class Summarizer:
         (what ROUGE scripts compare).
         """
         from onmt.translate.session import translate_lines
+        from onmt.translate.translator import Callbacks
         if progress:   # the progress lines and bar go through the toolkit's logger: give it stderr
             from onmt.utils.logging import init_logger, logger
             if not logger.handlers:
@@ -131,8 +132,8 @@ class Summarizer:
 
         def keep(record):
             records[record["line"]] = record
-        results = translate_lines(opt, self.session, lines, on_record=keep if return_details else None,
-                                  show_progress=progress)
+        results = translate_lines(opt, self.session, lines, show_progress=progress,
+                                  callbacks=Callbacks(on_record=keep) if return_details else None)
         out, write = [], self.session.readable() if detokenize else " ".join
         for i, nbest in enumerate(results):
             texts_i = [write(t.tokens) for t in nbest]

@@ -16,6 +16,7 @@ from onmt import opts
 from onmt.bin.common import start
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.translate.session import load_session, model_from_checkpoint, translate_lines  # noqa: F401 (re-exported)
+from onmt.translate.translator import Callbacks
 from onmt.utils.cli import run_main
 from onmt.utils.files import (
     check_not_inputs,
@@ -90,8 +91,8 @@ def main(argv=None):
         if opt.profile:
             from onmt.utils.profiling import Profiler
             profiler = Profiler(opt.profile, profile_trace(opt), device, "translation batches")
-        results = translate_lines(opt, session, src_lines, tgt_lines, beam_history=beam_history,
-                                  profiler=profiler, **inspection.translate_kwargs())
+        callbacks = Callbacks(beam_history=beam_history, profiler=profiler, **inspection.translate_kwargs())
+        results = translate_lines(opt, session, src_lines, tgt_lines, callbacks=callbacks)
     write = session.readable() if opt.detokenize else " ".join
     write_lines_atomic(opt.output, [write(t.tokens) for nbest in results for t in nbest], f"-output {opt.output}")
     if beam_history is not None:

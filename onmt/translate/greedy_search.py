@@ -8,10 +8,10 @@ import torch
 
 from onmt.constants import BOS, EOS
 from onmt.translate.decoding import (
+    CoverageScorer,
     Hypothesis,
     apply_rules,
     attention_of,
-    coverage_penalty,
     extend_inspection,
     hypothesis_extras,
     inspected_step,
@@ -28,6 +28,7 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
     keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
     step's "p_copy" / "intra" (Hypothesis.extras, see decoding.Hypothesis)."""
     keep_attn = keep_attn or keep_inspection
+    coverage = CoverageScorer(coverage_penalty_kind, beta, stepwise_penalty)
     enc = model.encode(batch)
     state = model.init_state(batch, enc)
     B = batch.batch_size
@@ -45,19 +46,14 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
         logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
                            block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
         best_lp, token = logp.max(dim=1)                                 # (B,), (B,)
-        if coverage_penalty_kind != "none":
-            attn_now = attention_of(attns)
-            if attn_now is None:
-                raise ValueError("a coverage penalty needs a model with source attention")
-            attn_now = attn_now.float().masked_fill(finished.unsqueeze(1), 0.0)   # (B, S)
-            cov = attn_now if cov is None else cov + attn_now
+        if coverage.active:   # a finished row's attention no longer counts
+            cov = coverage.accumulate(cov, _unfinished_attention(attns, finished))   # (B, S)
         log_prob += torch.where(finished, torch.zeros_like(best_lp), best_lp)
         lengths += (~finished).long()
         history = torch.cat([history, token.unsqueeze(1)], dim=1)        # (B, t+1)
-        if keep_attn:
-            attn = attention_of(attns)
-            if attn is not None:
-                attn_steps.append(attn.float())
+        attn = attention_of(attns) if keep_attn else None
+        if attn is not None:
+            attn_steps.append(attn.float())
         if keep_inspection:
             inspected = extend_inspection(inspected, inspected_step(attns))  # (B, t+1[, t+1])
         finished |= token == EOS
@@ -65,14 +61,33 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
         if bool(finished.all()):
             break
     attn_all = torch.stack(attn_steps, dim=1) if attn_steps else None    # (B, T, S)
-    scores = log_prob / length_penalty(length_penalty_kind, lengths, alpha)  # (B,)
-    if cov is not None:
-        pen = coverage_penalty(coverage_penalty_kind, cov, beta, source_mask(batch))  # (B,)
-        scores = (log_prob - pen) / length_penalty(length_penalty_kind, lengths, alpha) if stepwise_penalty \
-            else scores - pen
+    lp = length_penalty(length_penalty_kind, lengths, alpha)             # (B,)
+    pen = coverage.penalty(cov, source_mask(batch)) if cov is not None else None  # (B,)
+    scores = _final_scores(coverage, log_prob, lp, pen)                  # (B,)
+    return _hypotheses(history, lengths, scores, log_prob, attn_all, inspected)
+
+
+def _unfinished_attention(attns, finished):
+    """The step's attns with the source attention of the finished rows (B,) zeroed, as float32."""
+    attn_now = attention_of(attns)
+    if attn_now is None:
+        raise ValueError("a coverage penalty needs a model with source attention")
+    return {"std": attn_now.float().masked_fill(finished.unsqueeze(1), 0.0)}   # (B, S)
+
+
+def _final_scores(coverage, log_prob, lp, pen):
+    """(B,) the final scores: log_prob / lp, minus the coverage penalty pen (stepwise: of the numerator)."""
+    scores = log_prob / lp
+    if pen is None:
+        return scores
+    return (log_prob - pen) / lp if coverage.stepwise else scores - pen
+
+
+def _hypotheses(history, lengths, scores, log_prob, attn_all, inspected):
+    """Per example, its one-element list of Hypothesis (the final </s> cut off)."""
     results = []
     hist, lens, scores_l, lp_l = history.tolist(), lengths.tolist(), scores.tolist(), log_prob.tolist()
-    for b in range(B):
+    for b in range(len(hist)):
         n = lens[b] - 1 if hist[b][lens[b] - 1] == EOS else lens[b]     # without </s>
         attn_b = attn_all[b, :n].cpu() if attn_all is not None else None
         results.append([Hypothesis(hist[b][:n], scores_l[b], lp_l[b], attn_b, hypothesis_extras(inspected, b, n))])

@@ -79,13 +79,12 @@ def load_session(path, device, precision="fp32"):
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 
-def translate_lines(opt, session, src_lines, tgt_lines=None, *, on_record=None, record_lines=None,
-                    show_progress=True, beam_history=None, profiler=None):
+def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True):
     """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: the input rules
     of the checkpoint and `opt` (each logged once; opt.max_length and opt.block_ngram_repeat are
-    set to the resolved values), then Translator.translate (see there for on_record /
-    record_lines; beam_history: a list filled with the -dump_beam entries). Returns its results: per
-    line, n_best Translation."""
+    set to the resolved values), then Translator.translate with `callbacks` (a translator.Callbacks:
+    inspection records, the -dump_beam history, the profiler). Returns its results: per line, n_best
+    Translation."""
     from onmt.translate.input_rules import prepare_lines, resolve
     from onmt.translate.translator import Translator
     rules, notes = resolve(opt, session.model_opt, session.preprocess)
@@ -95,8 +94,7 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, on_record=None, 
     if opt.min_length > opt.max_length:
         raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length {opt.max_length} "
                         "(the checkpoint's rule: give -max_length)")
-    translator = Translator.from_opt(opt, session.model, session.vocabs, show_progress=show_progress,
-                                     beam_history=beam_history, profiler=profiler)
+    translator = Translator.from_opt(opt, session.model, session.vocabs, show_progress=show_progress)
     return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc, rules.tokenize),
                                 prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc, rules.tokenize),
-                                on_record=on_record, record_lines=record_lines)
+                                callbacks=callbacks)

@@ -4,7 +4,8 @@ It calls only the model interface (onmt/interface.py) through `greedy_search` (b
 or `beam_search`, so it serves every model family alike.
 """
 import math
-from typing import List, NamedTuple, Optional
+from dataclasses import dataclass, fields
+from typing import Callable, Container, List, NamedTuple, Optional, Sequence
 
 import torch
 
@@ -22,32 +23,73 @@ class Translation(NamedTuple):
     log_prob: float = 0.0                 # raw sum of log-probabilities (</s> included)
 
 
+@dataclass
+class SearchSettings:
+    """How each batch is searched: translate.py's Search options (onmt/opts/translate.py)."""
+    beam_size: int = 5                    # 1: greedy search (unless a beam history is asked for)
+    n_best: int = 1
+    min_length: int = 0
+    max_length: int = 100
+    length_penalty: str = "none"
+    alpha: float = 0.0
+    block_ngram_repeat: int = 0
+    ignore_when_blocking: Sequence[str] = ()
+    coverage_penalty: str = "none"
+    beta: float = 0.0
+    stepwise_penalty: bool = False
+
+    @classmethod
+    def from_opt(cls, opt):
+        return cls(**{f.name: getattr(opt, f.name) for f in fields(cls)})
+
+    def search_kwargs(self):
+        """The keywords both searches take (the coverage ones only with a penalty: the searches' defaults)."""
+        kw = dict(min_length=self.min_length, max_length=self.max_length, length_penalty_kind=self.length_penalty,
+                  alpha=self.alpha, block_ngram_repeat=self.block_ngram_repeat)
+        if self.coverage_penalty != "none":
+            kw.update(coverage_penalty_kind=self.coverage_penalty, beta=self.beta,
+                      stepwise_penalty=self.stepwise_penalty)
+        return kw
+
+
+@dataclass
+class Callbacks:
+    """What a caller of `Translator.translate` hears about, besides the results (all optional).
+
+    on_record: called with the inspection record (onmt/translate/records.py) of the best hypothesis of
+        every line in `record_lines` (a container of 0-based line numbers; None: every line), in the
+        order batches finish; the search keeps the inspection data (keep_inspection) only for the
+        batches holding such a line.
+    beam_history: a list (-dump_beam) that `translate` fills with one entry per input line
+        ({"line", "src", "steps"}: beam_search's steps, each with its "words"); the beam search then
+        runs even with beam size 1 (it returns what greedy search returns).
+    profiler: an onmt.utils.profiling.Profiler of the first batches (-profile).
+    """
+    on_record: Optional[Callable[[dict], None]] = None
+    record_lines: Optional[Container[int]] = None
+    beam_history: Optional[list] = None
+    profiler: Optional[object] = None
+
+    def wants(self, line):
+        return self.on_record is not None and (self.record_lines is None or line in self.record_lines)
+
+
 def _default_batches(src_lines, tgt_lines, vocabs, batch_size):
     from onmt.inputters.dataset import text_batches
     return text_batches(src_lines, tgt_lines, vocabs, batch_size)
 
 
 class Translator:
-    """Decode text with a model; see `translate` and `score_gold`."""
+    """Decode text with a model; see `translate` and `score_gold`. The search settings come as
+    `search` (a SearchSettings) or as its keywords."""
 
-    def __init__(self, model, vocabs, *, beam_size=5, n_best=1, min_length=0, max_length=100,
-                 length_penalty="none", alpha=0.0, block_ngram_repeat=0, ignore_when_blocking=(),
-                 replace_unk=False, batch_size=30, verbose=False, keep_attn=False, batch_fn=None,
-                 log=None, show_progress=False, coverage_penalty="none", beta=0.0, stepwise_penalty=False,
-                 beam_history=None, profiler=None):
+    def __init__(self, model, vocabs, search=None, *, replace_unk=False, batch_size=30, verbose=False,
+                 keep_attn=False, batch_fn=None, log=None, show_progress=False, **search_keywords):
         self.model, self.vocabs = model, vocabs
-        self.beam_size, self.n_best = beam_size, n_best
-        self.search_kwargs = dict(min_length=min_length, max_length=max_length,
-                                  length_penalty_kind=length_penalty, alpha=alpha,
-                                  block_ngram_repeat=block_ngram_repeat)
-        if coverage_penalty != "none":   # (absent otherwise: the searches' defaults)
-            self.search_kwargs.update(coverage_penalty_kind=coverage_penalty, beta=beta,
-                                      stepwise_penalty=stepwise_penalty)
-        # -dump_beam: a list that `translate` fills with one entry per input line (see `_history_entry`);
-        # the beam search then runs even with beam size 1 (it returns what greedy search returns)
-        self.beam_history = beam_history
-        self.profiler = profiler   # -profile: onmt.utils.profiling.Profiler of the first N batches
-        ids = sorted({vocabs.tgt.stoi[w] for w in ignore_when_blocking if w in vocabs.tgt.stoi})
+        self.search = search if search is not None else SearchSettings(**search_keywords)
+        self.beam_size, self.n_best = self.search.beam_size, self.search.n_best
+        self.search_kwargs = self.search.search_kwargs()
+        ids = sorted({vocabs.tgt.stoi[w] for w in self.search.ignore_when_blocking if w in vocabs.tgt.stoi})
         self.ignore_ids = torch.tensor(ids, dtype=torch.long)
         self.replace_unk, self.keep_attn = replace_unk, keep_attn or replace_unk
         self.batch_size, self.verbose = batch_size, verbose
@@ -59,78 +101,92 @@ class Translator:
 
     @classmethod
     def from_opt(cls, opt, model, vocabs, **kwargs):
-        return cls(model, vocabs, beam_size=opt.beam_size, n_best=opt.n_best, min_length=opt.min_length,
-                   max_length=opt.max_length, length_penalty=opt.length_penalty, alpha=opt.alpha,
-                   block_ngram_repeat=opt.block_ngram_repeat, ignore_when_blocking=opt.ignore_when_blocking,
-                   replace_unk=opt.replace_unk, batch_size=opt.batch_size, verbose=opt.verbose,
-                   coverage_penalty=opt.coverage_penalty, beta=opt.beta, stepwise_penalty=opt.stepwise_penalty,
-                   **{"show_progress": True, **kwargs})
+        return cls(model, vocabs, SearchSettings.from_opt(opt), replace_unk=opt.replace_unk,
+                   batch_size=opt.batch_size, verbose=opt.verbose, **{"show_progress": True, **kwargs})
 
     # ------------------------------------------------------------------ decoding
-    def translate(self, src_lines, tgt_lines=None, on_record=None, record_lines=None):
+    def translate(self, src_lines, tgt_lines=None, callbacks=None):
         """Per input line, exactly n_best Translation, best first (output order = input order).
 
         An empty (or blank) line gets empty translations without running the model. With
         `tgt_lines`, the gold targets are scored too and GOLD AVG SCORE / GOLD PPL logged.
-        With `on_record`, the search keeps the inspection data (keep_inspection) and calls
-        `on_record(record)` with the record (onmt/translate/records.py) of the best hypothesis of
-        every line in `record_lines` (a container of 0-based line numbers; None: every line), in
-        the order batches finish; only batches holding such a line pay for keeping it.
+        `callbacks` (a Callbacks): inspection records, the beam history, the profiler.
         """
+        callbacks = callbacks or Callbacks()
         if tgt_lines is not None and len(tgt_lines) != len(src_lines):
             from onmt.errors import UserError
             raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
         src_tokens = [line.split() for line in src_lines]
-        keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
-        keep.sort(key=lambda i: -len(src_tokens[i]))   # batch similar lengths: less padding
         results = [[Translation([], 0.0, None)] * self.n_best for _ in src_lines]
-        wanted = (lambda line: False) if on_record is None else \
-            (lambda line: record_lines is None or line in record_lines)
-        if on_record is not None:
-            from onmt.translate.records import empty_record
-            for line, toks in enumerate(src_tokens):
-                if not toks and wanted(line):
-                    on_record(empty_record(line, toks))
+        self._record_empty_lines(src_tokens, callbacks)
         self.model.eval()
-        ignore = self.ignore_ids.to(self.device)
-        batches = self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size)
-        history = {} if self.beam_history is not None else None   # line -> its steps
-        if self.profiler is not None and keep:
-            self.profiler.start()
-        for batch in progress(batches, desc="translate", unit="sent", total=len(keep),
-                              weight=lambda b: b.batch_size, disable=not self.show_progress):
-            batch = batch.to(self.device)
-            lines = [keep[ex] for ex in batch.indices.tolist()]
-            inspect = any(wanted(line) for line in lines)
-            steps = [] if history is not None else None
-            if self.beam_size == 1 and steps is None:
-                hyps = greedy_search(self.model, batch, ignore_ids=ignore, keep_attn=self.keep_attn,
-                                     keep_inspection=inspect, **self.search_kwargs)
-            else:
-                hyps = beam_search(self.model, batch, beam_size=self.beam_size, n_best=self.n_best,
-                                   ignore_ids=ignore, keep_attn=self.keep_attn, keep_inspection=inspect,
-                                   beam_history=steps, **self.search_kwargs)
-            for b, line in enumerate(lines):
-                nbest = [Translation(self._words(h.tokens, h.attn, batch.oovs[b], src_tokens[line]),
-                                     h.score, h.attn if self.keep_attn else None, h.log_prob) for h in hyps[b]]
-                if inspect and wanted(line):
-                    on_record(self._record(line, src_tokens[line], nbest[0].tokens if nbest else [],
-                                           hyps[b][0] if hyps[b] else None))
-                if steps is not None:
-                    history[line] = [dict(s, words=self._words(s["tokens"], None, batch.oovs[b], []))
-                                     for s in steps[b]]
-                missing = self.n_best - len(nbest)        # only when nearly every token was forbidden
-                results[line] = nbest + [Translation([], float("-inf"), None, float("-inf"))] * missing
-            if self.profiler is not None:
-                self.profiler.done_one()
-        if self.profiler is not None:
-            self.profiler.stop()    # fewer batches than asked
+        history = {} if callbacks.beam_history is not None else None   # line -> its steps
+        for batch, lines in self._batches(src_lines, src_tokens, callbacks.profiler):
+            self._translate_batch(batch, lines, src_tokens, results, history, callbacks)
         if history is not None:
-            self.beam_history.extend({"line": i, "src": toks, "steps": history.get(i, [])}
-                                     for i, toks in enumerate(src_tokens))
+            callbacks.beam_history.extend({"line": i, "src": toks, "steps": history.get(i, [])}
+                                          for i, toks in enumerate(src_tokens))
         gold = self.score_gold(src_lines, tgt_lines) if tgt_lines is not None else None
         self._report(src_tokens, results, tgt_lines, gold)
         return results
+
+    def _translate_batch(self, batch, lines, src_tokens, results, history, callbacks):
+        """Search `batch` (the input `lines`) and put each line's n-best into `results` (its beam steps
+        into `history` when not None); the records of the lines `callbacks` wants."""
+        inspect = any(callbacks.wants(line) for line in lines)
+        hyps, steps = self._search(batch, inspect, dump=history is not None)
+        for b, line in enumerate(lines):
+            results[line] = self._nbest(hyps[b], batch.oovs[b], src_tokens[line])
+            if inspect and callbacks.wants(line):
+                callbacks.on_record(self._record(line, src_tokens[line], results[line][0].tokens,
+                                                 hyps[b][0] if hyps[b] else None))
+            if history is not None:
+                history[line] = [dict(s, words=self._words(s["tokens"], None, batch.oovs[b], [])) for s in steps[b]]
+
+    @staticmethod
+    def _record_empty_lines(src_tokens, callbacks):
+        """The records of the wanted lines the model does not read (empty sources)."""
+        if callbacks.on_record is None:
+            return
+        from onmt.translate.records import empty_record
+        for line, toks in enumerate(src_tokens):
+            if not toks and callbacks.wants(line):
+                callbacks.on_record(empty_record(line, toks))
+
+    def _batches(self, src_lines, src_tokens, profiler=None):
+        """(batch on the model's device, the input line of each of its examples) for the non-empty
+        lines, longest first (similar lengths: less padding), under the progress display and the profiler."""
+        keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
+        keep.sort(key=lambda i: -len(src_tokens[i]))
+        batches = self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size)
+        if profiler is not None and keep:
+            profiler.start()
+        for batch in progress(batches, desc="translate", unit="sent", total=len(keep),
+                              weight=lambda b: b.batch_size, disable=not self.show_progress):
+            yield batch.to(self.device), [keep[ex] for ex in batch.indices.tolist()]
+            if profiler is not None:
+                profiler.done_one()
+        if profiler is not None:
+            profiler.stop()    # fewer batches than asked
+
+    def _search(self, batch, inspect, dump):
+        """(per example, its n-best Hypothesis list; with `dump`, per example, its beam steps)."""
+        ignore = self.ignore_ids.to(self.device)
+        if self.beam_size == 1 and not dump:
+            return greedy_search(self.model, batch, ignore_ids=ignore, keep_attn=self.keep_attn,
+                                 keep_inspection=inspect, **self.search_kwargs), None
+        steps = [] if dump else None
+        hyps = beam_search(self.model, batch, beam_size=self.beam_size, n_best=self.n_best, ignore_ids=ignore,
+                           keep_attn=self.keep_attn, keep_inspection=inspect, beam_history=steps,
+                           **self.search_kwargs)
+        return hyps, steps
+
+    def _nbest(self, hyps, oovs, src_tokens):
+        """The n_best Translation of an example's Hypothesis list (-inf fillers when it is shorter:
+        only when nearly every token was forbidden)."""
+        nbest = [Translation(self._words(h.tokens, h.attn, oovs, src_tokens), h.score,
+                             h.attn if self.keep_attn else None, h.log_prob) for h in hyps]
+        return nbest + [Translation([], float("-inf"), None, float("-inf"))] * (self.n_best - len(nbest))
 
     def _record(self, line, src_words, pred_words, hyp):
         from onmt.translate.records import empty_record, make_record
