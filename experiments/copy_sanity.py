@@ -256,26 +256,41 @@ def _refs(rs, key, fmt):
     return " / ".join(format(v, fmt) for v in values) if values else "-"
 
 
+def collapses(curve):
+    """10-step training reports under 90 % accuracy after the first one at 95 % or more: the task was
+    learnt, then lost for a while."""
+    accs = [acc for _, acc, _, _ in curve]
+    first = next((i for i, acc in enumerate(accs) if acc >= 95), len(accs))
+    return sum(acc < 90 for acc in accs[first:])
+
+
+def _p99(values):
+    return sorted(values)[int(0.99 * (len(values) - 1))] if values else 0.0
+
+
 def write_table(a):
     rows = {}
     for name in sorted(os.listdir(a.results)):
         if name.endswith(".json"):
             r = json.load(open(os.path.join(a.results, name)))
             rows.setdefault(r["arm"], []).append(r)
-    lines = ["| arm | task | options | seeds | exact match % (each seed) | mean | final valid acc % | "
-             "loss rises | grad-norm spikes (max) | failures: ends early / skips | ‖s W^e‖ | "
-             "max Δ log p, Δ grad (relative) vs reference |", "|" + " --- |" * 12]
+    lines = ["| arm | task | options | exact match % (seeds 1 / 2 / 3) | mean | final valid acc % | "
+             "collapsed reports | grad norm p99 / max | failures: ends early / skips; first wrong word "
+             "(median) | ‖s W^e‖ | max Δ log p; Δ grad (relative) vs reference |", "|" + " --- |" * 11]
     for arm in [x for x in ARMS if x in rows]:
         rs = sorted(rows[arm], key=lambda r: r["seed"])
         ems = [100 * r["exact_match"] for r in rs]
         accs = [r["valid_accuracy"][-1] for r in rs]
-        kinds = [f[3] for r in rs for f in r["failures"]]
-        lines.append(f"| {arm} | {rs[0]['task']} | `{' '.join(rs[0]['options'])}` | {len(rs)} | "
+        failed = [f for r in rs for f in r["failures"]]
+        kinds = [f[3] for f in failed]
+        where = f"{statistics.median(f[0] for f in failed):.0f}" if failed else "-"
+        lines.append(f"| {arm} | {rs[0]['task']} | `{' '.join(rs[0]['options'])}` | "
                      f"{' / '.join(f'{e:.1f}' for e in ems)} | {statistics.mean(ems):.1f} | "
                      f"{' / '.join(f'{x:.1f}' for x in accs)} | "
-                     f"{sum(r['loss_rises'] for r in rs)} | {sum(r['norm_spikes'] for r in rs)} "
-                     f"({max(r['norm_max'] for r in rs):.0f}) | "
-                     f"{kinds.count('ends early')} / {kinds.count('skips/repeats')} | "
+                     f"{' / '.join(str(collapses(r['curve'])) for r in rs)} | "
+                     f"{statistics.mean(_p99(r['grad_norms']) for r in rs):.1f} / "
+                     f"{max(r['norm_max'] for r in rs):.0f} | "
+                     f"{kinds.count('ends early')} / {kinds.count('skips/repeats')}; {where} | "
                      f"{_refs(rs, 'enc_attn_norm', '.1f')} | {_refs(rs, 'max_logp_difference', '.1e')}; "
                      f"{_refs(rs, 'max_grad_relative_difference', '.1e')} |")
     table = os.path.join(a.results, "table.md")
@@ -334,6 +349,7 @@ def main(argv=None):
             print(f"{arm} seed {seed}: exact match {100 * result['exact_match']:.1f} %, "
                   f"{result['loss_rises']} loss rises, {result['norm_spikes']} norm spikes", flush=True)
             write_table(a)
+    write_table(a)
 
 
 if __name__ == "__main__":
