@@ -9,7 +9,10 @@ FLOPs utilization against a torch.mm peak measured in the same run, for each var
   hoisted    generator at every step on every row, W_out once per pass (`per_step_forward(hoisted=True)`)
   naive      the same, recomputing W_out at every step (`per_step_forward()`; keeps one (V, 3H)
              W_out per step for backward: ~48 GB at full size, so not in the default list)
-and the speed ratio of the optimized step over each. Peak RSS is the process's, so run the optimized
+  compiled   the optimized step with the decoder's step through torch.compile (train.py -compile); its
+             first step (the compilation) is timed apart and printed
+and the speed ratio of the optimized step over each. A variant named twice (`-variants optimized compiled
+optimized compiled`) is timed each time and its mean used: A B A B. Peak RSS is the process's, so run the optimized
 variant first (the default order).
 
     .venv/bin/python bench/reinforced_step_bench.py -batch_size 8 -src_len 100 -tgt_len 25 -steps 2
@@ -26,7 +29,7 @@ from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.losses.ml import MLLoss
-from onmt.model_builder import init_parameters
+from onmt.model_builder import compile_decoder_step, init_parameters
 from onmt.modules.sampling import sample_rows
 from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.memory import reuse_freed_memory
@@ -51,7 +54,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_size_args(p)
     p.add_argument("-variants", nargs="+", default=["optimized", "full", "hoisted"],
-                   choices=["optimized", "full", "hoisted", "naive"],
+                   choices=["optimized", "full", "hoisted", "naive", "compiled"],
                    help="naive keeps one W_out (V x 3H) per decoder step for backward: ~48 GB at full size")
     return p.parse_args()
 
@@ -64,7 +67,7 @@ def build_model(a):
     opt = SimpleNamespace(enc_layers=1, dec_layers=1, word_vec_size=a.word_vec_size, rnn_size=a.rnn_size,
                           brnn=True, dropout=0.0, no_temporal_attn=False, no_intra_decoder_attn=False,
                           no_tied_output=False, scheduled_sampling=a.scheduled_sampling,
-                          scheduled_sampling_mode="argmax", param_init=0.1)
+                          scheduled_sampling_mode="argmax", param_init=0.1, intra_attn_scale="sqrt")
     model = ReinforcedModel.from_opt(opt, vocabs)
     init_parameters(model, opt.param_init)  # as onmt.model_builder.build_model does
     return model.to(a.device).train()
@@ -177,12 +180,25 @@ def train_step(model, optim, batch, variant):
 
 
 def time_variant(model, optim, batch, a, variant):
-    train_step(model, optim, batch, variant)  # warm-up
+    compiled = variant == "compiled"
+    if compiled:   # train.py -compile's step, on the decoder only while this variant runs
+        if "compiled_step" not in vars(a):
+            a.compiled_step = compile_decoder_step(model).decoder.step
+        model.decoder.step = a.compiled_step
+        variant = "optimized"
     sync(a.device)
+    start = time.perf_counter()
+    train_step(model, optim, batch, variant)  # warm-up (the first compiled one compiles)
+    sync(a.device)
+    if compiled and "compile_seconds" not in vars(a):
+        a.compile_seconds = time.perf_counter() - start
+        print(f"compiled: first step (compilation included) {a.compile_seconds:.1f} s")
     start = time.perf_counter()
     for _ in range(a.steps):
         loss = train_step(model, optim, batch, variant)
     sync(a.device)
+    if compiled:
+        del model.decoder.step   # the class's eager step again
     return (time.perf_counter() - start) / a.steps, loss
 
 
@@ -203,19 +219,22 @@ def main():
     print(f"measured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
     print(f"assumed FLOPs per target token: {flops / tokens / 1e6:.1f} MFLOP (step {flops / 1e9:.1f} GFLOP; "
           + ", ".join(f"{k} {v / flops:.0%}" for k, v in parts.items()) + ")")
-    results = {}
+    runs = {}
     for name in a.variants:
         seconds, loss = time_variant(model, optim, batch, a, name)
-        results[name] = seconds
+        runs.setdefault(name, []).append(seconds)
         print(f"{name:9s}: {seconds:.3f} s/step, {tokens / seconds:,.0f} tgt tokens/s, "
               f"MFU {flops / seconds / peak:.1%}, loss {loss:.3f}, "
               f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
               + (f", peak GPU {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
                  if str(a.device).startswith("cuda") else ""))
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
-    for name in ("full", "hoisted", "naive"):
+    results = {name: sum(times) / len(times) for name, times in runs.items()}   # s/step, mean of the runs
+    for name in ("full", "hoisted", "naive", "compiled"):
         if name in results and "optimized" in results:
-            print(f"speed-up of the optimized step over {name}: {results[name] / results['optimized']:.2f}x")
+            print(f"speed-up of the optimized step over {name}: {results[name] / results['optimized']:.2f}x "
+                  f"(s/step: optimized {' / '.join(f'{t:.3f}' for t in runs['optimized'])}, "
+                  f"{name} {' / '.join(f'{t:.3f}' for t in runs[name])})")
 
 
 if __name__ == "__main__":

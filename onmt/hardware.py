@@ -4,7 +4,8 @@ translate.py's and the API's `-precision` (fp32 | bf16 | fp16 | int8) and traini
 before any work. A precision the device would run no faster than float32 (or not at all) is refused
 in one line saying why, rather than run slowly: fp16 on the CPU (no fast float16 products there),
 int8 on CUDA (PyTorch's dynamic quantization is a CPU kernel), bf16 on a CPU without AVX-512 BF16 or
-AMX (oneDNN would emulate it, slower than float32).
+AMX (oneDNN would emulate it, slower than float32). Training's `-compile` asks here whether torch.compile
+can build kernels (a C++ compiler on the CPU, Triton on CUDA).
 """
 import torch
 
@@ -61,3 +62,20 @@ def precision_problem(precision, device_type):
     if precision == "int8" and int8_engine() is None:
         return "this PyTorch build has no quantized CPU engine (x86, fbgemm or onednn)"
     return None
+
+
+def compile_problem(device_type):
+    """None if torch.compile can build kernels for a device of `device_type` here, else why not (a
+    sentence without the option's name): inductor compiles C++ on the CPU and Triton kernels on CUDA."""
+    import os
+    import shutil
+    if device_type == "cuda":
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return "torch.compile needs the triton package on CUDA (pip install triton)"
+        return None
+    if not (os.environ.get("CXX") or any(shutil.which(c) for c in ("g++", "c++", "clang++"))):
+        return "torch.compile needs a C++ compiler on the CPU (g++, c++ or clang++ on PATH, or CXX)"
+    return None
+

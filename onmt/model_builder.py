@@ -148,6 +148,18 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     return model
 
 
+def compile_decoder_step(model):
+    """-compile: the decoder's `step` (every family's decoder has one) through torch.compile, put on the
+    decoder instance, so the model's passes, rollouts and decoding call it; the parameters, the state dict
+    and so the checkpoints are unchanged. One graph for every batch size, source length and step
+    (dynamic shapes: the intra-decoder history grows by one row per step); the fused per-pass
+    autograd functions inside a step (onmt/fused/) break the graph and run eagerly. Returns the model."""
+    import torch
+    decoder = model.decoder
+    decoder.step = torch.compile(type(decoder).step.__get__(decoder), dynamic=True)
+    return model
+
+
 def _shape(t):
     return "x".join(map(str, t.shape)) or "a scalar"
 

@@ -182,7 +182,7 @@ def _train_rank(opt, world):
 
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
-    from onmt.model_builder import build_loss, build_model, model_entry
+    from onmt.model_builder import build_loss, build_model, compile_decoder_step, model_entry
     vocabs, meta = load_vocabs(opt.data)
     check_training_examples(opt.data, meta)
 
@@ -213,6 +213,9 @@ def _train_rank(opt, world):
     model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
                         allow_new=ckpt is not None and opts.given(opt, "coverage_attn"),
                         checkpoint_name=opt.train_from or None, device=device)
+    if opt.compile:
+        compile_decoder_step(model)
+        logger.info("-compile: the decoder's step is compiled by torch.compile on its first call")
     optimizer = build_optimizer(opt, model, ckpt)
     logger.info(describe_phase(opt, ckpt))
     distributed.broadcast_model(model, world)

@@ -16,6 +16,10 @@ def train_opts(parser):
                "(avx512_bf16 / amx_bf16; ignored on other CPUs); the generator, W_out, losses and rewards stay float32")
     g.add("-amp_dtype", "--amp_dtype", default="bf16", choices=["bf16", "fp16"],
           help="-amp's low precision: bf16 (bfloat16, no loss scaling) or fp16 (float16 with a GradScaler)")
+    g.add("-compile", "--compile", action="store_true",
+          help="torch.compile the decoder's step (the reinforced model's teacher-forced passes and rollouts, the "
+               "step-loop decoders; See et al.'s fused decoder pass is not compiled), on first use (~30 s on the "
+               "CPU). Measured no faster on the CPU (README, Lower precision); for GPUs (bench/gpu_suite.sh)")
     g = parser.add_argument_group("Schedule")
     g.add("-train_steps", "--train_steps", type=int, default=100000, help="stop after this many steps")
     g.add("-epochs", "--epochs", type=int, default=0, help="if > 0, train this many epochs instead of -train_steps")

@@ -228,6 +228,11 @@ def validate_train_opts(opt):
         import torch
         if not torch.cuda.is_available():
             raise OptionError("-gpu_ranks given but CUDA is not available")
+    if opt.compile:
+        from onmt.hardware import compile_problem
+        problem = compile_problem("cuda" if opt.gpu >= 0 or opt.gpu_ranks else "cpu")
+        if problem:
+            raise OptionError(f"-compile: {problem}")
 
 
 def validate_translate_opts(opt):

@@ -82,3 +82,33 @@ def test_checkpoint_state_restores_parameters():
     b = build_model(opt, vocabs, checkpoint_state=a.state_dict())
     for (na, pa), (nb, pb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert na == nb and torch.equal(pa, pb)
+
+
+@pytest.mark.slow   # torch.compile's first call builds C++ kernels: ~30 s on the CPU
+def test_compiled_decoder_step_gives_the_same_loss_and_gradients():
+    """train.py -compile: the reinforced model's ML loss (scheduled sampling on) and its gradients through
+    the compiled decoder step equal the eager ones to float32 rounding, and the step was compiled."""
+    from torch._dynamo.utils import counters
+
+    from helpers.reinforced import _batch, _model
+    from onmt.hardware import compile_problem
+    from onmt.model_builder import compile_decoder_step
+    if compile_problem("cpu"):
+        pytest.skip(compile_problem("cpu"))
+    batch = _batch(seed=1, B=4, S=7, T=6)
+    losses, grads = [], []
+    counters.clear()
+    for compiled in (False, True):
+        model = _model("-scheduled_sampling", "0.25", seed=0).train()
+        if compiled:
+            assert compile_decoder_step(model) is model and "step" in vars(model.decoder)
+        torch.manual_seed(5)   # the same scheduled-sampling draws
+        loss, stats = MLLoss()(model, batch)
+        (loss / stats.n_words).backward()
+        losses.append(loss.item())
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert counters["frames"]["ok"] > 0   # dynamo compiled frames of the step
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+    assert grads[1].keys() == grads[0].keys() and len(grads[0]) > 5
+    for name, g in grads[0].items():
+        assert torch.allclose(grads[1][name], g, rtol=1e-4, atol=1e-6), name

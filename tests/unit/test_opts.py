@@ -302,3 +302,14 @@ def test_a_config_key_typo_gets_the_command_lines_suggestions(tmp_path, capsys):
     dashed.write_text("-word_vec_size: 128\n--rnn_size: 64\n")   # keys written with dashes count as well
     opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", "-config", str(dashed)])
     assert opt.word_vec_size == 128 and opt.rnn_size == 64 and opts.given(opt, "word_vec_size")
+
+
+def test_compile_without_a_compiler_is_refused_in_one_line(monkeypatch):
+    import shutil
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/g++" if name == "g++" else None)
+    assert _train_opt("-compile").compile is True   # a compiler: accepted
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(OptionError, match=re.escape("-compile: torch.compile needs a C++ compiler on the CPU")):
+        _train_opt("-compile")
+    assert _train_opt().compile is False   # off by default: nothing is checked
