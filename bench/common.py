@@ -39,14 +39,22 @@ def model_opt(args):
     return opt
 
 
-def matmul_peak_flops(n=2048, repeats=5):
-    """Measured fp32 matmul FLOP/s on this machine (best of `repeats`)."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def sync(device):
+    """Wait for the device's queued work (CUDA); nothing on the CPU."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_peak_flops(n=2048, repeats=5, device="cpu"):
+    """Measured fp32 matmul FLOP/s on this machine's `device` (best of `repeats`)."""
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
     torch.mm(a, b)
     best = float("inf")
     for _ in range(repeats):
+        sync(device)
         t = time.perf_counter()
         torch.mm(a, b)
+        sync(device)
         best = min(best, time.perf_counter() - t)
     return 2 * n ** 3 / best
 

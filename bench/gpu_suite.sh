@@ -1,38 +1,71 @@
 #!/usr/bin/env bash
-# Everything to check on one GPU, in about 10 minutes, ending in one table:
+# Everything to check on one GPU, in at most 10 minutes, ending in one table:
 #   bash bench/gpu_suite.sh [WORKDIR]          (default WORKDIR: runs/gpu_suite)
 # 1. the test suite's CUDA tests (pytest -k "cuda or gpu");
 # 2. -amp bf16 and fp16 training of each family (rnn, copy, reinforced) for 300 steps on toy data
-#    (tools/make_toy_data.py -task copy), validation perplexity against the float32 run's;
-# 3. beam translation of the toy test set at each precision this GPU runs (fp32, bf16, fp16;
+#    (tools/make_toy_data.py -task copy), validating every 100 steps, beside a float32 run of the same seed:
+#    loss parity PASS / FAIL, the -amp run's first validation perplexity (step 100) within 2 % of the float32
+#    run's, the last ones shown (bench/suite_parity.py says why not the last);
+# 3. the training-step benchmarks at the papers' sizes: the reinforced model's ML step
+#    (bench/reinforced_step_bench.py, batch 32, 400 / 100 tokens, V 150k / 50k, against the per-step
+#    generator and against train.py -compile's step, its compilation timed apart), See et al.'s step (bench/train_bench.py, batch 16, 400 / 100, V 50k) and the mixed-objective
+#    step against the ML step (bench/mixed_step_bench.py, rollouts of 100 tokens);
+# 4. beam translation of the toy test set at each precision this GPU runs (fp32, bf16, fp16;
 #    onmt/hardware.py refuses int8 on CUDA), sentences/s and ROUGE against fp32 (bench/precision_quality.py);
-# 4. a 1-GPU torchrun of the reinforced model (100 steps).
+# 5. a 1-GPU torchrun of the reinforced model (100 steps).
+# Each piece runs under `timeout` within what is left of SUITE_BUDGET seconds (default 570 on CUDA): a piece
+# cut off is a TIMED OUT row, a piece with no time left a skipped one, so the suite ends within the budget.
 # With no CUDA device it stops at once with one line saying so (exit status 2). NOT YET RUN ON A GPU:
-# no GPU was available when it was written; each piece runs on the CPU with GPU=-1 (SUITE_DEVICE=cpu)
-# except the CUDA tests and the fp16 rows.
+# no GPU was available when it was written; SUITE_DEVICE=cpu runs each piece on the CPU (GPU=-1, small
+# benchmark sizes) except the CUDA tests, the fp16 rows and torchrun.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 WORK=${1:-runs/gpu_suite}
 DEVICE=${SUITE_DEVICE:-cuda}
 STEPS=${SUITE_STEPS:-300}
+T0=$(date +%s)
 if [ "$DEVICE" = cuda ]; then
   if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
     echo "gpu_suite: no CUDA device (torch.cuda.is_available() is False): run it on a machine with a GPU" >&2
     exit 2
   fi
-  GPU=0; AMPS="fp32 bf16 fp16"; PRECISIONS="fp32,bf16,fp16"
+  GPU=0; AMPS="fp32 bf16 fp16"; PRECISIONS="fp32,bf16,fp16"; BUDGET=${SUITE_BUDGET:-570}; SCALE=1
+  # the papers' sizes (the benchmarks' defaults); about a minute each on an H100 (an estimate: not yet run)
+  RL_STEP=(-steps 5 -variants optimized hoisted compiled); SEE_STEP=(-steps 10); MIXED_STEP=(-steps 3)
 else
-  GPU=-1; AMPS="fp32 bf16"; PRECISIONS=""
+  GPU=-1; AMPS="fp32 bf16"; PRECISIONS=""; BUDGET=${SUITE_BUDGET:-3000}; SCALE=5   # the CPU: 5x each limit
+  RL_STEP=(-batch_size 8 -src_len 100 -tgt_len 25 -src_vocab 20000 -tgt_vocab 10000 -steps 2 -variants optimized hoisted compiled)
+  SEE_STEP=(-batch_size 8 -src_len 100 -tgt_len 25 -tgt_vocab 10000 -steps 2)
+  MIXED_STEP=(-batch_size 8 -src_len 100 -tgt_len 25 -src_vocab 20000 -tgt_vocab 10000 -steps 2)
 fi
 mkdir -p "$WORK"
 TABLE="$WORK/table.md"
 echo "| check | result |" > "$TABLE"; echo "| --- | --- |" >> "$TABLE"
 row() { echo "| $1 | $2 |" >> "$TABLE"; }
 
+# piece LIMIT LOG CMD...: CMD with stdout and stderr to LOG, cut off after LIMIT (x SCALE) seconds or what is
+# left of the budget, whichever comes first. Status: CMD's, 124 when cut off, 125 when skipped (under 10 s left).
+piece() {
+  local limit=$(( $1 * SCALE )) log=$2; shift 2
+  local left=$(( BUDGET - ($(date +%s) - T0) ))
+  (( left < limit )) && limit=$left
+  if (( limit < 10 )); then echo "skipped: the suite's budget of $BUDGET s is spent" > "$log"; return 125; fi
+  timeout "$limit" "$@" > "$log" 2>&1
+}
+# outcome STATUS LOG: the table's words for a piece that ended with STATUS
+outcome() {
+  case $1 in
+    0) echo "passed" ;;
+    124) echo "TIMED OUT (see $2)" ;;
+    125) echo "skipped (suite budget spent)" ;;
+    *) echo "FAILED, exit $1 (see $2)" ;;
+  esac
+}
+
 if [ "$DEVICE" = cuda ]; then
-  if "$PY" -m pytest -q -p no:cacheprovider -k "cuda or gpu" tests > "$WORK/pytest.log" 2>&1; then
-    row "CUDA tests" "passed: $(tail -1 "$WORK/pytest.log")"; else row "CUDA tests" "FAILED: $(tail -1 "$WORK/pytest.log")"; fi
+  piece 120 "$WORK/pytest.log" "$PY" -m pytest -q -p no:cacheprovider -k "cuda or gpu" tests; rc=$?
+  row "CUDA tests" "$(outcome $rc "$WORK/pytest.log"): $(tail -1 "$WORK/pytest.log")"
 fi
 
 "$PY" tools/make_toy_data.py -task copy -dir "$WORK/data" -seed 1 -train_size 3000 -valid_size 200 -test_size 200 >/dev/null
@@ -45,30 +78,49 @@ for fam in rnn copy reinforced; do
   for amp in $AMPS; do
     extra=""; [ "$amp" != fp32 ] && extra="-amp -amp_dtype $amp"
     log="$WORK/train_${fam}_${amp}.log"
-    rm -f "$WORK/${fam}_${amp}"_step_*.pt "$WORK/${fam}_${amp}_best.pt"
+    rm -f "$WORK/${fam}_${amp}"_step_*.pt "$WORK/${fam}_${amp}_best.pt" "$log"
     start=$(date +%s)
     # shellcheck disable=SC2086
-    "$PY" train.py -data "$WORK/prep/data" -save_model "$WORK/${fam}_${amp}" ${FAMILY[$fam]} $extra -gpu $GPU \
-      -rnn_size 128 -word_vec_size 64 -batch_size 32 -train_steps "$STEPS" -valid_steps "$STEPS" \
-      -save_checkpoint_steps "$STEPS" -report_every 100 -seed 1 -log_file "$log" > /dev/null 2>&1
-    ppl=$(grep -o "Validation perplexity: [0-9.e+-]*" "$log" | tail -1 | awk '{print $3}')
-    row "train $fam $amp ($STEPS steps)" "val ppl ${ppl:-FAILED}, $(( $(date +%s) - start )) s"
+    piece 60 "$WORK/train_${fam}_${amp}.out" "$PY" train.py -data "$WORK/prep/data" -save_model "$WORK/${fam}_${amp}" \
+      ${FAMILY[$fam]} $extra -gpu $GPU -rnn_size 128 -word_vec_size 64 -batch_size 32 -train_steps "$STEPS" \
+      -valid_steps 100 -save_checkpoint_steps "$STEPS" -report_every 100 -seed 1 -log_file "$log"; rc=$?
+    ppl=$(grep -o "Validation perplexity: [0-9.e+-]*" "$log" 2>/dev/null | tail -1 | awk '{print $3}')
+    row "train $fam $amp ($STEPS steps)" "$(outcome $rc "$WORK/train_${fam}_${amp}.out"), val ppl ${ppl:--}, $(( $(date +%s) - start )) s"
   done
 done
+# shellcheck disable=SC2086
+"$PY" -m bench.suite_parity -work "$WORK" -families rnn copy reinforced -amps $AMPS >> "$TABLE"
+
+bench_row() {  # bench_row LABEL LOG PATTERN STATUS: the benchmark's lines matching PATTERN, joined by "; "
+  local found; found=$(grep -E "$3" "$2" 2>/dev/null | sed 's/  */ /g' | paste -sd ';' | sed 's/;/; /g')
+  if [ "$4" = 0 ]; then row "$1" "$found"; else row "$1" "$(outcome "$4" "$2")${found:+; $found}"; fi
+}
+piece 180 "$WORK/bench_reinforced_step.log" "$PY" -m bench.reinforced_step_bench -device "$DEVICE" "${RL_STEP[@]}"; rc=$?
+bench_row "reinforced ML step (bench/reinforced_step_bench.py ${RL_STEP[*]})" "$WORK/bench_reinforced_step.log" \
+  "^optimized|^speed-up|matmul peak|^compiled: first" $rc
+piece 90 "$WORK/bench_see_step.log" "$PY" -m bench.train_bench -device "$DEVICE" "${SEE_STEP[@]}"; rc=$?
+bench_row "See et al. step (bench/train_bench.py ${SEE_STEP[*]})" "$WORK/bench_see_step.log" "^train:|utilization|peak" $rc
+piece 120 "$WORK/bench_mixed_step.log" "$PY" -m bench.mixed_step_bench -device "$DEVICE" "${MIXED_STEP[@]}"; rc=$?
+bench_row "mixed step / ML step (bench/mixed_step_bench.py ${MIXED_STEP[*]})" "$WORK/bench_mixed_step.log" \
+  "^ML |^mixed" $rc
 
 CKPT="$WORK/reinforced_fp32_step_${STEPS}.pt"
 if [ -f "$CKPT" ]; then
   prec_args=(); [ -n "$PRECISIONS" ] && prec_args=(-precisions "$PRECISIONS")
-  "$PY" -m bench.precision_quality -model "$CKPT" -src "$WORK/data/test.src.txt" -tgt "$WORK/data/test.tgt.txt" \
-    -n 200 -device "$DEVICE" "${prec_args[@]}" > "$WORK/precision.log" 2>&1 \
-    && grep "^| [a-z]" "$WORK/precision.log" | grep -v "^| precision" | while read -r line; do row "translate (reinforced) $(echo "$line" | cut -d'|' -f2)" "$(echo "$line" | cut -d'|' -f3-8 | tr '|' ';')"; done \
-    || row "translate at each precision" "FAILED (see $WORK/precision.log)"
+  piece 90 "$WORK/precision.log" "$PY" -m bench.precision_quality -model "$CKPT" -src "$WORK/data/test.src.txt" \
+    -tgt "$WORK/data/test.tgt.txt" -n 200 -device "$DEVICE" "${prec_args[@]}"; rc=$?
+  if [ $rc = 0 ]; then
+    grep "^| [a-z]" "$WORK/precision.log" | grep -v "^| precision" | while read -r line; do
+      row "translate (reinforced) $(echo "$line" | cut -d'|' -f2)" "$(echo "$line" | cut -d'|' -f3-8 | tr '|' ';')"; done
+  else row "translate at each precision" "$(outcome $rc "$WORK/precision.log")"; fi
 fi
 
 if [ "$DEVICE" = cuda ]; then
-  if "$PY" -m torch.distributed.run --standalone --nproc_per_node 1 train.py -data "$WORK/prep/data" \
-      -save_model "$WORK/torchrun" -reinforced -gpu 0 -train_steps 100 -valid_steps 100 -save_checkpoint_steps 100 \
-      -rnn_size 128 -word_vec_size 64 -batch_size 32 > "$WORK/torchrun.log" 2>&1; then
-    row "torchrun 1 GPU" "passed"; else row "torchrun 1 GPU" "FAILED (see $WORK/torchrun.log)"; fi
+  rm -f "$WORK"/torchrun_step_*.pt "$WORK/torchrun_best.pt"
+  piece 90 "$WORK/torchrun.log" "$PY" -m torch.distributed.run --standalone --nproc_per_node 1 train.py \
+    -data "$WORK/prep/data" -save_model "$WORK/torchrun" -reinforced -gpu 0 -train_steps 100 -valid_steps 100 \
+    -save_checkpoint_steps 100 -rnn_size 128 -word_vec_size 64 -batch_size 32; rc=$?
+  row "torchrun 1 GPU" "$(outcome $rc "$WORK/torchrun.log")"
 fi
+row "suite" "$(( $(date +%s) - T0 )) s of the budget's $BUDGET s"
 echo; cat "$TABLE"

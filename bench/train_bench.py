@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from bench.common import matmul_peak_flops, model_opt, peak_rss_mib, random_batch, synthetic_vocabs
+from bench.common import matmul_peak_flops, model_opt, peak_rss_mib, random_batch, sync, synthetic_vocabs
 from onmt.model_builder import build_loss, build_model
 from onmt.utils.memory import reuse_freed_memory
 from onmt.utils.optim import build_optimizer
@@ -38,6 +38,7 @@ def main():
     p.add_argument("-tgt_vocab", type=int, default=50000)
     p.add_argument("-steps", type=int, default=3)
     p.add_argument("-threads", type=int, default=0, help="torch threads (0: default)")
+    p.add_argument("-device", default="cpu", help="cpu or cuda (bench/gpu_suite.sh)")
     a = p.parse_args()
     reuse_freed_memory()  # as train.py does
     if a.threads:
@@ -47,10 +48,10 @@ def main():
     opt = model_opt(["-word_vec_size", str(E), "-rnn_size", str(H), "-brnn", "-layers", "1", "-copy_attn",
                      "-coverage_attn", "-global_attention", "mlp", "-dropout", "0", "-optim", "adam"])
     vocabs = synthetic_vocabs(a.tgt_vocab, a.tgt_vocab)
-    model = build_model(opt, vocabs)
+    model = build_model(opt, vocabs).to(a.device)
     loss_fn = build_loss(opt)
     optim = build_optimizer(model.parameters(), "adam", 1e-3)
-    batch = random_batch(a.batch_size, a.src_len, a.tgt_len, a.tgt_vocab, a.tgt_vocab)
+    batch = random_batch(a.batch_size, a.src_len, a.tgt_len, a.tgt_vocab, a.tgt_vocab).to(a.device)
 
     def step():
         optim.zero_grad(set_to_none=True)
@@ -60,14 +61,16 @@ def main():
         return stats.n_words
 
     step()  # warm-up
+    sync(a.device)
     t = time.perf_counter()
     tokens = sum(step() for _ in range(a.steps))
+    sync(a.device)
     dt = time.perf_counter() - t
     tok_s = tokens / dt
     fpt = flops_per_target_token(E, H, a.tgt_vocab, a.src_len, a.tgt_len + 1)
-    peak = matmul_peak_flops()
+    peak = matmul_peak_flops(device=a.device)
     print(f"config: emb {E}, rnn {H} (brnn), copy+coverage, V_tgt {a.tgt_vocab}, src {a.src_len}, "
-          f"tgt {a.tgt_len}, batch {a.batch_size}, threads {torch.get_num_threads()}")
+          f"tgt {a.tgt_len}, batch {a.batch_size}, device {a.device}, threads {torch.get_num_threads()}")
     print(f"train: {tok_s:.0f} target tokens/s ({dt / a.steps:.2f} s/step)")
     print(f"model FLOPs per target token (fwd+bwd, analytic): {fpt / 1e6:.1f} MFLOP")
     print(f"fp32 matmul peak (2048^3 mm): {peak / 1e9:.1f} GFLOP/s")
