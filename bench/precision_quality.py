@@ -6,7 +6,8 @@
 
 Translates the first -n lines (read in place) with translate.py's defaults for the checkpoint (beam 5,
 its length and n-gram rules) at each precision this host runs fast (onmt/hardware.py; -precisions to
-choose), fp32 first and again last (the two fp32 timings show the machine's drift). Prints, per
+choose; -translate_opts adds translate.py options), fp32 first and again last (the two fp32 timings show
+the machine's drift). Prints, per
 precision: sentences/s (the translation call alone, after one warm-up batch), its speed over fp32's
 (the first fp32 run), ROUGE-1/2/L F1 against -tgt, the difference from fp32 and the paired bootstrap's
 two-sided p-value of that difference (onmt/evaluation/bootstrap.py, 1000 samples), and the share of
@@ -27,10 +28,10 @@ from onmt.translate.session import load_session, translate_lines
 SHOWN = ("rouge1", "rouge2", "rougeL")
 
 
-def run(model, precision, src, batch_size, device):
+def run(model, precision, src, batch_size, device, more=()):
     session = load_session(model, torch.device(device), precision)
     opt = opts.parse_with_given(opts.translate_parser(), ["-model", model, "-src", "-", "-precision", precision,
-                                                          "-batch_size", str(batch_size)])
+                                                          "-batch_size", str(batch_size), *more])
     opts.update_translate_opts(opt)
     translate_lines(opt, session, src[:batch_size], show_progress=False)   # warm-up (and the weights' preparation)
     t = time.perf_counter()
@@ -48,6 +49,8 @@ def main(argv=None):
     p.add_argument("-precisions", default="", help="comma-separated (default: every precision this host runs fast)")
     p.add_argument("-threads", type=int, default=1)
     p.add_argument("-device", default="cpu", help="cpu or cuda (bench/gpu_suite.sh)")
+    p.add_argument("-translate_opts", default="",
+                   help="more translate.py options, one string (e.g. '-min_length 20 -max_length 20')")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     src = [line.rstrip("\n") for line in open(a.src, encoding="utf-8")]
@@ -60,7 +63,7 @@ def main(argv=None):
     idx = [METRICS.index(m) for m in SHOWN]
     rows, base = [], None
     for i, precision in enumerate(order):
-        preds, secs = run(a.model, precision, src, a.batch_size, a.device)
+        preds, secs = run(a.model, precision, src, a.batch_size, a.device, a.translate_opts.split())
         f = score(preds, ref)[:, idx, 2] * 100   # (n, 3) F1
         if base is None:
             base = (preds, f, secs)
@@ -70,7 +73,8 @@ def main(argv=None):
         name = precision + (" (again)" if i == len(order) - 1 else "")
         rows.append((name, len(src) / secs, base[2] / secs, f.mean(0), f.mean(0) - base[1].mean(0), two_sided, same))
         print(f"done {name}: {len(src) / secs:.1f} sent/s", flush=True)
-    print(f"\n{len(src)} lines of {a.src}, {a.model}, {torch.get_num_threads()} thread(s)")
+    print(f"\n{len(src)} lines of {a.src}, {a.model}, {torch.get_num_threads()} thread(s)"
+          + (f", {a.translate_opts}" if a.translate_opts else ""))
     print("| precision | sent/s | x fp32 | " + " | ".join(f"{m} F1 (diff, p)" for m in SHOWN) + " | same as fp32 |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " | --- |")
     for name, speed, ratio, mean, diff, pv, same in rows:
