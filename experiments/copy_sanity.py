@@ -53,6 +53,7 @@ ARMS = {
     "r_recipe": ("copy_oov", ["-reinforced", "-word_vec_size", "64", "-rnn_size", "128"]),
     "r_sqrt_d0_decay": ("copy_oov", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0"] + DECAY),
     "see_d3_decay": ("copy_oov", SEE + ["-dropout", "0.3"] + DECAY),
+    "r_sqrt_d3_decay": ("copy_oov", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0.3"] + DECAY),
     "sort_see_d3": ("sort", SEE + ["-dropout", "0.3"]),
     "sort_r_none_d0": ("sort", REINF + ["-intra_attn_scale", "none", "-dropout", "0"]),
     "sort_r_sqrt_d0": ("sort", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0"]),
@@ -256,12 +257,12 @@ def _refs(rs, key, fmt):
     return " / ".join(format(v, fmt) for v in values) if values else "-"
 
 
-def collapses(curve):
-    """10-step training reports under 90 % accuracy after the first one at 95 % or more: the task was
-    learnt, then lost for a while."""
+def collapses(curve, after=0):
+    """10-step training reports under 90 % accuracy after the first one at 95 % or more (and after
+    step `after`): the task was learnt, then lost for a while."""
     accs = [acc for _, acc, _, _ in curve]
     first = next((i for i, acc in enumerate(accs) if acc >= 95), len(accs))
-    return sum(acc < 90 for acc in accs[first:])
+    return sum(acc < 90 for step, acc, _, _ in curve[first:] if step > after)
 
 
 def _p99(values):
@@ -275,19 +276,20 @@ def write_table(a):
             r = json.load(open(os.path.join(a.results, name)))
             rows.setdefault(r["arm"], []).append(r)
     lines = ["| arm | task | options | exact match % (seeds 1 / 2 / 3) | mean | final valid acc % | "
-             "collapsed reports | grad norm p99 / max | failures: ends early / skips; first wrong word "
-             "(median) | ‖s W^e‖ | max Δ log p; Δ grad (relative) vs reference |", "|" + " --- |" * 11]
+             "collapsed reports (after step 1,000) | grad norm p99 / max | failures: ends early / skips; "
+             "first wrong word (median) | ‖s W^e‖ | max Δ log p; Δ grad (relative) vs reference |", "|" + " --- |" * 11]
     for arm in [x for x in ARMS if x in rows]:
         rs = sorted(rows[arm], key=lambda r: r["seed"])
         ems = [100 * r["exact_match"] for r in rs]
         accs = [r["valid_accuracy"][-1] for r in rs]
+        falls = [f"{collapses(r['curve'])} ({collapses(r['curve'], 1000)})" for r in rs]
         failed = [f for r in rs for f in r["failures"]]
         kinds = [f[3] for f in failed]
         where = f"{statistics.median(f[0] for f in failed):.0f}" if failed else "-"
         lines.append(f"| {arm} | {rs[0]['task']} | `{' '.join(rs[0]['options'])}` | "
                      f"{' / '.join(f'{e:.1f}' for e in ems)} | {statistics.mean(ems):.1f} | "
                      f"{' / '.join(f'{x:.1f}' for x in accs)} | "
-                     f"{' / '.join(str(collapses(r['curve'])) for r in rs)} | "
+                     f"{' / '.join(falls)} | "
                      f"{statistics.mean(_p99(r['grad_norms']) for r in rs):.1f} / "
                      f"{max(r['norm_max'] for r in rs):.0f} | "
                      f"{kinds.count('ends early')} / {kinds.count('skips/repeats')}; {where} | "
