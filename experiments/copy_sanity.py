@@ -69,6 +69,9 @@ def parse_args(argv=None):
     p.add_argument("-only", default="", help="comma-separated arms (default: all)")
     p.add_argument("-seeds", default="1,2,3")
     p.add_argument("-results", default=RESULTS)
+    p.add_argument("-backfill", action="store_true",
+                   help="train nothing: complete the results already written (reference check, per-pair "
+                        "outcomes) and write the table")
     return p.parse_args(argv)
 
 
@@ -125,17 +128,19 @@ def _train_with_norms(norm_file, argv):
 
 
 def failures(ckpt, src_path, tgt_path):
-    """(exact match, [(first differing position, reference length, attention entropy there, kind)])
-    of beam-5 outputs, from the API's details (the same search as translate.py)."""
+    """(exact match, [(first differing position, reference length, attention entropy there, kind)],
+    [1 where the output is the reference, else 0] per test pair) of beam-5 outputs, from the API's
+    details (the same search as translate.py)."""
     import torch
 
     from onmt.api import Summarizer
     src = [line.strip() for line in open(src_path, encoding="utf-8")]
     ref = [line.split() for line in open(tgt_path, encoding="utf-8")]
     out = Summarizer.load(ckpt).summarize(src, return_details=True, detokenize=False, beam_size=5)
-    failed = []
+    failed, correct = [], []
     for o, r in zip(out, ref):
         p = o["summary"].split()
+        correct.append(int(p == r))
         if p == r:
             continue
         k = next((t for t in range(min(len(p), len(r))) if p[t] != r[t]), min(len(p), len(r)))
@@ -144,7 +149,7 @@ def failures(ckpt, src_path, tgt_path):
         entropy = float(-(row.clamp_min(1e-12).log() * row).sum()) if row is not None else None
         kind = "ends early" if len(p) < len(r) and p == r[:len(p)] else "skips/repeats"
         failed.append((k, len(r), entropy, kind))
-    return 1 - len(failed) / len(ref), failed
+    return 1 - len(failed) / len(ref), failed, correct
 
 
 def reference_check(ckpt, src_path, tgt_path, n=64):
@@ -229,24 +234,30 @@ def one_run(a, arm, seed):
     for line in filter(None, tops):
         name = line.split()[2].split("=")[0]
         largest[name] = largest.get(name, 0) + 1
-    em, failed = failures(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
+    em, failed, correct = failures(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
     rises, norm_spikes, med, top = spikes(curve, norms)
     return {"arm": arm, "task": task, "seed": seed, "options": options, "steps": steps, "exact_match": em,
             "valid_accuracy": [float(x) for x in VALID_ACC.findall(text)], "loss_rises": rises,
             "norm_spikes": norm_spikes, "norm_median": med, "norm_max": top, "curve": curve,
-            "grad_norms": norms, "failures": failed, "largest_gradient_at_spikes": largest,
+            "grad_norms": norms, "failures": failed, "correct": correct, "largest_gradient_at_spikes": largest,
             "reference": reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")}
 
 
 def add_reference(a, out):
-    """A result written before reference_check existed gets it, from its checkpoint when still there."""
+    """A result written before reference_check or the per-pair outcomes existed gets them, from its
+    checkpoint when still there."""
     result = json.load(open(out))
     task, steps = result["task"], result["steps"]
     ckpt = os.path.join(a.workdir, "arms", f"{result['arm']}_s{result['seed']}", f"m_step_{steps}.pt")
-    if "max_grad_relative_difference" in (result.get("reference") or {}) or not os.path.exists(ckpt):
+    has_ref = "max_grad_relative_difference" in (result.get("reference") or {})
+    if (has_ref and "correct" in result) or not os.path.exists(ckpt):
         return
     data = os.path.join(a.workdir, task, "data")
-    result["reference"] = reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
+    if not has_ref:
+        result["reference"] = reference_check(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
+    if "correct" not in result:
+        em, _, result["correct"] = failures(ckpt, f"{data}/test.src.txt", f"{data}/test.tgt.txt")
+        assert abs(em - result["exact_match"]) < 1e-9, (out, em, result["exact_match"])
     with open(out + ".tmp", "w") as f:
         json.dump(result, f)
     os.replace(out + ".tmp", out)
@@ -267,6 +278,38 @@ def collapses(curve, after=0):
 
 def _p99(values):
     return sorted(values)[int(0.99 * (len(values) - 1))] if values else 0.0
+
+
+# (arm, its control): exact McNemar tests over the test pairs of every seed both have
+PAIRED = [("r_sqrt_d0", "r_none_d0"), ("r_sqrt_d3", "r_none_d3"), ("r_sqrt_d3", "see_d3"),
+          ("r_sqrt_d0_decay", "r_sqrt_d0"), ("r_sqrt_d0_decay", "see_d3_decay"), ("see_d3_decay", "see_d3"),
+          ("sort_r_sqrt_d0", "sort_r_none_d0"), ("sort_r_sqrt_d0", "sort_see_d3")]
+
+
+def mcnemar(a, b):
+    """(pairs only a gets right, pairs only b gets right, two-sided exact p) for 0/1 lists a, b."""
+    from math import comb
+    only_a = sum(x > y for x, y in zip(a, b))
+    only_b = sum(y > x for x, y in zip(a, b))
+    n, k = only_a + only_b, min(only_a, only_b)
+    p = min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2 ** n) if n else 1.0
+    return only_a, only_b, p
+
+
+def paired_lines(rows):
+    lines = ["", "| arm | control | seeds | test pairs only the arm gets right | only the control | "
+             "p (exact McNemar) |", "| --- | --- | --- | --- | --- | --- |"]
+    for arm, control in PAIRED:
+        got = {r["seed"]: r for r in rows.get(arm, []) if "correct" in r}
+        ctl = {r["seed"]: r for r in rows.get(control, []) if "correct" in r}
+        seeds = sorted(set(got) & set(ctl))
+        if not seeds:
+            continue
+        a = [x for s in seeds for x in got[s]["correct"]]
+        b = [x for s in seeds for x in ctl[s]["correct"]]
+        only_a, only_b, p = mcnemar(a, b)
+        lines.append(f"| {arm} | {control} | {', '.join(map(str, seeds))} | {only_a} | {only_b} | {p:.2g} |")
+    return lines
 
 
 def write_table(a):
@@ -295,6 +338,7 @@ def write_table(a):
                      f"{kinds.count('ends early')} / {kinds.count('skips/repeats')}; {where} | "
                      f"{_refs(rs, 'enc_attn_norm', '.1f')} | {_refs(rs, 'max_logp_difference', '.1e')}; "
                      f"{_refs(rs, 'max_grad_relative_difference', '.1e')} |")
+    lines += paired_lines(rows)
     table = os.path.join(a.results, "table.md")
     with open(table + f".{os.getpid()}", "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -343,6 +387,8 @@ def main(argv=None):
             out = os.path.join(a.results, f"{arm}_s{seed}.json")
             if os.path.exists(out):
                 add_reference(a, out)
+                continue
+            if a.backfill:
                 continue
             result = one_run(a, arm, seed)
             with open(out + ".tmp", "w") as f:
