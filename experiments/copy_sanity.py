@@ -24,12 +24,13 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+from experiments.common import run  # noqa: E402
+
 RESULTS = os.path.join(HERE, "results", "copy_sanity")
 
 SIZES = ["-word_vec_size", "64", "-rnn_size", "128", "-optim", "adam", "-learning_rate", "0.001",
@@ -73,14 +74,6 @@ def parse_args(argv=None):
                    help="train nothing: complete the results already written (reference check, per-pair "
                         "outcomes) and write the table")
     return p.parse_args(argv)
-
-
-def run(cmd, log):
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    with open(log, "a") as out:
-        code = subprocess.call([sys.executable, *cmd], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    if code != 0:
-        raise SystemExit(f"failed ({code}): {' '.join(cmd)}; see {log}")
 
 
 def prepare(a, task):
@@ -395,7 +388,8 @@ def main(argv=None):
                 json.dump(result, f)
             os.replace(out + ".tmp", out)
             print(f"{arm} seed {seed}: exact match {100 * result['exact_match']:.1f} %, "
-                  f"{result['loss_rises']} loss rises, {result['norm_spikes']} norm spikes", flush=True)
+                  f"{collapses(result['curve'])} collapsed reports, gradient norm max {result['norm_max']:.0f}",
+                  flush=True)
             write_table(a)
     write_table(a)
 

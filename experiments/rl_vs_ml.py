@@ -28,7 +28,6 @@ import math
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 import torch
@@ -36,6 +35,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+from experiments.common import run  # noqa: E402
+
 RESULTS = os.path.join(HERE, "results", "rl_vs_ml")
 
 MODEL = ["-reinforced", "-word_vec_size", "128", "-rnn_size", "256", "-max_grad_norm", "2", "-max_gen_length", "30",
@@ -60,18 +61,6 @@ def parse_args(argv=None):
     p.add_argument("-skip_eval", action="store_true", help="train only; score later")
     p.add_argument("-results", default=RESULTS, help="where the figures go (commit them)")
     return p.parse_args(argv)
-
-
-def run(cmd, log=None, wait=True):
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    out = open(log, "a") if log else None
-    proc = subprocess.Popen([sys.executable, *cmd], cwd=ROOT, env=env, stdout=out or subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    if not wait:
-        return proc
-    if proc.wait() != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}" + (f"; see {log}" if log else ""))
-    return proc
 
 
 def latest_checkpoint(prefix):
