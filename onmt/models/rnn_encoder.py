@@ -3,6 +3,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from onmt.fused.low_precision import run_rnn
 from onmt.fused.packed_linear import decoding_precision
 from onmt.interface import EncoderOutput
 
@@ -61,16 +62,13 @@ class RNNEncoder(nn.Module):
         return torch.cat([h[:, 0], h[:, 1]], dim=-1)  # (L, B, H)
 
     def _run_rnn(self, packed):
-        """self.rnn on a packed sequence; without autograd, in a model decoding in bf16 (-precision bf16:
-        packed_linear.set_decoding_precision), under bfloat16 autocast (oneDNN's bf16 LSTM, ~2x faster on a
-        CPU with native bfloat16), its outputs widened back to float32."""
-        lowered = decoding_precision(self) == "bf16" and packed.data.dtype == torch.float32
-        if torch.is_grad_enabled() or self.training or not lowered:
+        """self.rnn on a packed sequence; without autograd, in a model decoding in bf16 or int8
+        (-precision: packed_linear.set_decoding_precision), lowered (low_precision.run_rnn: bfloat16
+        autocast or PyTorch's dynamic int8 LSTM), its outputs float32."""
+        precision = decoding_precision(self)
+        if torch.is_grad_enabled() or self.training or precision == "fp32" or packed.data.dtype != torch.float32:
             return self.rnn(packed)
-        with torch.autocast(device_type=packed.data.device.type, dtype=torch.bfloat16):
-            out, final = self.rnn(packed)
-        widen = (lambda x: tuple(t.float() for t in x)) if isinstance(final, tuple) else (lambda x: x.float())
-        return out._replace(data=out.data.float()), widen(final)
+        return run_rnn(self.rnn, packed, precision)
 
     def forward(self, src, lengths):
         """src (B, S) ids, lengths (B,) >= 1 -> EncoderOutput(memory (B, S, H), final (L, B, H), mask)."""

@@ -10,7 +10,7 @@ from helpers.rescoring import rescore
 from helpers.toy_models import ToyModel, toy_batches, toy_vocabs
 from onmt.constants import EOS, UNK
 from onmt.translate.beam_search import beam_search
-from onmt.translate.decoding import blocked_ngrams, length_penalty
+from onmt.translate.decoding import block_ngrams_, length_penalty
 from onmt.translate.greedy_search import greedy_search
 
 VOCABS = toy_vocabs(n_src_words=8, n_tgt_words=3)    # V_tgt = 7: generable <unk>, w0, w1, w2, </s>
@@ -126,7 +126,8 @@ def test_blocked_ngrams_matches_naive():
     for n in (1, 2, 3):
         for ignore in ([], [4, 5]):
             hist = torch.randint(4, 8, (20, 9), generator=g)        # (R, L) few words: many repeats
-            blocked = blocked_ngrams(hist, n, 10, torch.tensor(ignore, dtype=torch.long))
+            logp = torch.zeros(20, 10)
+            blocked = torch.isneginf(block_ngrams_(logp, hist, n, torch.tensor(ignore, dtype=torch.long)))
             for r in range(20):
                 want = naive_blocked(hist[r].tolist(), n, 10, ignore)
                 assert set(blocked[r].nonzero().flatten().tolist()) == want

@@ -127,3 +127,49 @@ def test_precision_choices_are_translate_options():
     opt = opts.parse_with_given(p, ["-model", "m", "-src", "s"])
     assert opt.precision == "fp32" and isinstance(opt, argparse.Namespace)
     assert hardware.PRECISIONS == ("fp32", "bf16", "fp16", "int8")
+
+
+def test_int8_linear_engine_is_onednn_only_where_the_cpu_has_an_int8_dot_product(monkeypatch):
+    engines = torch.backends.quantized.supported_engines
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "avx512_vnni"})
+    assert hardware.int8_engine(linear=True) == ("onednn" if "onednn" in engines else hardware.int8_engine())
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "avx512f"})
+    assert hardware.int8_engine(linear=True) == hardware.int8_engine() != "onednn"
+
+
+@pytest.mark.skipif(not {"onednn", "x86"} <= set(torch.backends.quantized.supported_engines),
+                    reason="needs PyTorch's onednn and x86 quantized engines")
+def test_int8_engines_give_the_same_product():
+    w, b, x = _weights()
+    a, c = Int8Linear(w, b, engine="x86")(x), Int8Linear(w, b, engine="onednn")(x)
+    assert torch.allclose(a, c, atol=1e-4 * a.abs().max().item())   # the same quantization, another order
+
+
+@pytest.mark.parametrize("rnn_type", ["LSTM", "GRU"])
+def test_int8_encoder_is_quantize_dynamics_rnn_built_once(monkeypatch, rnn_type):
+    """-precision int8 runs the encoder's recurrent layers as torch.ao's dynamically quantized module
+    (upstream's quantize_dynamic takes nn.LSTM / nn.GRU too): close to float32, built once while the
+    parameters are unchanged, rebuilt after they change, float32 outputs; bf16 runs under autocast."""
+    from onmt.models.rnn_encoder import RNNEncoder
+    from onmt.modules.embeddings import Embeddings
+    torch.manual_seed(0)
+    enc = RNNEncoder(rnn_type, 2, 32, Embeddings(50, 16), bidirectional=True).eval()
+    src, lengths = torch.randint(4, 50, (5, 9)), torch.tensor([9, 7, 9, 3, 1])
+    builds = []
+    original = torch.ao.quantization.quantize_dynamic
+    monkeypatch.setattr(torch.ao.quantization, "quantize_dynamic",
+                        lambda *a, **k: builds.append(1) or original(*a, **k))
+    with torch.no_grad():
+        exact = enc(src, lengths)
+        set_decoding_precision(enc, "int8")
+        first, second = enc(src, lengths), enc(src, lengths)
+    assert len(builds) == 1 and first.memory.dtype == torch.float32
+    assert torch.equal(first.memory, second.memory)
+    finals = zip(first.final, exact.final) if rnn_type == "LSTM" else [(first.final, exact.final)]
+    err = max((first.memory - exact.memory).abs().max(), *((a - b).abs().max() for a, b in finals))
+    assert 0 < err < 0.05, err                       # lowered, but close
+    assert torch.equal(first.mask, exact.mask)
+    with torch.no_grad():
+        enc.rnn.weight_hh_l0.mul_(0.5)               # an optimizer step writes in place: rebuilt
+        enc(src, lengths)
+    assert len(builds) == 2

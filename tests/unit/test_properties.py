@@ -32,7 +32,7 @@ from onmt.modules.masked_softmax import masked_softmax
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
 from onmt.reinforced.pointer_generator import PointerGenerator
-from onmt.translate.decoding import NEG_INF, apply_rules, blocked_ngrams
+from onmt.translate.decoding import NEG_INF, apply_rules, block_ngrams_
 
 INF, NAN = float("inf"), float("nan")
 
@@ -495,10 +495,14 @@ def test_blocked_ngrams_against_enumeration(case, n):
     X, history, ignore = case
     R = len(history)
     h = torch.tensor(history, dtype=torch.long).view(R, -1)
-    got = blocked_ngrams(h, n, X, _ignore_tensor(ignore))
-    assert got.shape == (R, X) and got.dtype == torch.bool
+    logp = torch.randn(R, X)
+    before = logp.clone()
+    out = block_ngrams_(logp, h, n, _ignore_tensor(ignore))
+    assert out is logp                                     # in place
+    got = torch.isneginf(logp)
     assert torch.equal(got, blocked_reference(history, n, X, set(ignore or ())))
     assert not got[:, EOS].any()
+    assert torch.equal(logp[~got], before[~got])           # nothing else changed
 
 
 @st.composite
