@@ -1,4 +1,5 @@
-"""The training loop. It knows nothing about the model: it calls `loss_fn(model, batch)`.
+"""The training loop. It knows nothing about the model: it calls `loss_fn(model, batch)` to train and
+`loss_fn.validate(model, batch)` to validate, and the loss names its own figures (trainer_reporting.py).
 
 Exact resume: a checkpoint holds the model, optimizer, RNG states, step and the data position
 (epoch, batches consumed), so N steps + N resumed steps equal 2N steps bit for bit on CPU; also the
@@ -32,7 +33,7 @@ from onmt.utils.early_stopping import EarlyStopping
 from onmt.utils.logging import logger
 from onmt.utils.optim import learning_rate_schedule
 from onmt.utils.statistics import Statistics
-from onmt.utils.update_norms import PartNorms
+from onmt.utils.update_norms import PartNorms, as_sums
 
 
 class TrainingError(UserError):
@@ -213,7 +214,7 @@ class Trainer(Reporting):
         stats = self.validate(valid_data, step)
         if stats is None:   # interrupted: the caller saves and stops (_stop_if_signalled)
             return
-        improved = self.early_stopping.update(stats, step)
+        improved = self.early_stopping.update(self.validation_figures(stats), step)
         if save_step and step not in self._saved_steps:
             self.save(step, data_pos)
         if not improved:
@@ -311,9 +312,7 @@ class Trainer(Reporting):
             sum_gradients(self.model.parameters())  # before unscaling: an inf on any rank skips the step on all
         if norms is not None:   # before clipping: what each term asked for
             scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
-            for name, value in norms.finish(self.world, scale).items():
-                stats.extra[f"update_norm_{name}"] = value
-            stats.extra["update_norm_steps"] = 1
+            stats.extra.update(as_sums(norms.finish(self.world, scale)))
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         if self.max_grad_norm > 0:

@@ -1,10 +1,16 @@
 """What the trainer reports: validation (its statistics, the log lines scripts read, TensorBoard), the
 -sample_every example, and the training report line. A mixin of onmt/trainer.py's Trainer, whose
-attributes it reads (model, loss_fn, device, rank, world, tensorboard, ...)."""
+attributes it reads (model, loss_fn, device, rank, world, tensorboard, ...).
+
+The figures of a loss are the loss's (onmt/losses/ml.py, rl.py): it gives the Statistics sums and, from
+a window's sums, `report(stats) -> (figures of the step line, lines of their own)`, `scalars(stats)`
+(TensorBoard's names) and `valid_report(stats)` (its validation lines); the update norms are
+utils/update_norms.py's. Here: the token figures (xent, ppl, accuracy), the rate and the speed."""
 import time
 
 import torch
 
+from onmt.utils import update_norms
 from onmt.utils.distributed import sum_statistics
 from onmt.utils.logging import logger
 from onmt.utils.statistics import Statistics
@@ -30,8 +36,7 @@ class Reporting:
                     self.model.train()
                     logger.info(f"Validation interrupted by {stop.received}")
                     return None
-                _, s = self.loss_fn(self.model, batch.to(self.device))
-                stats.update(s)
+                stats.update(self.loss_fn.validate(self.model, batch.to(self.device)))
         self.model.train()
         stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
@@ -40,12 +45,21 @@ class Reporting:
             logger.info(f"Validation perplexity: {stats.ppl():g}")
             logger.info(f"Validation accuracy: {stats.accuracy():g}")
             logger.info(f"Validation xent: {stats.xent():.4f}{at}")
-            rouge = stats.valid_rouge_report()
-            if rouge:
-                logger.info(rouge + at)
+            for line in self.loss_fn.valid_report(stats):
+                logger.info(line + at)
             if self.tensorboard is not None and step is not None:
-                self.tensorboard.add_scalars("valid", step, stats.scalars())
+                self.tensorboard.add_scalars("valid", step, self.scalars(stats))
         return stats
+
+    def scalars(self, stats):
+        """name -> value of every figure of `stats`, TensorBoard's names: the token figures (xent, ppl,
+        accuracy), the loss's own (its `scalars`), the update norms (norm_ml, norm_rl)."""
+        return {**stats.scalars(), **self.loss_fn.scalars(stats), **update_norms.scalars(stats.extra)}
+
+    def validation_figures(self, stats):
+        """What early stopping reads (onmt/utils/early_stopping.py): `scalars`, with ppl and accuracy
+        even when the validation scored no token."""
+        return {"ppl": stats.ppl(), "accuracy": stats.accuracy(), **self.scalars(stats)}
 
     def log_sample(self, valid_data, step):
         """-sample_every: log the first validation example with its greedy prediction (rank 0;
@@ -69,7 +83,8 @@ class Reporting:
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:
         `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0`
-        then `[; p(copy) 0.31][; RL figures]`
+        then the loss's figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
+        then the loss's lines of their own (`Step 50: ...`)
         (tok/s: source/target tokens, padding excluded, per second of this report window; sec: since
         training started)."""
         if self.rank != 0:
@@ -77,20 +92,16 @@ class Reporting:
         lr = self.optimizer.param_groups[0]["lr"]
         tok_s = stats.n_words / max(window_s, 1e-9)
         src_s = stats.n_src_words / max(window_s, 1e-9)
-        rl = stats.rl_report()
-        p_copy = stats.mean_p_copy()
+        figures, lines = self.loss_fn.report(stats)
         ml = (f"acc: {stats.accuracy():.2f}; ppl: {stats.ppl():.2f}; xent: {stats.xent():.2f}; "
-              if stats.has_ml() else "")   # -rl_gamma 1 trains without the ML term: nothing to show
+              if stats.has_token_loss() else "")   # -rl_gamma 1 trains without the ML term: nothing to show
         logger.info(f"Step {step}/{total}; {ml}lr: {lr:.2e}; "
                     f"{src_s:.0f}/{tok_s:.0f} tok/s; {elapsed_s:.0f} sec; epoch {epoch}"
-                    + (f"; p(copy) {p_copy:.2f}" if p_copy is not None else "")
-                    + (f"; {rl}" if rl else ""))
-        if "sampled_inputs" in stats.extra:   # a model trained with scheduled sampling (the reinforced one)
-            share = 100.0 * stats.extra["sampled_inputs"] / max(stats.n_words, 1)
-            logger.info(f"Step {step}: {share:.1f}% of decoder inputs were the model's own predictions "
-                        "(scheduled sampling)")
+                    + "".join(f"; {f}" for f in figures + update_norms.report(stats.extra)))
+        for line in lines:
+            logger.info(f"Step {step}: {line}")
         if self.tensorboard is not None:
-            scalars = {**stats.scalars(), "lr": lr, "tgt_per_sec": tok_s}
+            scalars = {**self.scalars(stats), "lr": lr, "tgt_per_sec": tok_s}
             self.tensorboard.add_scalars("progress", step, scalars)
 
     # ------------------------------------------------------------------ checkpoints

@@ -10,8 +10,10 @@ The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk> (`gold_targets`)
 (X = V_tgt + n_oov) learn the extended ids of copyable OOVs, plain models (X = V_tgt) learn <unk>.
 The loss asks the model for log p(gold) only (`model.gold_log_likelihood`, onmt/interface.py),
 so a model may skip the (B, T-1, X) distribution.
-Besides the loss, the statistics sum what the model's attns carry: the decoder inputs scheduled
-sampling replaced ("sampled") and the pointer probability p(copy) over the target tokens ("p_copy").
+Besides the loss, the statistics sum the coverage loss and what the model's attns carry: the decoder
+inputs scheduled sampling replaced ("sampled") and the pointer probability p(copy) over the target
+tokens ("p_copy"). The loss owns these figures (Statistics.extra: "coverage_loss", "sampled_inputs",
+"p_copy"): `report`, `scalars` and `valid_report` name them for the trainer's lines and TensorBoard.
 Under autocast (-amp) the loss is a float32 island (onmt/modules/precision.py): the generators give
 float32 log p(gold), and the attention and coverage are widened before the coverage sum.
 """
@@ -78,7 +80,44 @@ class MLLoss:
                 loss = (per_example / mask.sum(-1).clamp_min(1)).sum()
         return loss, _statistics(nll, cov_total, pred, gold, mask, attns, batch.batch_size)
 
+    @torch.no_grad()
+    def validate(self, model, batch):
+        """-> the Statistics of `batch` without gradient (the trainer's validation)."""
+        return self(model, batch)[1]
+
     score = staticmethod(gold_log_likelihood)
+
+    # ------------------------------------------------------------------ its figures
+    @staticmethod
+    def report(stats):
+        """(figures for the training report line, lines of their own) from this loss's sums in `stats`:
+        `p(copy) 0.31` with a pointer; the share of decoder inputs scheduled sampling replaced."""
+        e = stats.extra
+        figures = [f"p(copy) {e['p_copy'] / max(stats.n_words, 1):.2f}"] if "p_copy" in e else []
+        lines = []
+        if "sampled_inputs" in e:   # a model trained with scheduled sampling (the reinforced one)
+            share = 100.0 * e["sampled_inputs"] / max(stats.n_words, 1)
+            lines.append(f"{share:.1f}% of decoder inputs were the model's own predictions (scheduled sampling)")
+        return figures, lines
+
+    @staticmethod
+    def scalars(stats):
+        """name -> value for TensorBoard, where the model has them: coverage (mean coverage loss per
+        target token), p_copy (mean p(copy)), sampled_inputs (% of decoder inputs from scheduled sampling)."""
+        e, n, out = stats.extra, max(stats.n_words, 1), {}
+        if e.get("coverage_loss"):
+            out["coverage"] = e["coverage_loss"] / n
+        if "p_copy" in e:
+            out["p_copy"] = e["p_copy"] / n
+        if "sampled_inputs" in e:
+            out["sampled_inputs"] = 100.0 * e["sampled_inputs"] / n
+        return out
+
+    @staticmethod
+    def valid_report(stats):
+        """The validation lines of this loss's own figures (after the trainer's perplexity, accuracy and
+        xent): none."""
+        return []
 
 
 @torch.no_grad()
@@ -92,8 +131,9 @@ def _statistics(nll, cov_total, pred, gold, mask, attns, n_examples):
     figures.append((sampled & mask).sum().float() if sampled is not None else zero)
     figures.append(p_copy.detach().float().masked_fill(~mask, 0.0).sum() if p_copy is not None else zero)
     nll_v, n_words, correct, cov_v, n_sampled, copy_v = torch.stack(figures).tolist()
-    stats = Statistics(loss=nll_v, n_words=round(n_words), n_correct=round(correct), coverage_loss=cov_v,
-                       n_examples=n_examples)
+    stats = Statistics(loss=nll_v, n_words=round(n_words), n_correct=round(correct), n_examples=n_examples)
+    if cov_total is not None:  # the coverage loss sum_t sum_i min(a_ti, cov_ti) (unweighted); coverage models only
+        stats.extra["coverage_loss"] = cov_v
     if sampled is not None:  # scheduled sampling: inputs that were the model's own predictions
         stats.extra["sampled_inputs"] = round(n_sampled)
     if p_copy is not None:  # pointer probability 1 - p_gen; copy models only

@@ -26,8 +26,12 @@ The rollouts (y^s, y^ and their shared encoding) run with the model in evaluatio
 the greedy baseline is the model's own greedy decode and y^s is drawn from the distribution the model
 has at test time; the ML term keeps training mode (dropout, scheduled sampling).
 
-Without autograd (validation) the loss gives the ML statistics and, with `valid_rouge`, the greedy
-ROUGE-L F1 of every example, so the RL phase's effect shows in the validation log.
+Validation is its own method, `validate(model, batch)` (no gradient): the ML statistics and, with
+`valid_rouge`, the greedy ROUGE-L F1 of every example, so the RL phase's effect shows in the
+validation log. The loss owns its figures (Statistics.extra: the ML loss's, then "rl_examples",
+"reward_sample", "reward_greedy", "rl_loss", "sampled_tokens", "copied_tokens" in training and
+"valid_rouge_examples", "valid_rougeL", "valid_greedy_tokens" at validation) and names them in
+`report`, `scalars` and `valid_report`.
 
 Precision: the rewards are float32 whatever the autocast state (integer counts, F1 in float64), and the
 RL term is a float32 island (onmt/modules/precision.py) on the widened log p(y^s): under -amp the loss
@@ -84,9 +88,7 @@ class MixedLoss:
                    valid_rouge=valid_rouge, normalization=opt.rl_normalization)
 
     def __call__(self, model, batch):
-        """-> (loss to backpropagate, Statistics); see the module docstring."""
-        if not torch.is_grad_enabled():
-            return self._validate(model, batch)
+        """-> (training loss to backpropagate, Statistics); see the module docstring."""
         parts, stats = self.parts(model, batch)
         return sum(parts.values()), stats
 
@@ -134,12 +136,56 @@ class MixedLoss:
         return rl, stats
 
     @torch.no_grad()
-    def _validate(self, model, batch):
-        loss, stats = self.ml_loss(model, batch)
+    def validate(self, model, batch):
+        """-> the Statistics of `batch` without gradient: the ML loss's, and with `valid_rouge` the greedy
+        decode's ROUGE-L F1 and length summed over the examples."""
+        stats = self.ml_loss.validate(model, batch)
         if self.valid_rouge:
             greedy, = model.rollout(batch, model.encode(batch), self.max_length, ("greedy",))
             ref, ref_len = reference_tokens(batch)
             stats.extra["valid_rouge_examples"] = batch.batch_size
             stats.extra["valid_rougeL"] = float(rouge_l(greedy.tokens, greedy.lengths, ref, ref_len).sum())
             stats.extra["valid_greedy_tokens"] = int(greedy.lengths.sum())
-        return loss, stats
+        return stats
+
+    # ------------------------------------------------------------------ its figures
+    def report(self, stats):
+        """(figures for the training report line, lines of their own): the ML loss's, then
+        `reward sample: ..; reward greedy: ..; ml loss: ..; rl loss: ..; copies: ..%` (per example; ml
+        loss per token, n/a without the ML term; copies: % of the sampled tokens) when the RL term ran."""
+        figures, lines = self.ml_loss.report(stats)
+        e, n = stats.extra, stats.extra.get("rl_examples", 0)
+        if n:
+            ml = f"{stats.xent():.4f}" if stats.has_token_loss() else "n/a"
+            figures = figures + [f"reward sample: {e['reward_sample'] / n:.4f}; "
+                                 f"reward greedy: {e['reward_greedy'] / n:.4f}; ml loss: {ml}; "
+                                 f"rl loss: {e['rl_loss'] / n:.4f}; copies: {_copies(e):.1f}%"]
+        return figures, lines
+
+    def scalars(self, stats):
+        """name -> value for TensorBoard: the ML loss's; reward_sample, reward_greedy, rl_loss (per
+        example) and copies (% of sampled tokens) with the RL term; rougeL (greedy ROUGE-L F1, %) and
+        greedy_length at validation with valid_rouge."""
+        out, e = self.ml_loss.scalars(stats), stats.extra
+        n = e.get("rl_examples", 0)
+        if n:
+            out.update(reward_sample=e["reward_sample"] / n, reward_greedy=e["reward_greedy"] / n,
+                       rl_loss=e["rl_loss"] / n, copies=_copies(e))
+        n = e.get("valid_rouge_examples", 0)
+        if n:
+            out.update(rougeL=100.0 * e["valid_rougeL"] / n, greedy_length=e.get("valid_greedy_tokens", 0) / n)
+        return out
+
+    def valid_report(self, stats):
+        """The validation lines of the loss's own figures: the ML loss's, then the greedy ROUGE-L line."""
+        lines, e = self.ml_loss.valid_report(stats), stats.extra
+        n = e.get("valid_rouge_examples", 0)
+        if n:
+            lines = lines + [f"Validation ROUGE-L F1 (greedy): {100.0 * e['valid_rougeL'] / n:.2f}; "
+                             f"mean length {e.get('valid_greedy_tokens', 0) / n:.1f}"]
+        return lines
+
+
+def _copies(sums):
+    """% of the sampled tokens that the pointer copied."""
+    return 100.0 * sums.get("copied_tokens", 0) / max(sums.get("sampled_tokens", 0), 1)

@@ -1,23 +1,20 @@
 """Early stopping on validation figures (OpenNMT-py's -early_stopping / -early_stopping_criteria).
 
     stopper = EarlyStopping(patience=3, criteria=("ppl",))
-    improved = stopper.update(valid_stats, step)   # after each validation
+    improved = stopper.update(figures, step)   # after each validation: {"ppl": 12.3, "rougeL": 30.1, ...}
     stopper.should_stop                             # N validations in a row without improvement
 
 A validation improves when every criterion beats its own best so far (as upstream: with several
 criteria, all must improve); the step of the last improvement is the best step, whose checkpoint the
 trainer keeps as {save_model}_best.pt. Criteria: ppl (lower is better), accuracy and rougeL (the
-greedy validation ROUGE-L F1 of -valid_rouge; higher is better). The state travels in checkpoints
+greedy validation ROUGE-L F1 of -valid_rouge; higher is better), read by name from the validation's
+figures (the trainer's, trainer_reporting.py `validation_figures`). The state travels in checkpoints
 (`state_dict`), so an interrupted run resumes with its patience and its best.
 """
 import math
 
-# name -> (Statistics -> value or None when the validation did not measure it, higher is better)
-CRITERIA = {
-    "ppl": (lambda s: s.ppl(), False),
-    "accuracy": (lambda s: s.accuracy(), True),
-    "rougeL": (lambda s: s.scalars().get("rougeL"), True),
-}
+# name -> whether higher is better
+CRITERIA = {"ppl": False, "accuracy": True, "rougeL": True}
 
 
 class EarlyStopping:
@@ -30,20 +27,21 @@ class EarlyStopping:
         self.best_step = None   # step of the last validation that improved every criterion
         self.bad = 0            # validations since then
 
-    def values(self, stats):
-        """criterion -> value of this validation's Statistics (ValueError when one is not measured)."""
+    def values(self, figures):
+        """criterion -> its value among this validation's figures (ValueError when one is not measured)."""
         out = {}
         for name in self.criteria:
-            value = CRITERIA[name][0](stats)
+            value = figures.get(name)
             if value is None or not math.isfinite(value):
                 raise ValueError(f"the validation did not measure {name}")
             out[name] = value
         return out
 
-    def update(self, stats, step):
-        """Record a validation at `step`; True when it improved every criterion (a new best)."""
-        values = self.values(stats)
-        better = all(name not in self.best or (values[name] > self.best[name] if CRITERIA[name][1]
+    def update(self, figures, step):
+        """Record a validation at `step` (`figures`: name -> value); True when it improved every
+        criterion (a new best)."""
+        values = self.values(figures)
+        better = all(name not in self.best or (values[name] > self.best[name] if CRITERIA[name]
                                                else values[name] < self.best[name]) for name in values)
         if better:
             self.best, self.best_step, self.bad = values, step, 0

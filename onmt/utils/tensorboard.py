@@ -1,9 +1,11 @@
 """TensorBoard scalars of a training run (`train.py -tensorboard -tensorboard_log_dir DIR`).
 
 Tags follow OpenNMT-py's: `progress/<name>` at every -report_every window and `valid/<name>` at every
-validation, the x axis being the training step. The names are those of `Statistics.scalars()` (xent,
-ppl, accuracy, p_copy, reward_sample, reward_greedy, rougeL, ... where the model and objective have
-them) plus, for training windows, `lr` and `tgt_per_sec` (target tokens per second).
+validation, the x axis being the training step. The names are the trainer's (trainer_reporting.py
+`scalars`): the token figures of `Statistics.scalars()` (xent, ppl, accuracy), the loss's own (its
+`scalars`: p_copy, reward_sample, reward_greedy, rougeL, ... where the model and objective have them),
+the update norms (norm_ml, norm_rl) plus, for training windows, `lr` and `tgt_per_sec` (target tokens
+per second).
 
 `torch.utils.tensorboard` needs the tensorboard package, an optional dependency: it is imported only
 here, when -tensorboard is given, and its absence is a one-line error at start-up, as is a log folder

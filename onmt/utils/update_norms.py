@@ -10,11 +10,19 @@ term's gradient is much larger than the ML term's.
     norms = PartNorms(model.parameters())
     for batch in step: parts = ...; norms.backward(parts, normalizer, backward)
     norms.finish(world) -> {"ml": |g_ml|, "rl": |g_rl|}
+    stats.extra.update(as_sums(norms))   # Statistics sums; `report` and `scalars` name them
+
+The figures are this module's: the trainer adds them to the step's Statistics.extra as
+"update_norm_<part>" and "update_norm_steps", and `report` / `scalars` turn a window's sums into the
+report line's `update norm ML 0.12, RL 0.0063 (RL/ML 0.05)` and TensorBoard's norm_<part>.
 
 Cost: one flat copy of the gradients per part and batch (the parameters' size), nothing when the
 loss has one part.
 """
 import torch
+
+PREFIX = "update_norm_"
+STEPS = PREFIX + "steps"   # the steps whose norms a window summed
 
 
 def flat_gradients(params):
@@ -48,3 +56,34 @@ class PartNorms:
             for flat in self.sums.values():
                 dist.all_reduce(flat)
         return {name: float(flat.norm()) / scale for name, flat in self.sums.items()}
+
+
+def as_sums(norms):
+    """{part: norm} of one step -> the sums Statistics.extra carries."""
+    return {**{PREFIX + name: value for name, value in norms.items()}, STEPS: 1}
+
+
+def _means(sums):
+    """{part: mean norm per step} of a window's sums ({} without norms)."""
+    n = sums.get(STEPS, 0)
+    if not n:
+        return {}
+    return {k[len(PREFIX):]: v / n for k, v in sums.items() if k.startswith(PREFIX) and k != STEPS}
+
+
+def report(sums):
+    """The report line's figures: ['update norm ML 0.12, RL 0.0063 (RL/ML 0.05)'] (the ratio of the
+    second part to the first with two parts), [] without norms."""
+    means = _means(sums)
+    if not means:
+        return []
+    line = "update norm " + ", ".join(f"{name.upper()} {g:.3g}" for name, g in means.items())
+    if len(means) == 2:
+        (a, g_a), (b, g_b) = means.items()
+        line += f" ({b.upper()}/{a.upper()} {g_b / g_a:.3g})" if g_a > 0 else ""
+    return [line]
+
+
+def scalars(sums):
+    """TensorBoard's norm_<part>: the mean norm of each part's gradient per step ({} without norms)."""
+    return {f"norm_{name}": g for name, g in _means(sums).items()}

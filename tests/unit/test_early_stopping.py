@@ -5,15 +5,14 @@ import math
 import pytest
 
 from onmt.utils.early_stopping import EarlyStopping
-from onmt.utils.statistics import Statistics
 
 
-def _stats(ppl=None, accuracy=None, rouge=None, n=100):
-    s = Statistics(loss=n * math.log(ppl if ppl else 2.0), n_words=n,
-                   n_correct=round(n * (accuracy or 0) / 100))
+def _stats(ppl=None, accuracy=None, rouge=None):
+    """A validation's figures (trainer_reporting.py `validation_figures`)."""
+    figures = {"ppl": ppl if ppl else 2.0, "accuracy": accuracy or 0.0, "xent": math.log(ppl if ppl else 2.0)}
     if rouge is not None:
-        s.extra.update(valid_rouge_examples=10, valid_rougeL=10 * rouge / 100)
-    return s
+        figures["rougeL"] = rouge
+    return figures
 
 
 def test_stops_at_the_planted_plateau_and_remembers_the_best():

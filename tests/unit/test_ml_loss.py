@@ -1,4 +1,4 @@
-"""MLLoss: NLL sum and coverage loss against naive loops; Statistics."""
+"""MLLoss: NLL sum and coverage loss against naive loops; its figures (sums, report line, TensorBoard)."""
 import math
 
 import torch
@@ -30,6 +30,11 @@ def _naive(model, batch, lam):
     return nll + lam * cov, nll, cov, n, correct
 
 
+def attns_of(model, batch):
+    with torch.no_grad():
+        return model(batch)[1]
+
+
 def _check(opt, seed):
     vocabs = make_vocabs()
     model = build(opt, vocabs, seed)
@@ -40,7 +45,8 @@ def _check(opt, seed):
         total, nll, cov, n, correct = _naive(model, batch, loss_fn.lambda_coverage)
     assert math.isclose(float(loss), total, rel_tol=1e-5)
     assert math.isclose(stats.loss, nll, rel_tol=1e-5)
-    assert math.isclose(stats.coverage_loss, cov, rel_tol=1e-5, abs_tol=1e-6)
+    assert math.isclose(stats.extra.get("coverage_loss", 0.0), cov, rel_tol=1e-5, abs_tol=1e-6)
+    assert ("coverage_loss" in stats.extra) == ("coverage" in attns_of(model, batch))
     assert stats.n_words == n == batch.n_tgt_tokens and stats.n_correct == correct
     return model, batch, stats
 
@@ -48,7 +54,7 @@ def _check(opt, seed):
 def test_copy_coverage_loss_matches_naive():
     _, _, stats = _check(make_opt(copy_attn=True, coverage_attn=True, lambda_coverage=0.5,
                                   global_attention="mlp"), seed=1)
-    assert stats.coverage_loss > 0
+    assert stats.extra["coverage_loss"] > 0
 
 
 def test_plain_model_gold_uses_unk_for_extended_ids():
@@ -74,18 +80,6 @@ def test_loss_backward_and_gold_score():
     assert torch.equal(MLLoss.score(model, batch), scores)
 
 
-def test_statistics():
-    a = Statistics(loss=6.0, n_words=3, n_correct=1, coverage_loss=0.3, n_examples=1, extra={"r": 1.0})
-    b = Statistics(loss=2.0, n_words=1, n_correct=1, n_examples=2, extra={"r": 0.5, "s": 2.0})
-    a.update(b)
-    assert (a.loss, a.n_words, a.n_correct, a.n_examples) == (8.0, 4, 2, 3)
-    assert a.extra == {"r": 1.5, "s": 2.0}
-    assert math.isclose(a.xent(), 2.0) and math.isclose(a.ppl(), math.exp(2.0))
-    assert a.accuracy() == 50.0
-    assert math.isfinite(Statistics(loss=1e6, n_words=1).ppl())
-    assert Statistics().ppl() == 1.0
-
-
 def test_p_copy_is_summed_over_real_target_tokens_only():
     opt = make_opt(copy_attn=True)
     vocabs = make_vocabs()
@@ -104,20 +98,37 @@ def test_p_copy_is_summed_over_real_target_tokens_only():
     want = sum(float(p_copy[b, t]) for b in range(3) for t in range(p_copy.size(1))
                if int(batch.tgt[b, t + 1]) != PAD)
     assert math.isclose(stats.extra["p_copy"], want, rel_tol=1e-6)
-    assert math.isclose(stats.mean_p_copy(), want / stats.n_words, rel_tol=1e-6)
-    assert stats.scalars()["p_copy"] == stats.mean_p_copy()
-    assert Statistics(loss=1.0, n_words=2).mean_p_copy() is None
+    assert math.isclose(MLLoss.scalars(stats)["p_copy"], want / stats.n_words, rel_tol=1e-6)
+    assert MLLoss.report(stats) == ([f"p(copy) {want / stats.n_words:.2f}"], [])
+    assert MLLoss.report(Statistics(loss=1.0, n_words=2)) == ([], [])
 
 
-def test_statistics_scalars_hold_what_the_window_has():
-    ml = Statistics(loss=4.0, n_words=2, n_correct=1)
-    assert ml.scalars() == {"xent": 2.0, "ppl": math.exp(2.0), "accuracy": 50.0}
-    rl_only = Statistics(n_words=5, extra={"rl_examples": 2, "reward_sample": 0.6, "reward_greedy": 0.8,
-                                           "rl_loss": -1.0, "sampled_tokens": 8, "copied_tokens": 2})
-    assert rl_only.scalars() == {"reward_sample": 0.3, "reward_greedy": 0.4, "rl_loss": -0.5, "copies": 25.0}
-    valid = Statistics(loss=1.0, n_words=4, n_correct=4, coverage_loss=2.0,
-                       extra={"p_copy": 1.0, "sampled_inputs": 1, "valid_rouge_examples": 2,
-                              "valid_rougeL": 0.5, "valid_greedy_tokens": 7})
-    s = valid.scalars()
-    assert s["coverage"] == 0.5 and s["p_copy"] == 0.25 and s["sampled_inputs"] == 25.0
-    assert s["rougeL"] == 25.0 and s["greedy_length"] == 3.5 and s["accuracy"] == 100.0
+def test_figures_are_aggregated_over_a_window_and_named_by_the_loss():
+    """The loss's sums add up over the batches of a window (Statistics.update), and the loss turns the
+    window's sums into its report line, its lines of their own and its TensorBoard scalars."""
+    opt, vocabs = make_opt(reinforced=True, rnn_size=12, word_vec_size=6, scheduled_sampling=0.5), make_vocabs()
+    model, loss_fn = build(opt, vocabs), MLLoss.from_opt(opt)
+    model.train()
+    torch.manual_seed(0)
+    parts = [loss_fn(model, make_batch(vocabs, B=3, S=7, T=6, seed=s))[1] for s in (1, 2)]
+    window = Statistics()
+    for s in parts:
+        window.update(s)
+    e = window.extra
+    assert set(e) == {"sampled_inputs", "p_copy"}
+    assert e["sampled_inputs"] == sum(s.extra["sampled_inputs"] for s in parts) > 0
+    assert e["p_copy"] == sum(s.extra["p_copy"] for s in parts)
+    share = 100.0 * e["sampled_inputs"] / window.n_words
+    assert MLLoss.report(window) == ([f"p(copy) {e['p_copy'] / window.n_words:.2f}"],
+                                     [f"{share:.1f}% of decoder inputs were the model's own predictions "
+                                      "(scheduled sampling)"])
+    assert MLLoss.scalars(window) == {"p_copy": e["p_copy"] / window.n_words, "sampled_inputs": share}
+    assert MLLoss.valid_report(window) == []
+
+
+def test_scalars_hold_what_the_window_has():
+    assert MLLoss.scalars(Statistics(loss=4.0, n_words=2, n_correct=1)) == {}
+    s = MLLoss.scalars(Statistics(loss=1.0, n_words=4, n_correct=4,
+                                  extra={"coverage_loss": 2.0, "p_copy": 1.0, "sampled_inputs": 1}))
+    assert s == {"coverage": 0.5, "p_copy": 0.25, "sampled_inputs": 25.0}
+    assert "coverage" not in MLLoss.scalars(Statistics(n_words=4, extra={"coverage_loss": 0.0}))

@@ -9,6 +9,7 @@ from onmt.losses.ml import MLLoss
 from onmt.losses.rewards import rouge_l
 from onmt.losses.rl import MixedLoss, reference_tokens
 from onmt.models.generic import rollout_from_steps
+from onmt.utils.statistics import Statistics
 
 VOCABS = make_vocabs(src_vocab_size=30, tgt_vocab_size=14)
 
@@ -150,7 +151,37 @@ def test_mixed_loss_weights_and_stats():
     assert torch.allclose(mixed, 0.25 * ml + 0.75 * rl)
     assert stats.n_words == batch.n_tgt_tokens and stats.extra["rl_examples"] == 3
     assert 0 <= stats.extra["copied_tokens"] <= stats.extra["sampled_tokens"] <= 3 * 6
-    assert "reward sample" in stats.rl_report() and "copies" in stats.rl_report()
+    assert set(rl_stats) <= set(stats.extra)
+    figures, lines = loss_fn.report(stats)
+    assert figures[-1].startswith("reward sample: ") and "copies" in figures[-1] and lines == []
+
+
+def test_figures_are_aggregated_over_a_window_and_named_by_the_loss():
+    """The RL sums of two batches add up (Statistics.update); the loss names the window's figures: its
+    part of the report line (after the ML loss's), its TensorBoard scalars, its validation line."""
+    loss_fn = MixedLoss(MLLoss(), gamma=0.5, max_length=6, valid_rouge=True)
+    a = Statistics(loss=6.0, n_words=3, n_correct=1, n_examples=2,
+                   extra={"p_copy": 1.5, "rl_examples": 2, "reward_sample": 0.5, "reward_greedy": 0.25,
+                          "rl_loss": -1.0, "sampled_tokens": 6, "copied_tokens": 1})
+    b = Statistics(loss=2.0, n_words=1, n_correct=1, n_examples=2,
+                   extra={"p_copy": 0.5, "rl_examples": 2, "reward_sample": 0.7, "reward_greedy": 0.35,
+                          "rl_loss": 3.0, "sampled_tokens": 4, "copied_tokens": 4})
+    window = Statistics().update(a).update(b)
+    assert window.extra == {"p_copy": 2.0, "rl_examples": 4, "reward_sample": 1.2, "reward_greedy": 0.6,
+                            "rl_loss": 2.0, "sampled_tokens": 10, "copied_tokens": 5}
+    assert loss_fn.report(window) == (["p(copy) 0.50", "reward sample: 0.3000; reward greedy: 0.1500; "
+                                       "ml loss: 2.0000; rl loss: 0.5000; copies: 50.0%"], [])
+    assert loss_fn.scalars(window) == {"p_copy": 0.5, "reward_sample": 0.3, "reward_greedy": 0.15,
+                                       "rl_loss": 0.5, "copies": 50.0}
+    rl_only = Statistics(n_words=5, extra={k: v for k, v in window.extra.items() if k != "p_copy"})
+    assert loss_fn.report(rl_only)[0] == ["reward sample: 0.3000; reward greedy: 0.1500; ml loss: n/a; "
+                                          "rl loss: 0.5000; copies: 50.0%"]
+    assert loss_fn.valid_report(window) == []
+    valid = Statistics(loss=1.0, n_words=4, n_correct=4,
+                       extra={"valid_rouge_examples": 2, "valid_rougeL": 0.5, "valid_greedy_tokens": 7})
+    assert loss_fn.scalars(valid) == {"rougeL": 25.0, "greedy_length": 3.5}
+    assert loss_fn.valid_report(valid) == ["Validation ROUGE-L F1 (greedy): 25.00; mean length 3.5"]
+    assert loss_fn.report(valid) == ([], [])
 
 
 def test_reward_uses_extended_ids_and_unk_matches_nothing():
@@ -191,16 +222,30 @@ def test_validation_reports_greedy_rouge_without_sampling():
     model.eval()
     batch = make_batch(VOCABS, B=3, S=8, T=6, seed=9)
     loss_fn = MixedLoss(MLLoss(), gamma=0.5, max_length=6, valid_rouge=True)
+    state = torch.get_rng_state()
+    stats = loss_fn.validate(model, batch)
+    assert torch.equal(state, torch.get_rng_state())  # greedy only: nothing drawn
     with torch.no_grad():
-        state = torch.get_rng_state()
-        _, stats = loss_fn(model, batch)
-        assert torch.equal(state, torch.get_rng_state())  # greedy only: nothing drawn
         greedy, = model.rollout(batch, model.encode(batch), 6, ("greedy",))
     ref, ref_len = reference_tokens(batch)
-    assert stats.extra["valid_rouge_examples"] == 3
+    assert stats.extra["valid_rouge_examples"] == 3 and "rl_examples" not in stats.extra
     assert stats.extra["valid_rougeL"] == pytest.approx(float(rouge_l(greedy.tokens, greedy.lengths, ref,
                                                                       ref_len).sum()))
-    assert stats.valid_rouge_report().startswith("Validation ROUGE-L F1 (greedy)")
+    assert loss_fn.valid_report(stats)[0].startswith("Validation ROUGE-L F1 (greedy)")
+
+
+def test_validation_is_explicit_not_the_grad_mode():
+    """Calling the loss is training whatever the grad mode (the RL term runs without autograd too);
+    only `validate` validates."""
+    model = _model(9)
+    batch = make_batch(VOCABS, B=3, S=8, T=6, seed=9)
+    loss_fn = MixedLoss(MLLoss(), gamma=0.5, max_length=6, valid_rouge=True)
+    with torch.no_grad():
+        _, stats = loss_fn(model, batch)
+    assert stats.extra["rl_examples"] == 3 and "valid_rouge_examples" not in stats.extra
+    with torch.enable_grad():
+        stats = loss_fn.validate(model, batch)
+    assert "rl_examples" not in stats.extra and stats.extra["valid_rouge_examples"] == 3
 
 
 # --------------------------------------------------------------------------- rollouts, parts, normalization
