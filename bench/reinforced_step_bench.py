@@ -11,6 +11,8 @@ FLOPs utilization against a torch.mm peak measured in the same run, for each var
              W_out per step for backward: ~48 GB at full size, so not in the default list)
   compiled   the optimized step with the decoder's step through torch.compile (train.py -compile); its
              first step (the compilation) is timed apart and printed
+  amp        the optimized step under bfloat16 autocast, as train.py -amp runs it (on the CPU where
+             bfloat16 is native: onmt/hardware.py)
 and the speed ratio of the optimized step over each. A variant named twice (`-variants optimized compiled
 optimized compiled`) is timed each time and its mean used: A B A B. Peak RSS is the process's, so run the optimized
 variant first (the default order).
@@ -54,7 +56,7 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_size_args(p)
     p.add_argument("-variants", nargs="+", default=["optimized", "full", "hoisted"],
-                   choices=["optimized", "full", "hoisted", "naive", "compiled"],
+                   choices=["optimized", "full", "hoisted", "naive", "compiled", "amp"],
                    help="naive keeps one W_out (V x 3H) per decoder step for backward: ~48 GB at full size")
     return p.parse_args()
 
@@ -166,7 +168,11 @@ def sync(device):
 
 def train_step(model, optim, batch, variant):
     optim.zero_grad(set_to_none=True)
-    if variant == "optimized":  # the real training loss
+    if variant == "amp":   # train.py -amp: the forward pass under bfloat16 autocast (no loss scaling)
+        with torch.autocast(device_type=torch.device(batch.src.device).type, dtype=torch.bfloat16):
+            loss, _ = MLLoss()(model, batch)
+        loss = loss / batch.n_tgt_tokens
+    elif variant == "optimized":  # the real training loss
         loss, _ = MLLoss()(model, batch)
         loss = loss / batch.n_tgt_tokens
     else:
@@ -230,7 +236,7 @@ def main():
                  if str(a.device).startswith("cuda") else ""))
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     results = {name: sum(times) / len(times) for name, times in runs.items()}   # s/step, mean of the runs
-    for name in ("full", "hoisted", "naive", "compiled"):
+    for name in ("full", "hoisted", "naive", "compiled", "amp"):
         if name in results and "optimized" in results:
             print(f"speed-up of the optimized step over {name}: {results[name] / results['optimized']:.2f}x "
                   f"(s/step: optimized {' / '.join(f'{t:.3f}' for t in runs['optimized'])}, "

@@ -19,19 +19,21 @@ from onmt.fused.gold_softmax import gold_log_softmax, logit_stats
 from onmt.fused.low_precision import prepared_linear
 from onmt.fused.packed_linear import PackedLinear
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources
-from onmt.modules.precision import float32_region, widen
+from onmt.modules.precision import autocast_dtype, float32_region, widen
 
 
-def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold, logits=None):
+def gold_mixture(o, weight, bias, gen_logit, attn, src_ex, first_pos, gold, logits=None, product_dtype=None):
     """log p(gold) of the mixture and its exact argmax, without the (N, X) distribution.
 
     o (N, D) generator input; weight (V, D), bias (V,) of the generation softmax (a masked word has
     a very negative bias); gen_logit (N, 1): p(generate) = sigmoid(gen_logit); attn (N, S); src_ex (N, S);
     first_pos (N, S); gold (N,) extended ids; logits: o W^T + b (N, V) if already computed (it is
-    overwritten). Returns log p(gold) (N,) and the argmax (N,) (no gradient); value and gradients
-    equal those of the full distribution gathered at gold.
+    overwritten); product_dtype: the -amp precision of the vocabulary products (gold_log_softmax), or None.
+    Returns log p(gold) (N,) and the argmax (N,) (no gradient); value and gradients equal those of the
+    full distribution gathered at gold.
     """
-    z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE, logits)  # (N,) ...
+    z, lse, top, top_id, at_src = gold_log_softmax(o, weight, bias, gold, src_ex, IMPOSSIBLE, logits,
+                                                   product_dtype)  # (N,) ...
     log_gen_switch, log_copy_switch = F.logsigmoid(gen_logit), F.logsigmoid(-gen_logit)  # (N, 1)
     V = weight.size(0)
     # (N,) log p(u=0) p(gold | u=0); exactly IMPOSSIBLE (no gradient) for an OOV slot, as in the full
@@ -76,11 +78,12 @@ def pointer_generator_gold_log_prob(generator, o, attn, src_ex, first_pos, gold,
     With `return_p_copy`, also p(u=1) per row (N,), without gradient.
     """
     w_out, b_out = generator.out_weight() if weight is None else weight
+    low = autocast_dtype(o)  # -amp: the vocabulary products in its precision, all else in float32
     with float32_region(o):
         o, attn, w_out, b_out, logits = (widen(x) for x in (o, attn, w_out, b_out, logits))
         # the switch gives p(u=1), the copy probability: generation is sigmoid of minus its logit
         switch = generator.switch(o)  # (N, 1)
-        ll, pred = gold_mixture(o, w_out, b_out, -switch, attn, src_ex, first_pos, gold, logits)
+        ll, pred = gold_mixture(o, w_out, b_out, -switch, attn, src_ex, first_pos, gold, logits, low)
         if return_p_copy:
             return ll, pred, torch.sigmoid(switch.detach()).squeeze(1)  # (N,)
         return ll, pred
@@ -129,6 +132,7 @@ def copy_generator_gold_log_prob(generator, dec, src_ex, first_pos, gold, return
     # (N,) the rows computed, example-major (row b*T + t), and each one's example
     rows = torch.arange(B * T, device=gold.device) if mask is None else mask.reshape(-1).nonzero().squeeze(1)
     example = torch.div(rows, T, rounding_mode="floor")  # (N,)
+    low = autocast_dtype(dec.out)  # -amp: the vocabulary products in its precision, all else in float32
     with float32_region(dec.out):
         features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (B, T, 2H+E)
         features = features.reshape(B * T, -1).index_select(0, rows)  # (N, 2H+E)
@@ -139,7 +143,8 @@ def copy_generator_gold_log_prob(generator, dec, src_ex, first_pos, gold, return
         out = widen(dec.out).reshape(B * T, -1).index_select(0, rows)  # (N, D)
         attn = dec.attn.float().reshape(B * T, S).index_select(0, rows)  # (N, S)
         ll, pred = gold_mixture(out, generator.linear.weight, bias, gen_logit, attn, src_ex.index_select(0, example),
-                                first_pos.index_select(0, example), gold.reshape(B * T).index_select(0, rows))
+                                first_pos.index_select(0, example), gold.reshape(B * T).index_select(0, rows),
+                                product_dtype=low)
 
         def per_position(values, fill):  # (N,) at the computed rows -> (B, T), `fill` elsewhere
             return values.new_full((B * T,), fill).index_copy(0, rows, values).view(B, T)

@@ -123,13 +123,18 @@ class GoldLogSoftmax(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, o, weight, bias, gold, columns, impossible, logits=None):
+    def forward(ctx, o, weight, bias, gold, columns, impossible, logits=None, product_dtype=None):
         dtype = torch.promote_types(o.dtype, weight.dtype)
         with torch.autocast(device_type=o.device.type, enabled=False):
-            o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
-            # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax).
-            # Not packed: packing W for one product costs more than it saves (bench/packing_bench.py)
-            buf = linear_in_column_blocks(o_, w_, b_) if logits is None else logits.to(dtype)
+            if product_dtype is not None:   # -amp: the products in bfloat16 / float16, the rest in `dtype`
+                o_, w_ = o.to(product_dtype), weight.to(product_dtype)
+                buf = (torch.add(bias.to(dtype), o_ @ w_.t()) if logits is None
+                       else logits.to(dtype))  # (N, V) float32, the bias added on the widening pass
+            else:
+                o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
+                # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax).
+                # Not packed: packing W for one product costs more than it saves (bench/packing_bench.py)
+                buf = linear_in_column_blocks(o_, w_, b_) if logits is None else logits.to(dtype)
             gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible)
         V = w_.size(0)
         ctx.save_for_backward(o_, w_, buf, total, gold.clamp(max=V - 1), gold < V)
@@ -156,19 +161,23 @@ class GoldLogSoftmax(torch.autograd.Function):
                 chunk.index_put_((rows - r0, gold_v[r0:r1]), torch.where(in_vocab[r0:r1], g[r0:r1], 0.0),
                                  accumulate=True)
                 grad_bias += chunk.sum(0)
-            grad_o = buf @ w if ctx.needs_input_grad[0] else None  # (N, D)
-            grad_w = buf.t() @ o if ctx.needs_input_grad[1] else None  # (V, D)
+            grad_logits = buf.to(o.dtype)  # (N, V) itself, or in the products' low precision (-amp)
+            grad_o = grad_logits @ w if ctx.needs_input_grad[0] else None  # (N, D)
+            grad_w = grad_logits.t() @ o if ctx.needs_input_grad[1] else None  # (V, D)
         dt_o, dt_w, dt_b = ctx.input_dtypes
         return (None if grad_o is None else grad_o.to(dt_o), None if grad_w is None else grad_w.to(dt_w),
-                grad_bias.to(dt_b) if ctx.needs_input_grad[2] else None, None, None, None, None)
+                grad_bias.to(dt_b) if ctx.needs_input_grad[2] else None, None, None, None, None, None)
 
 
-def gold_log_softmax(o, weight, bias, gold, columns, impossible, logits=None):
+def gold_log_softmax(o, weight, bias, gold, columns, impossible, logits=None, product_dtype=None):
     """o (N, D), weight (V, D), bias (V,), gold (N,) ids (>= V: OOV slot), columns (N, S) ids to read;
-    logits: the (N, V) o W^T + b if already computed (without gradient; it is overwritten), else None.
+    logits: the (N, V) o W^T + b if already computed (without gradient; it is overwritten), else None;
+    product_dtype: None, or the low precision (-amp's bfloat16 / float16) of the three (N, D) x (D, V)
+    products (forward, and the gradients of o and W): their results are widened at once, the softmax,
+    log-sum-exp and the gradient of the logits stay in o's dtype (float32).
 
     Returns z (N,) = log softmax(o W^T + b)[gold] (differentiable; `impossible - lse` for gold >= V)
     and, without gradient: lse (N,), the row max (N,) and its id (N,), and the logits at `columns`
     (N, S) (`impossible` for ids >= V).
     """
-    return GoldLogSoftmax.apply(o, weight, bias, gold, columns, impossible, logits)
+    return GoldLogSoftmax.apply(o, weight, bias, gold, columns, impossible, logits, product_dtype)

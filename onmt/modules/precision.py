@@ -36,3 +36,14 @@ def float32_region(like):
     if not (torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)):
         return contextlib.nullcontext()
     return torch.autocast(device_type=device_type, enabled=False)
+
+
+def autocast_dtype(like):
+    """The low precision (bfloat16 / float16) autocast gives the matrix products on the device of tensor
+    `like`, or None where autocast is not on there. Read before entering a float32 island, by the fused
+    generator products that run low under -amp (onmt/fused/gold_softmax.py)."""
+    device_type = like.device.type
+    if not (torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)):
+        return None
+    return torch.get_autocast_dtype(device_type)
+

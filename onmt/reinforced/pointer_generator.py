@@ -50,9 +50,11 @@ class PointerGenerator(nn.Module):
     def out_weight(self, n_oov=0):
         """W_out and b_out from the current parameters, padded to the extended vocabulary:
         (X, D) and (X,), the OOV slots with zero weights and an impossible bias."""
+        if self.tied:   # (V, D) E_tgt W_proj: under autocast (-amp) in its low precision, widened at once
+            product = self.embedding.target_weight() @ self.proj
         with float32_region(self.bias if self.tied else self.out.bias):  # float32 under autocast too
             if self.tied:
-                w_out = torch.tanh(widen(self.embedding.target_weight()) @ widen(self.proj))  # (V, D) (13)
+                w_out = torch.tanh(widen(product))  # (V, D) (13)
                 b_out = widen(self.bias)  # (V,)
             else:
                 w_out, b_out = widen(self.out.weight), widen(self.out.bias)

@@ -1,4 +1,5 @@
 """-amp: the float32 islands (onmt/modules/precision.py) under autocast, and the trainer's -amp on the CPU.
+The generators' vocabulary products themselves run in autocast's precision, their results widened at once.
 
 The islands take their device from the tensors, so CPU bfloat16 autocast runs the same code as CUDA's:
 these tests run under `torch.autocast("cpu", dtype=torch.bfloat16)`, give the generators decoder outputs
@@ -99,26 +100,35 @@ def _inputs(gen, N=200, S=10, n_oov=6, seed=1):
 
 @pytest.mark.parametrize("tied", [True, False])
 def test_out_weight_is_float32_under_autocast(tied):
-    """(a) W_out = tanh(E W_proj) is the float32 computation, bit for bit; autocast would round it."""
+    """(a) W_out = tanh(E W_proj): the product in autocast's bfloat16 (the speed of -amp), widened at
+    once, the tanh in float32, so W_out is float32 and within bfloat16's rounding of the float32 one
+    (a free W_out, untied, is the parameter itself, bit for bit)."""
     gen = _generator(tied)
     want_w, want_b = gen.out_weight(n_oov=3)
     with bf16_autocast():
         w, b = gen.out_weight(n_oov=3)
         naive = torch.tanh(gen.embedding.target_weight() @ gen.proj) if tied else None
-    assert w.dtype == b.dtype == torch.float32
-    assert torch.equal(w, want_w) and torch.equal(b, want_b)
-    if tied:  # what the old code gave under autocast: W_out in bfloat16, ~3 significant digits
-        assert naive.dtype == BF16
-        assert (naive.float() - want_w[:gen.tgt_vocab_size]).abs().max() > 1e-3
+    assert w.dtype == b.dtype == torch.float32 and torch.equal(b, want_b)
+    if not tied:
+        assert torch.equal(w, want_w)
+        return
+    V = gen.tgt_vocab_size
+    low = torch.tanh((gen.embedding.target_weight().to(BF16) @ gen.proj.to(BF16)).float())  # (V, D)
+    assert torch.equal(w[:V], low) and not w[V:].any()
+    assert 0 < (w - want_w).abs().mean() < 2e-3 and (w - want_w).abs().max() < 0.05
+    assert naive.dtype == BF16   # a tanh in bfloat16 too: rounded twice
+    assert (naive.float() - want_w[:V]).abs().mean() > (w - want_w)[:V].abs().mean()
 
 
-def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
-    """(b) log p(gold), the full mixture, the argmax and the draws under autocast: float32 and equal to
-    the float64 reference on the same bfloat16 inputs to float32 precision; a naive all-bfloat16
-    computation (the old code under autocast) is more than 100x further off."""
+def test_pointer_generator_under_autocast_is_float32_with_low_precision_products():
+    """(b) log p(gold) (the fused path), the full mixture, the argmax under autocast: float32, computed
+    from vocabulary products in bfloat16 (logits and W_out within bfloat16's rounding: ~0.015 nats per
+    token here, logits of std ~5) and everything after them in float32, so the errors do not add up
+    over tokens: the summed log-likelihood is several times closer to the float64 one than a naive
+    all-bfloat16 mixture's (whose log-sum-exp and sums are rounded too). Gradients float32, ~1 % off."""
     gen = _generator()
     ref = _reference(gen)
-    o, attn, src_ex, first, gold, n_oov = _inputs(gen)
+    o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=2000)
     want, _ = pointer_generator_gold_log_prob(ref, o.double(), attn.double(), src_ex, first, gold)  # (N,)
     want_full = ref(o.double(), attn.double(), src_ex, first, n_oov)  # (N, X)
     o_req = o.clone().requires_grad_()
@@ -129,31 +139,31 @@ def test_pointer_generator_is_float32_and_beats_naive_bfloat16():
         logits = packed_out_weight(gen)(o)
         naive, _ = gold_mixture(o, torch.tanh(gen.embedding.target_weight() @ gen.proj), gen.bias,
                                 -gen.switch(o), attn, src_ex, first, gold)
-    assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32
-    island_err = (ll.double() - want).abs()
-    naive_err = (naive.double() - want).abs()
-    assert naive.dtype == BF16
-    assert island_err.max() < 1e-4
-    assert naive_err.mean() > 100 * island_err.mean() and naive_err.mean() > 1e-2
-    torch.testing.assert_close(logp.double(), want_full, rtol=1e-6, atol=1e-4)  # -1e4 at impossible ids
-    assert torch.equal(pred, want_full.argmax(1)) and torch.equal(predicted, pred)
-    # gradients: o's in its own dtype; the parameters' in float32, close to the float64 ones
+    assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32 and naive.dtype == BF16
+    err, naive_err = ll.double() - want, naive.double() - want   # (N,) each
+    assert 0 < err.abs().mean() < 0.02 and err.abs().max() < 0.15
+    assert err.sum().abs() < 0.25 * naive_err.sum().abs()
+    real = want_full > -1e3    # the impossible ids read -1e4 in both
+    assert (logp.double() - want_full)[real].abs().mean() < 0.02
+    assert torch.equal(logp[~real], want_full[~real].float())
+    assert (pred == want_full.argmax(1)).float().mean() > 0.99 and (predicted == pred).float().mean() > 0.99
     ll.sum().backward()
     assert o_req.grad.dtype == BF16 and gen.proj.grad.dtype == torch.float32
     ref_o = o.double().requires_grad_()
     pointer_generator_gold_log_prob(ref, ref_o, attn.double(), src_ex, first, gold)[0].sum().backward()
-    torch.testing.assert_close(gen.proj.grad.double(), ref.proj.grad, rtol=1e-4, atol=1e-4)
-    torch.testing.assert_close(o_req.grad.double(), ref_o.grad, rtol=1e-2, atol=1e-2)  # bf16 rounding
+    for got, exact in ((gen.proj.grad, ref.proj.grad), (o_req.grad, ref_o.grad)):
+        assert (got.double() - exact).norm() < 0.02 * exact.norm()
 
 
 def test_draws_under_autocast_equal_the_float32_draws():
     gen = _generator()
     o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=50)
-    logits32 = packed_out_weight(gen)(o.float())
+    weight = gen.out_weight()
+    logits32 = packed_out_weight(gen, weight)(o.float())
     torch.manual_seed(3)
     want = gen.draw(logits32, o.float(), attn.float(), src_ex)
     with bf16_autocast():
-        logits = packed_out_weight(gen)(o)
+        logits = packed_out_weight(gen, weight)(o)
         torch.manual_seed(3)
         got = gen.draw(logits, o, attn, src_ex)
     assert torch.equal(logits, logits32)
@@ -210,12 +220,12 @@ def test_copy_generator_and_generator_are_float32_under_autocast():
             real = torch.arange(V) != PAD
             naive_err = (naive.double() - want)[..., real].abs().mean()
             assert naive_err > 100 * (logp.double() - want)[..., real].abs().mean()
-        else:
+        else:   # the fused training path: its vocabulary product in bfloat16, the rest in float32
             with bf16_autocast():
                 ll, _ = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
             assert ll.dtype == torch.float32
-            torch.testing.assert_close(ll.double(), want.gather(-1, gold[..., None]).squeeze(-1).float().double(),
-                                       rtol=0, atol=1e-4)
+            err = (ll.double() - want.gather(-1, gold[..., None]).squeeze(-1)).abs()
+            assert 0 < err.mean() < 0.02 and err.max() < 0.1
 
 
 def test_coverage_penalty_is_float32_under_autocast():

@@ -60,3 +60,43 @@ def test_linear_in_column_blocks_equals_addmm(monkeypatch):
     o, w, b = torch.randn(7, 6, dtype=torch.float64), torch.randn(17, 6, dtype=torch.float64), torch.randn(17)
     got = linear_in_column_blocks(o, w, b.double())
     assert got.shape == (7, 17) and torch.allclose(got, torch.addmm(b.double(), o, w.t()))
+
+
+def test_low_precision_products_are_the_plain_formula_on_rounded_operands():
+    """product_dtype (-amp): the forward product and the two gradient products take bfloat16 operands
+    (o, W, and the float32 gradient of the logits rounded once) and their results are widened; the
+    softmax, log-sum-exp and the gradient of the logits in float32. Against autograd over the plain
+    log-softmax with exactly those roundings, in float64 (only the products' own summation differs)."""
+    bf16 = torch.bfloat16
+    torch.manual_seed(0)
+    N, D, V, S = 40, 24, 300, 4
+    o = torch.randn(N, D, requires_grad=True)
+    w = (torch.randn(V, D) * 0.5).requires_grad_()
+    b = torch.randn(V, requires_grad=True)
+    gold = torch.randint(0, V + 3, (N,))
+    cols = torch.randint(0, V + 3, (N, S))
+    z, lse, top, top_id, at_cols = gold_log_softmax(o, w, b, gold, cols, -1e4, product_dtype=bf16)
+    assert z.dtype == lse.dtype == torch.float32
+    o_r, w_r = o.detach().to(bf16).double(), w.detach().to(bf16).double()   # the rounded operands
+    logits = (o_r @ w_r.t()).to(bf16).double() + b.detach().double()       # (N, V) a bfloat16 product
+    ext = torch.cat([logits, torch.full((N, 3), -1e4, dtype=logits.dtype)], 1)  # (N, V + 3)
+    ref = ext.gather(1, gold[:, None]).squeeze(1) - torch.logsumexp(logits, 1)
+    torch.testing.assert_close(z.double(), ref, rtol=0, atol=2e-2)           # one bfloat16 ulp of a logit
+    torch.testing.assert_close(lse.double(), torch.logsumexp(logits, 1), rtol=0, atol=2e-2)
+    full32 = gold_log_softmax(o.detach(), w.detach(), b.detach(), gold, cols, -1e4)[0]
+    assert (z.detach() - full32).abs().max() > 1e-4                          # really not float32 products
+    weights = torch.randn(N)
+    g_o, g_w, g_b = torch.autograd.grad((z * weights).sum(), (o, w, b))
+    assert g_o.dtype == g_w.dtype == g_b.dtype == torch.float32
+    logits_r = logits.clone().requires_grad_()
+    ext_r = torch.cat([logits_r, torch.full((N, 3), -1e4, dtype=logits.dtype)], 1)
+    ref_r = ext_r.gather(1, gold[:, None]).squeeze(1) - torch.logsumexp(logits_r, 1)
+    grad_logits, = torch.autograd.grad((ref_r * weights.double()).sum(), logits_r)  # (N, V)
+    g_r = grad_logits.float().to(bf16).double()                              # rounded once, as the kernel does
+    torch.testing.assert_close(g_b.double(), grad_logits.sum(0), rtol=1e-3, atol=1e-3)
+    torch.testing.assert_close(g_o.double(), g_r @ w_r, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(g_w.double(), g_r.t() @ o_r, rtol=1e-2, atol=1e-2)
+    o32, w32 = o.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    z32 = gold_log_softmax(o32, w32, b.detach(), gold, cols, -1e4)[0]
+    for got, g32 in zip((g_o, g_w), torch.autograd.grad((z32 * weights).sum(), (o32, w32))):
+        assert (got - g32).abs().max() > 1e-4 * g32.abs().max()              # the backward products are low too
