@@ -39,6 +39,45 @@ def run(model, precision, src, batch_size, device, more=()):
     return [" ".join(r[0].tokens) for r in results], time.perf_counter() - t
 
 
+def host_line():
+    """The CPU and the flags that decide the precisions' speed (onmt/hardware.py)."""
+    from onmt.hardware import cpu_flags
+    name = "?"
+    try:
+        name = next((x.split(":", 1)[1].strip() for x in open("/proc/cpuinfo") if x.startswith("model name")), "?")
+    except OSError:
+        pass
+    shown = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
+    return f"{name}; flags {' '.join(f for f in shown if f in cpu_flags()) or 'none of ' + ' '.join(shown)}"
+
+
+def product_ratios(model, precisions, rows, device, repeats=20):
+    """ms per call of the model's vocabulary product alone, (rows x D)(D x V), at each precision, prepared
+    as decoding prepares it (low_precision.prepared_linear): where everything else in a step stayed as
+    it is, a precision's whole-translation speed-up is below this product's."""
+    from onmt.fused.low_precision import prepared_linear
+    from onmt.translate.session import model_from_checkpoint
+    from onmt.utils.checkpoint import load_checkpoint
+    net, _, _ = model_from_checkpoint(load_checkpoint(model, device="cpu"), device)
+    gen = net.generator
+    D = gen.switch.in_features if hasattr(gen, "switch") else gen.linear.in_features
+    g = torch.Generator().manual_seed(0)
+    w, b = torch.randn(net.tgt_vocab_size, D, generator=g) * 0.05, torch.randn(net.tgt_vocab_size, generator=g)
+    x = torch.randn(rows, D, generator=g)
+    out = {}
+    for q in precisions:
+        f = prepared_linear(w.to(device), b.to(device), q, rows)
+        for _ in range(3):
+            f(x.to(device))
+        t = time.perf_counter()
+        for _ in range(repeats):
+            f(x.to(device))
+        if device != "cpu":
+            torch.cuda.synchronize()
+        out[q] = 1e3 * (time.perf_counter() - t) / repeats
+    return out, (rows, D, net.tgt_vocab_size)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-model", required=True)
@@ -73,8 +112,12 @@ def main(argv=None):
         name = precision + (" (again)" if i == len(order) - 1 else "")
         rows.append((name, len(src) / secs, base[2] / secs, f.mean(0), f.mean(0) - base[1].mean(0), two_sided, same))
         print(f"done {name}: {len(src) / secs:.1f} sent/s", flush=True)
+    ms, shape = product_ratios(a.model, list(dict.fromkeys(order)), a.batch_size * 5, a.device)
     print(f"\n{len(src)} lines of {a.src}, {a.model}, {torch.get_num_threads()} thread(s)"
-          + (f", {a.translate_opts}" if a.translate_opts else ""))
+          + (f", {a.translate_opts}" if a.translate_opts else "") + f"\nhost: {host_line()}")
+    print(f"the vocabulary product alone, ({shape[0]} x {shape[1]})(x {shape[2]}), ms per call: "
+          + ", ".join(f"{q} {t:.2f} ({ms['fp32'] / t:.2f}x fp32)" for q, t in ms.items())
+          + ": a precision's whole speed-up stays below its product's")
     print("| precision | sent/s | x fp32 | " + " | ".join(f"{m} F1 (diff, p)" for m in SHOWN) + " | same as fp32 |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " | --- |")
     for name, speed, ratio, mean, diff, pv, same in rows:
