@@ -12,9 +12,9 @@ ignore_when_blocking, replace_unk, batch_size=30,
 src_seq_length_trunc). An argument left out (or None) is "not given", exactly as an option left off
 translate.py's command line: the checkpoint's preprocessing record then decides lowercasing, source
 truncation, the prediction length limit and the model family's n-gram blocking
-(onmt/translate/input_rules.py). The options are parsed and validated by translate.py's own parser,
-and the text goes through the same code (onmt/translate/session.py), so the summaries are those
-translate.py writes for the same lines.
+(onmt/translate/input_rules.py). The options are converted, updated and validated as translate.py's
+(onmt/opts/, with no command line), and the text goes through the same code
+(onmt/translate/session.py), so the summaries are those translate.py writes for the same lines.
 
 With return_details=True, each text gets a dict: "summary" (str), "score" (float), "n_best"
 (list of (summary, score), best first), and the inspection record of the best summary (the one
@@ -30,36 +30,17 @@ SEARCH_OPTIONS = ("beam_size", "n_best", "min_length", "max_length", "length_pen
                   "coverage_penalty", "beta", "stepwise_penalty",
                   "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
                   "batch_size", "src_seq_length_trunc")
-_FLAGS = ("avoid_trigram_repetition", "replace_unk", "stepwise_penalty")
 
 
 def translate_options(**kwargs):
-    """translate.py's options for these keyword arguments (SEARCH_OPTIONS), through its parser, update
-    and validation: the arguments given count as given on the command line. Raises TypeError on an
-    unknown keyword, onmt.opts.OptionError on an invalid value."""
+    """translate.py's options for these keyword arguments (SEARCH_OPTIONS), without a command line: each
+    value converted and checked as translate.py's parser does (opts.parse_values), then its update and
+    validation; the arguments given count as given on the command line. Raises TypeError on an unknown
+    keyword, onmt.opts.OptionError on an invalid value."""
     unknown = sorted(set(kwargs) - set(SEARCH_OPTIONS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; the search options are {', '.join(SEARCH_OPTIONS)}")
-    argv = ["-model", "<api>", "-src", "<api>"]
-    for name, value in kwargs.items():
-        if value is None:
-            continue
-        if name in _FLAGS:
-            argv += [f"-{name}"] if value else []
-        elif name == "ignore_when_blocking":
-            words = [value] if isinstance(value, str) else list(value)
-            argv += [f"-{name}", *words] if words else []
-        else:
-            argv += [f"-{name}", str(value)]
-    import contextlib
-    import io
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said):   # the parser's one line becomes the exception's message
-            opt = opts.parse_with_given(opts.translate_parser(), argv)
-    except SystemExit:
-        message = said.getvalue().strip().splitlines()[-1] if said.getvalue().strip() else "invalid option"
-        raise opts.OptionError(message.split("error: ", 1)[-1].replace(" (see -h)", "")) from None
+    opt = opts.parse_values(opts.translate_parser(), kwargs)
     opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
     return opt

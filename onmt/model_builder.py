@@ -1,13 +1,15 @@
-"""The model registry: the one place that maps options to a model family, its loss and trainer.
+"""The model registry: the one place that maps a model family to its model and loss classes.
 
-    MODEL_REGISTRY[name] = ModelEntry(name, model_cls, loss_cls, needs_dynamic_dict, ...)
+    MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls, loss_cls)
+        FAMILIES[name]                   the family's option knowledge (onmt/opts/families.py)
         model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/interface.py
         loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
 
 Every family trains with the one Trainer (onmt/trainer.py), which knows no model.
 
-`model_type(opt)` picks the name and `model_entry(opt)` the entry; nothing else in the toolkit
-branches on the model type.
+`model_type(opt)` is the family the options resolved (-model_family, its aliases -reinforced and
+-copy_attn resolved by onmt/opts/update.py) and `model_entry(opt)` its entry; nothing else in the
+toolkit branches on the model type.
 """
 import logging
 from typing import NamedTuple
@@ -19,18 +21,32 @@ from onmt.losses.ml import MLLoss
 from onmt.losses.rl import MixedLoss
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
+from onmt.opts.families import FAMILIES, Family
 from onmt.reinforced.model import ReinforcedModel
 
 logger = logging.getLogger(__name__)
 
 
 class ModelEntry(NamedTuple):
-    name: str
+    profile: Family       # its options: implied, refused, its recipe, data needs, test-time rule, ...
     model_cls: type
     loss_cls: type
-    needs_dynamic_dict: bool = False   # the model reads src_ex / tgt_ex (copy)
-    needs_shared_vocab: bool = False   # the model shares one embedding (PartialEmbedding)
-    block_ngram_repeat: int = 0        # translate.py's n-gram blocking unless -block_ngram_repeat is given
+
+    @property
+    def name(self):
+        return self.profile.name
+
+    @property
+    def needs_dynamic_dict(self):   # the model reads src_ex / tgt_ex (copy)
+        return self.profile.needs_dynamic_dict
+
+    @property
+    def needs_shared_vocab(self):   # the model shares one embedding (PartialEmbedding)
+        return self.profile.needs_shared_vocab
+
+    @property
+    def block_ngram_repeat(self):   # translate.py's n-gram blocking unless -block_ngram_repeat is given
+        return self.profile.block_ngram_repeat
 
     def check_data(self, opt, meta):
         """Refuse preprocessed data (its meta dict) that this model cannot train on."""
@@ -45,20 +61,15 @@ class ModelEntry(NamedTuple):
 
 
 MODEL_REGISTRY = {
-    "rnn": ModelEntry("rnn", NMTModel, MLLoss),
-    "copy": ModelEntry("copy", CopyNMTModel, MLLoss, needs_dynamic_dict=True),
-    "reinforced": ModelEntry("reinforced", ReinforcedModel, MLLoss, needs_dynamic_dict=True,
-                             needs_shared_vocab=True, block_ngram_repeat=3),   # the paper's no-repeated-trigram rule
+    "rnn": ModelEntry(FAMILIES["rnn"], NMTModel, MLLoss),
+    "copy": ModelEntry(FAMILIES["copy"], CopyNMTModel, MLLoss),
+    "reinforced": ModelEntry(FAMILIES["reinforced"], ReinforcedModel, MLLoss),
 }
 
 
 def model_type(opt):
-    """The registry name for these options."""
-    if opt.reinforced:
-        return "reinforced"
-    if opt.copy_attn:
-        return "copy"
-    return "rnn"
+    """The registry name for these (updated) options."""
+    return opt.model_family
 
 
 def model_entry(opt):

@@ -1,5 +1,8 @@
-"""Train a model: shards -> checkpoints (`train.py -data P -save_model M [-reinforced] ...`)."""
-import argparse
+"""Train a model: shards -> checkpoints (`train.py -data P -save_model M [-model_family reinforced] ...`).
+
+The options are parsed, updated and validated at start (onmt/opts/); once the data and the checkpoint
+are read, `opts.resolve_train_run` makes the run's options (the checkpoint's model on -train_from, the
+data's defaults) and `opts.validate_train_run` checks them: nothing here writes an option."""
 import random
 import sys
 
@@ -15,59 +18,6 @@ from onmt.utils.checkpoint import check_no_later_checkpoints, load_checkpoint, s
 from onmt.utils.cli import run_main
 from onmt.utils.files import check_prefix
 from onmt.utils.logging import init_logger, logger
-
-# On -train_from, the model's options come from the checkpoint, except these training choices, which
-# the command line (or -config) may change: what the new phase of training does.
-MODEL_OPTIONS_A_RESUME_MAY_CHANGE = ("scheduled_sampling", "scheduled_sampling_mode", "lambda_coverage",
-                                     "coverage_attn", "dropout", "param_init", "fix_word_vecs_enc",
-                                     "fix_word_vecs_dec")
-# Training options a resume takes from the checkpoint unless given again (exact resume by default).
-OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
-                     "max_grad_norm", "decay_method", "learning_rate_decay", "start_decay_steps", "decay_steps",
-                     "warmup_steps")
-OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization", "copy_loss_by_seqlength")
-
-
-def model_option_names():
-    """The dests of the model-group options: on -train_from they come from the checkpoint."""
-    p = argparse.ArgumentParser()
-    opts.model_opts(p)
-    return [a.dest for a in p._actions if a.dest != "help"]
-
-
-def restore_options(opt, ckpt_opt):
-    """Options of a resumed run: the checkpoint's model (its shape, always), and its training choices,
-    its optimizer's options included, unless given here (-reset_optim resets the optimizer's state,
-    never its options: a fresh SGD at lr 1.0 would learn nothing from an Adam checkpoint at 1e-4).
-    A model option the checkpoint lacks must be given here (a default could silently change the model)."""
-    try:
-        opts.check_saved_model_types(ckpt_opt)
-    except opts.OptionError as e:
-        raise UserError(f"checkpoint {opt.train_from} is damaged or from another program: its options are "
-                        f"invalid: {e}") from None
-    lacking = [n for n in model_option_names()
-               if n not in ckpt_opt and not opts.given(opt, n) and n not in opts.ADDED_MODEL_OPTIONS]
-    if lacking:
-        raise UserError(f"checkpoint {opt.train_from} is damaged or from another program: its options lack "
-                        f"{', '.join(lacking)} (give {' '.join('-' + n for n in lacking[:3])} to say what they were)")
-    from_here = set(MODEL_OPTIONS_A_RESUME_MAY_CHANGE) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
-    contradictions = [f"-{n} {getattr(opt, n)} (the checkpoint's: {ckpt_opt[n]})" for n in model_option_names()
-                      if n not in from_here and n in ckpt_opt and opts.given(opt, n) and getattr(opt, n) != ckpt_opt[n]]
-    if contradictions:
-        raise UserError(f"-train_from {opt.train_from} keeps the model it holds (its family, shape and attention); "
-                        f"{', '.join(contradictions[:3])} given here contradict it: drop them, or train a new model "
-                        f"(a resume may change {', '.join('-' + n for n in MODEL_OPTIONS_A_RESUME_MAY_CHANGE)})")
-    for name in model_option_names() + list(OBJECTIVE_OPTIONS) + list(OPTIMIZER_OPTIONS):
-        if name not in ckpt_opt and name in opts.ADDED_MODEL_OPTIONS and name not in from_here:
-            setattr(opt, name, opts.ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option
-            continue
-        if name not in ckpt_opt or (name in from_here and opts.given(opt, name)):
-            continue
-        setattr(opt, name, ckpt_opt[name])
-    if opt.copy_loss_by_seqlength and opt.rl_gamma and not opts.given(opt, "copy_loss_by_seqlength"):
-        opt.copy_loss_by_seqlength = False   # it would weigh the ML term by 1/length: not the -rl_gamma mix
-        logger.info(f"-copy_loss_by_seqlength of {opt.train_from} is not carried into the mixed objective "
-                    "(it would divide the ML term by each summary's length and shift the mix from -rl_gamma)")
 
 
 def check_steps_left(opt, start_step):
@@ -127,23 +77,25 @@ def check_training_examples(data, meta):
                     "-tgt_seq_length, or -src_seq_length_trunc to cut instead of drop)")
 
 
-def inputs(opt):
-    """The files train.py reads, which none of its outputs may be."""
-    return {"-train_from": opt.train_from, "-config": vars(opt).get("config"), "-data": f"{opt.data}.meta.json",
+def inputs(opt, data=None):
+    """The files train.py reads, which none of its outputs may be (`data`: the dataset when not -data)."""
+    return {"-train_from": opt.train_from, "-config": vars(opt).get("config"),
+            "-data": f"{data or opt.data}.meta.json",
             "-pre_word_vecs_enc": opt.pre_word_vecs_enc, "-pre_word_vecs_dec": opt.pre_word_vecs_dec}
 
 
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs)
+    data = opt.data
     if opt.data_config and not opt.save_config:   # an OpenNMT-py 3.x config: its dataset, built or found
         import json
 
         from onmt.bin import preprocess as preprocess_bin
         from onmt.inputters.upstream_data import ensure_dataset
-        opt.data = ensure_dataset(json.loads(opt.data_config), preprocess_bin.main)
+        data = ensure_dataset(json.loads(opt.data_config), preprocess_bin.main)
     from onmt.utils.files import check_not_inputs
     check_not_inputs({"-save_config": opt.save_config,
-                      "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt))
+                      "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt, data))
     if opt.save_config:
         opts.write_config(opt, opt.save_config, opts.train_parser())
         logger.info(f"wrote the options to {opt.save_config}")
@@ -153,27 +105,28 @@ def main(argv=None):
         from onmt.utils.files import check_output
         from onmt.utils.profiling import trace_path
         check_output(trace_path(opt, opt.save_model), f"-profile_trace {trace_path(opt, opt.save_model)}")
-    world = distributed.resolve(opt, device)
+    world = distributed.resolve(opt, device, **opts.distributed_choices(opt))
     if world.spawn:  # -world_size N outside torchrun: N processes on this machine, each running main
         distributed.spawn(main, list(sys.argv[1:] if argv is None else argv), world.world_size)
         return
     with distributed.process_group(world):
-        train_rank(opt, world)
+        train_rank(opt, world, data)
 
 
-def train_rank(opt, world):
-    """Train as rank `world.rank` of `world.world_size` (utils/distributed.py): every rank builds the
-    same model and reads its own batches; rank 0 logs, writes TensorBoard and saves, holding the lock of
-    -save_model (a second run writing the same checkpoints is refused)."""
+def train_rank(opt, world, data=None):
+    """Train as rank `world.rank` of `world.world_size` (utils/distributed.py) on the dataset `data`
+    (default -data): every rank builds the same model and reads its own batches; rank 0 logs, writes
+    TensorBoard and saves, holding the lock of -save_model (a second run writing the same checkpoints is
+    refused)."""
     import contextlib
 
     from onmt.utils.files import prefix_lock
     lock = prefix_lock(opt.save_model, f"-save_model {opt.save_model}") if world.rank == 0 else contextlib.nullcontext()
     with lock:
-        _train_rank(opt, world)
+        _train_rank(opt, world, data or opt.data)
 
 
-def _train_rank(opt, world):
+def _train_rank(opt, world, data):
     device = world.device
     if world.rank > 0:
         init_logger("", world.rank)  # warnings and errors only, on stderr
@@ -183,35 +136,28 @@ def _train_rank(opt, world):
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
     from onmt.model_builder import build_loss, build_model, compile_decoder_step, model_entry
-    vocabs, meta = load_vocabs(opt.data)
-    check_training_examples(opt.data, meta)
+    vocabs, meta = load_vocabs(data)
+    check_training_examples(data, meta)
 
-    # the model options given here, resolved (onmt/opts/update.py); on -train_from, the checkpoint's
-    # own (resolved when it was trained) then replace them, but for those a resume may change
-    opts.update_model_opts(opt)
-    ckpt = None
-    if opt.train_from:
-        ckpt = load_checkpoint(opt.train_from, device="cpu")
-        restore_options(opt, ckpt["opt"])
-        if Vocabs.from_dict(ckpt["vocab"]) != vocabs:
-            raise UserError(f"the vocabulary of {opt.train_from} differs from that of -data {opt.data}; "
-                            "train from a checkpoint made on the same preprocessed data")
-    opts.validate_model_opts(opt)
-    if opt.copy_loss_by_seqlength and not opt.copy_attn:
-        raise UserError("-copy_loss_by_seqlength needs a copy model (-copy_attn or -reinforced)")
-    entry = model_entry(opt)
-    entry.check_data(opt, meta)
-    if not opt.max_gen_length:
-        opt.max_gen_length = target_length_limit(meta)
-    differences = opts.paper_differences(opt)
-    if differences:
-        logger.info("Settings that differ from Paulus et al.'s (config/cnndm_reinforced.yaml has theirs): "
-                    + ", ".join(differences))
+    # this run's options (onmt/opts/update.py): those of the command line, on -train_from with the
+    # checkpoint's model (resolved when it was trained) and training choices but for what a resume may
+    # change, and the data's defaults
+    ckpt = load_checkpoint(opt.train_from, device="cpu") if opt.train_from else None
+    opt, notes = opts.resolve_train_run(opt, ckpt["opt"] if ckpt else None, data, target_length_limit(meta))
+    for note in notes:
+        logger.info(note)
+    if ckpt is not None and Vocabs.from_dict(ckpt["vocab"]) != vocabs:
+        raise UserError(f"the vocabulary of {opt.train_from} differs from that of -data {opt.data}; "
+                        "train from a checkpoint made on the same preprocessed data")
+    opts.validate_train_run(opt)
+    model_entry(opt).check_data(opt, meta)
+    if opts.paper_note(opt):
+        logger.info(opts.paper_note(opt))
 
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
     model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
-                        allow_new=ckpt is not None and opts.given(opt, "coverage_attn"),
+                        allow_new=opts.resume_adds_parameters(opt),
                         checkpoint_name=opt.train_from or None, device=device)
     if opt.compile:
         compile_decoder_step(model)

@@ -2,9 +2,12 @@
 also come from a YAML file given with ``-config``.
 
     data.py, model.py, train.py, translate.py   the declarations (`model_opts(parser)`, ...)
-    parse.py      the exact-name parser, unknown-option messages, `parse_with_given` / `given`,
-                  one parser per command (`train_parser()`, ...)
-    update.py     `update_*`: what options imply, and defaults for what a namespace lacks
+    families.py   each model family's option knowledge (FAMILIES): what it implies, refuses and alone
+                  accepts, its recipe, its paper's settings, its test-time defaults, what a resume may change
+    parse.py      the exact-name parser, unknown-option messages, `parse_with_given` / `given` (read only
+                  in onmt/opts/), `parse_values` (the API's options, no command line), one parser per command
+    update.py     `update_*`: what options imply, and defaults for what a namespace lacks; `resolve_*_run`:
+                  a run's options, with the defaults a checkpoint or the data give
     validate.py   `validate_*`: the cross-option checks; they never change `opt`
 
 An entry point parses, updates, then validates:
@@ -13,10 +16,15 @@ An entry point parses, updates, then validates:
     opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
 
-A checkpoint's model options go through `update_saved_model_opts` and `validate_model_opts`.
+A checkpoint's model options go through `update_saved_model_opts` and `validate_model_opts`. What depends on
+a checkpoint or the data makes a new namespace, checked in turn; nothing writes `opt` after validation:
+
+    run, notes = opts.resolve_translate_run(opt, model_opt, preprocess, target_limit)
+    opts.validate_translate_run(run)
 """
 from onmt.errors import OptionError
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
+from onmt.opts.families import FAMILIES, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, ENCODER_TYPES, model_opts
 from onmt.opts.parse import (
     UPSTREAM_OPTIONS,
@@ -25,6 +33,7 @@ from onmt.opts.parse import (
     evaluate_parser,
     given,
     make_parser,
+    parse_values,
     parse_with_given,
     plot_attention_parser,
     prepare_cnndm_parser,
@@ -40,9 +49,13 @@ from onmt.opts.parse import (
 from onmt.opts.train import train_opts
 from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts
 from onmt.opts.update import (
+    distributed_choices,
     fill_defaults,
     lacking_model_options,
     option_names,
+    resolve_train_run,
+    resolve_translate_run,
+    resume_adds_parameters,
     update_evaluate_opts,
     update_model_opts,
     update_plot_attention_opts,
@@ -53,32 +66,33 @@ from onmt.opts.update import (
     update_translate_opts,
 )
 from onmt.opts.validate import (
-    PAPER_SETTINGS,
     check_model_numbers,
     check_precision,
     check_saved_model_types,
     paper_differences,
+    paper_note,
     validate_evaluate_opts,
     validate_model_opts,
     validate_plot_attention_opts,
     validate_prepare_opts,
     validate_preprocess_opts,
     validate_train_opts,
+    validate_train_run,
     validate_translate_opts,
+    validate_translate_run,
 )
 
 __all__ = [
-    "OptionError", "CNNDM_FORMATS", "GIGAWORD_FORMATS", "prepare_opts", "preprocess_opts", "ADDED_MODEL_OPTIONS",
-    "ENCODER_TYPES", "model_opts", "UPSTREAM_OPTIONS", "build_vocab_parser", "config_opts", "evaluate_parser",
-    "given", "make_parser",
-    "parse_with_given", "plot_attention_parser", "prepare_cnndm_parser", "prepare_gigaword_parser",
-    "preprocess_parser", "save_config_opts", "saved_options", "train_parser", "translate_parser",
-    "unknown_option_message", "write_config", "train_opts", "evaluate_opts", "plot_attention_opts",
-    "translate_opts", "fill_defaults", "lacking_model_options", "option_names", "update_evaluate_opts",
+    "OptionError", "CNNDM_FORMATS", "GIGAWORD_FORMATS", "prepare_opts", "preprocess_opts", "FAMILIES", "family_name",
+    "ADDED_MODEL_OPTIONS", "ENCODER_TYPES", "model_opts", "UPSTREAM_OPTIONS", "build_vocab_parser", "config_opts",
+    "evaluate_parser", "given", "make_parser", "parse_values", "parse_with_given", "plot_attention_parser",
+    "prepare_cnndm_parser", "prepare_gigaword_parser", "preprocess_parser", "save_config_opts", "saved_options",
+    "train_parser", "translate_parser", "unknown_option_message", "write_config", "train_opts", "evaluate_opts",
+    "plot_attention_opts", "translate_opts", "distributed_choices", "fill_defaults", "lacking_model_options",
+    "option_names", "resolve_train_run", "resolve_translate_run", "resume_adds_parameters", "update_evaluate_opts",
     "update_model_opts", "update_plot_attention_opts", "update_prepare_opts", "update_preprocess_opts",
-    "update_saved_model_opts", "update_train_opts", "update_translate_opts", "PAPER_SETTINGS",
-    "check_model_numbers", "check_precision", "check_saved_model_types", "paper_differences", "validate_evaluate_opts",
-    "validate_model_opts",
-    "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts", "validate_train_opts",
-    "validate_translate_opts",
+    "update_saved_model_opts", "update_train_opts", "update_translate_opts", "check_model_numbers",
+    "check_precision", "check_saved_model_types", "paper_differences", "paper_note", "validate_evaluate_opts",
+    "validate_model_opts", "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts",
+    "validate_train_opts", "validate_train_run", "validate_translate_opts", "validate_translate_run",
 ]

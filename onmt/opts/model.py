@@ -1,9 +1,17 @@
 """The model options (train.py; a checkpoint stores them)."""
+from onmt.opts.families import FAMILIES
+
 
 def model_opts(parser):
     g = parser.add_argument_group("Model")
+    g.add("-model_family", "--model_family", default=None, choices=list(FAMILIES),
+          help="the model family (onmt/opts/families.py): "
+               + "; ".join(f"{f.name}: {f.help}" for f in FAMILIES.values())
+               + ". Default: -reinforced's or -copy_attn's, else rnn. Not OpenNMT-py's -model_type, which names "
+                 "the input's data type (text, img, audio)")
     g.add("-reinforced", "--reinforced", action="store_true",
-          help="Paulus et al.'s deep reinforced model (implies -share_embeddings -copy_attn)")
+          help="-model_family reinforced: Paulus et al.'s deep reinforced model (implies -share_embeddings "
+               "-copy_attn)")
     g.add("-rnn_type", "--rnn_type", default="LSTM", choices=["LSTM", "GRU"], help="recurrent unit")
     g.add("-layers", "--layers", type=int, default=-1, help="layers of encoder and decoder (overrides the two below)")
     g.add("-enc_layers", "--enc_layers", type=int, default=2, help="encoder layers")
@@ -19,7 +27,8 @@ def model_opts(parser):
           help="attention type; none is Cho et al.'s fixed-context model")
     g.add("-input_feed", "--input_feed", type=int, default=1, choices=[0, 1],
           help="feed the previous attentional vector to the decoder")
-    g.add("-copy_attn", "--copy_attn", action="store_true", help="See et al.'s pointer-generator")
+    g.add("-copy_attn", "--copy_attn", action="store_true",
+          help="-model_family copy: See et al.'s pointer-generator (OpenNMT-py's flag)")
     g.add("-coverage_attn", "--coverage_attn", action="store_true",
           help="coverage vector in attention and coverage loss")
     g.add("-lambda_coverage", "--lambda_coverage", type=float, default=1.0, help="weight of the coverage loss")
@@ -77,7 +86,8 @@ def _encoder_type(value):
 # Model options added after checkpoints existed -> the value that gives the model such a checkpoint
 # was trained with, each its default (tests/unit/test_opts.py checks). A checkpoint without one of them
 # means that value (train.py -train_from, translate.py: update.update_saved_model_opts fills it in); a
-# checkpoint without another model option is damaged.
-ADDED_MODEL_OPTIONS = {"share_decoder_embeddings": False, "fix_word_vecs_enc": False, "fix_word_vecs_dec": False,
-                       "bridge": False, "reuse_copy_attn": False, "copy_attn_type": None,
+# checkpoint without another model option is damaged. (-model_family None: the family of its -reinforced
+# and -copy_attn, families.family_name.)
+ADDED_MODEL_OPTIONS = {"model_family": None, "share_decoder_embeddings": False, "fix_word_vecs_enc": False,
+                       "fix_word_vecs_dec": False, "bridge": False, "reuse_copy_attn": False, "copy_attn_type": None,
                        "intra_attn_scale": "none"}

@@ -162,6 +162,36 @@ def parse_with_given(parser, argv=None):
     return opt
 
 
+def parse_values(parser, values):
+    """The options `parser` gives for a command line holding exactly `values` ({option name: value}), with
+    no command line: each value converted and checked as the parser converts and checks its option's
+    words (type, choices: an OptionError in the parser's words), the others their defaults (a required
+    option None), `opt._given` the names of `values`. A flag is given by a true value; a None value, a
+    false flag and an empty list are not given (as an option left off a command line)."""
+    import argparse
+    opt = argparse.Namespace()
+    for action in parser._actions:
+        if action.dest != "help" and not hasattr(opt, action.dest):
+            setattr(opt, action.dest, None if action.required else action.default)
+    named = set()
+    for name, value in values.items():
+        action = parser._option_string_actions[f"-{name}"]
+        several = action.nargs not in (None, "?", 0)   # the option takes a list of words
+        if value is None or (action.nargs == 0 and not value) or (several and isinstance(value, (list, tuple))
+                                                                   and not value):
+            continue
+        words = ([] if action.nargs == 0 else [str(v) for v in value]
+                 if several and isinstance(value, (list, tuple)) else [str(value)])
+        try:
+            action(parser, opt, parser._get_values(action, words) if words else None, f"-{name}")
+        except argparse.ArgumentError as e:
+            from onmt.errors import OptionError
+            raise OptionError(str(e)) from None
+        named.add(action.dest)
+    opt._given = frozenset(named)
+    return opt
+
+
 def given(opt, name):
     """True when option `name` was given by the user (command line or -config), not a default.
     A namespace not made by `parse_with_given` (a checkpoint's, a test's) has no `_given`: nothing

@@ -12,7 +12,9 @@ so that later code reads `opt.name` directly. Every `update_*` may run again on 
 import copy
 import functools
 
+from onmt.errors import OptionError
 from onmt.opts.data import prepare_opts, preprocess_opts
+from onmt.opts.families import FAMILIES, RESUME_ADDS_PARAMETERS, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, model_opts
 from onmt.opts.parse import given, make_parser
 from onmt.opts.train import train_opts
@@ -52,34 +54,30 @@ def fill_defaults(opt, declare):
             setattr(opt, name, copy.deepcopy(default))
 
 
-# Paulus et al.'s recipe (section 5 and appendix: CNN/DM, the ML phase): what `-reinforced` alone
-# trains with, each where the user gave nothing (command line or -config). Model options first, then
-# train.py's own. Their learning rate 1e-4 for the mixed phase is config/*_rl.yaml's.
-REINFORCED_MODEL_DEFAULTS = {"word_vec_size": 100, "rnn_size": 400, "dropout": 0.0, "scheduled_sampling": 0.25,
-                             "intra_attn_scale": "sqrt"}
-REINFORCED_TRAIN_DEFAULTS = {"optim": "adam", "learning_rate": 0.001, "batch_size": 50}
+# Options that set the same thing: a family's recipe leaves them all alone when one of them is given.
+SAME_SETTING = {"layers": ("layers", "enc_layers", "dec_layers")}
 
 
 def _apply_recipe(opt, recipe):
     for name, value in recipe.items():
-        if not given(opt, name):
+        if not any(given(opt, n) for n in SAME_SETTING.get(name, (name,))):
             setattr(opt, name, value)
 
 
 def update_model_opts(opt):
-    """The model group: defaults for what `opt` lacks; -reinforced implies -brnn (unless -brnn or
-    -encoder_type is given), -share_embeddings and -copy_attn, one layer unless -layers,
-    -enc_layers or -dec_layers is given, and the paper's sizes, dropout and scheduled sampling
-    (REINFORCED_MODEL_DEFAULTS) where not given; -layers N sets -enc_layers and -dec_layers.
-    (Not for a checkpoint's options, resolved when it was trained: see `update_saved_model_opts`.)"""
+    """The model group: defaults for what `opt` lacks; the family (-model_family, or its alias -reinforced
+    or -copy_attn: families.family_name) and what it implies (families.FAMILIES: -reinforced implies
+    -share_embeddings and -copy_attn), then its recipe where not given (-reinforced: -brnn, one layer
+    unless -layers, -enc_layers or -dec_layers is given, the paper's sizes, dropout and scheduled
+    sampling); -layers N sets -enc_layers and -dec_layers. An alias contradicting -model_family is left
+    for validation to refuse. (Not for a checkpoint's options, resolved when it was trained: see
+    `update_saved_model_opts`.)"""
     fill_defaults(opt, model_opts)
-    if opt.reinforced:
-        opt.share_embeddings = opt.copy_attn = True
-        if not given(opt, "brnn"):
-            opt.brnn = True
-        if not any(given(opt, n) for n in ("layers", "enc_layers", "dec_layers")):
-            opt.layers = 1
-        _apply_recipe(opt, REINFORCED_MODEL_DEFAULTS)
+    opt.model_family = family_name(vars(opt))
+    family = FAMILIES[opt.model_family]
+    for name, value in family.implies.items():
+        setattr(opt, name, value)
+    _apply_recipe(opt, family.recipe)
     if opt.layers > 0:
         opt.enc_layers = opt.dec_layers = opt.layers
 
@@ -92,18 +90,19 @@ def lacking_model_options(saved):
 
 def update_saved_model_opts(opt):
     """A checkpoint's model options: resolved when it was trained, they only lack the options added
-    since (ADDED_MODEL_OPTIONS, whose defaults give the model it was trained with)."""
+    since (ADDED_MODEL_OPTIONS, whose defaults give the model it was trained with); one written before
+    -model_family gets the family of its -reinforced and -copy_attn."""
     fill_defaults(opt, model_opts)
+    opt.model_family = family_name(vars(opt))
 
 
 def update_train_opts(opt):
-    """train.py's own options (the model group has `update_model_opts`): defaults for what `opt` lacks;
-    -reinforced trains with the paper's optimizer and batch (REINFORCED_TRAIN_DEFAULTS) where not given
-    (on -train_from the checkpoint's own options replace these, bin/train.py); -early_stopping_criteria
-    defaults to ppl, and rougeL among them turns -valid_rouge on."""
+    """train.py's own options (the model group has `update_model_opts`, run by `resolve_train_run`):
+    defaults for what `opt` lacks; the family's training recipe (-reinforced: the paper's optimizer and
+    batch) where not given (on -train_from the checkpoint's own options replace these);
+    -early_stopping_criteria defaults to ppl, and rougeL among them turns -valid_rouge on."""
     fill_defaults(opt, train_opts)
-    if vars(opt).get("reinforced"):
-        _apply_recipe(opt, REINFORCED_TRAIN_DEFAULTS)
+    _apply_recipe(opt, FAMILIES[family_name(vars(opt))].train_recipe)
     if not opt.early_stopping_criteria:
         opt.early_stopping_criteria = ["ppl"]
     opt.early_stopping_criteria = list(dict.fromkeys(opt.early_stopping_criteria))
@@ -136,3 +135,124 @@ def update_evaluate_opts(opt):
 
 def update_plot_attention_opts(opt):
     fill_defaults(opt, plot_attention_opts)
+
+
+# --------------------------------------------------------------------------- a run's options
+# Training options a resume takes from the checkpoint unless given again (exact resume by default).
+OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
+                     "max_grad_norm", "decay_method", "learning_rate_decay", "start_decay_steps", "decay_steps",
+                     "warmup_steps")
+OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization", "copy_loss_by_seqlength")
+
+
+def resolve_train_run(opt, saved=None, data=None, target_limit=100):
+    """The options of one training run: a copy of train.py's updated and validated `opt` (never changed)
+    with the model group updated (`update_model_opts`), -data the dataset `data` (built for an upstream
+    config; None: -data), on -train_from the checkpoint's model and training choices (`saved`: its
+    options; `_resume`), -max_gen_length the data's target limit `target_limit` unless set, and
+    -valid_rouge on exactly with -rl_gamma unless given. Returns (options, lines for the log);
+    `validate_train_run` checks them."""
+    run = copy.deepcopy(opt)
+    update_model_opts(run)
+    if data is not None:
+        run.data = data
+    notes = _resume(run, saved) if saved is not None else []
+    if not run.max_gen_length:
+        run.max_gen_length = target_limit
+    if run.valid_rouge is None:
+        run.valid_rouge = run.rl_gamma is not None
+    return run, notes
+
+
+def _resume(run, saved):
+    """-train_from: the checkpoint's model (its family and shape, always) and its training choices, its
+    optimizer's options included, unless given here (-reset_optim resets the optimizer's state, never its
+    options: a fresh SGD at lr 1.0 would learn nothing from an Adam checkpoint at 1e-4). A model option the
+    checkpoint lacks must be given here (a default could silently change the model); one contradicting it
+    is refused, but for the family's `resume_may_change`. UserError naming the checkpoint otherwise."""
+    from onmt.errors import UserError
+    from onmt.opts.validate import check_saved_model_types
+    try:
+        check_saved_model_types(saved)
+    except OptionError as e:
+        raise UserError(f"checkpoint {run.train_from} is damaged or from another program: its options are "
+                        f"invalid: {e}") from None
+    saved = {**saved, "model_family": family_name(saved)}   # one written before -model_family: its aliases'
+    names = option_names(model_opts)
+    lacking = [n for n in names if n not in saved and not given(run, n) and n not in ADDED_MODEL_OPTIONS]
+    if lacking:
+        raise UserError(f"checkpoint {run.train_from} is damaged or from another program: its options lack "
+                        f"{', '.join(lacking)} (give {' '.join('-' + n for n in lacking[:3])} to say what they were)")
+    may_change = FAMILIES[saved["model_family"]].resume_may_change
+    from_here = set(may_change) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
+    contradictions = [f"-{n} {getattr(run, n)} (the checkpoint's: {saved[n]})" for n in names
+                      if n not in from_here and n in saved and given(run, n) and getattr(run, n) != saved[n]]
+    if contradictions:
+        raise UserError(f"-train_from {run.train_from} keeps the model it holds (its family, shape and attention); "
+                        f"{', '.join(contradictions[:3])} given here contradict it: drop them, or train a new model "
+                        f"(a resume may change {', '.join('-' + n for n in may_change)})")
+    for name in names + OBJECTIVE_OPTIONS + OPTIMIZER_OPTIONS:
+        if name not in saved and name in ADDED_MODEL_OPTIONS and name not in from_here:
+            setattr(run, name, ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option
+        elif name in saved and not (name in from_here and given(run, name)):
+            setattr(run, name, saved[name])
+    if run.copy_loss_by_seqlength and run.rl_gamma and not given(run, "copy_loss_by_seqlength"):
+        run.copy_loss_by_seqlength = False   # it would weigh the ML term by 1/length: not the -rl_gamma mix
+        return [f"-copy_loss_by_seqlength of {run.train_from} is not carried into the mixed objective "
+                "(it would divide the ML term by each summary's length and shift the mix from -rl_gamma)"]
+    return []
+
+
+def resume_adds_parameters(opt):
+    """Whether this -train_from run turns on an option that adds parameters to the checkpoint's model
+    (families.RESUME_ADDS_PARAMETERS): they start as a fresh model's."""
+    return bool(opt.train_from) and any(given(opt, n) for n in RESUME_ADDS_PARAMETERS)
+
+
+def distributed_choices(opt):
+    """What utils/distributed.py needs to know of how -world_size and -gpu came: `world_size_given`
+    (under torchrun it must then be WORLD_SIZE) and `cpu_given` (-gpu -1 given: under torchrun, the CPU)."""
+    return {"world_size_given": given(opt, "world_size"), "cpu_given": given(opt, "gpu") and opt.gpu < 0}
+
+
+def resolve_translate_run(opt, model_opt, preprocess, target_limit):
+    """translate.py's options for one checkpoint: a copy of the updated and validated `opt` (never changed)
+    where each of these options not given takes the checkpoint's value: -src_seq_length_trunc (and, with
+    -tgt, -tgt_seq_length_trunc) the truncation of its preprocessing record `preprocess` (None: an older
+    checkpoint, no truncation), -max_length its longest training target (`target_limit`, 0: none recorded,
+    the option's default), -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's
+    model options). Returns (options, one line for the log per rule); `validate_translate_run` checks them."""
+    run, notes, record = copy.deepcopy(opt), [], preprocess or {}
+    run.src_seq_length_trunc = _trunc(opt, record, "src", notes)
+    if opt.tgt:
+        run.tgt_seq_length_trunc = _trunc(opt, record, "tgt", notes)
+    if given(opt, "max_length"):
+        notes.append(f"predictions stop at {opt.max_length} tokens (-max_length)")
+    else:
+        run.max_length = target_limit or opt.max_length
+        notes.append(f"predictions stop at {run.max_length} tokens: " +
+                     ("the training targets' length limit (-max_length to change)" if target_limit else
+                      "the -max_length default (the training data recorded no target limit)"))
+    if given(opt, "block_ngram_repeat") or given(opt, "avoid_trigram_repetition"):
+        rule = f"no repeated {opt.block_ngram_repeat}-gram" if opt.block_ngram_repeat else "off"
+        notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat given)")
+    else:
+        family = FAMILIES[model_opt.model_family]
+        run.block_ngram_repeat = family.block_ngram_repeat
+        rule = (f"no repeated {run.block_ngram_repeat}-gram, the {family.name} model's test-time rule"
+                if run.block_ngram_repeat else f"off, the {family.name} model's default")
+        notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat N to change)")
+    return run, notes
+
+
+def _trunc(opt, record, side, notes):
+    name, flag = f"{side}_seq_length_trunc", f"-{side}"
+    if given(opt, name):
+        n = getattr(opt, name)
+        notes.append(f"{flag} truncated to {n} tokens (-{name})" if n else f"{flag} not truncated (-{name} 0)")
+        return n
+    n = int(record.get(name, 0) or 0)
+    if n:
+        notes.append(f"{flag} truncated to {n} tokens, as preprocessing truncated the training data "
+                     f"(-{name} N to change, 0 for none)")
+    return n

@@ -18,6 +18,8 @@ subword models, n_sample, overwrite) are read and dropped; so are `model_type: t
 """
 import json
 
+from onmt.opts.families import FAMILIES, family_name
+
 # upstream key -> the spec's key (preprocessing settings of the dataset built for the config)
 DATA_KEYS = {"save_data": "save_data", "src_vocab": "src_vocab", "tgt_vocab": "tgt_vocab",
              "share_vocab": "share_vocab", "src_vocab_size": "src_vocab_size", "tgt_vocab_size": "tgt_vocab_size",
@@ -57,8 +59,9 @@ def translate(obj):
             corpora.append(pair)
     if not corpora:
         raise UpstreamConfigError("data: no training corpus (only valid)")
+    family = FAMILIES.get(family_name(obj))   # -copy_attn (upstream's), -reinforced, -model_family
     spec = {"train": corpora, "valid": valid,
-            "dynamic_dict": bool(obj.get("copy_attn") or obj.get("reinforced")),
+            "dynamic_dict": bool(family and family.needs_dynamic_dict),
             **{DATA_KEYS[k]: obj[k] for k in DATA_KEYS if k in obj}}
     if "save_data" not in spec:
         raise UpstreamConfigError("save_data: the folder prefix for the built dataset is missing")

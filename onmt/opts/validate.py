@@ -1,6 +1,7 @@
 """Validation: the cross-option checks of each group, run after the update step (update.py). A check
 never changes `opt`; an impossible option is one OptionError whose one line names it."""
 from onmt.errors import OptionError
+from onmt.opts.families import FAMILIES, family_name
 from onmt.opts.parse import given
 
 
@@ -54,19 +55,6 @@ def validate_preprocess_opts(opt):
                           "(the target vocabulary is a prefix of the source vocabulary)")
 
 
-# What the reinforced model's family cannot honour (checked when given explicitly), and the options
-# that only it reads.
-_REINFORCED_REFUSES = (("rnn_type", lambda v: v != "LSTM", "the paper's model is an LSTM"),
-                       ("global_attention", lambda v: True, "it uses intra-temporal attention"),
-                       ("input_feed", lambda v: not v, "its decoder always reads its previous output"),
-                       ("coverage_attn", lambda v: bool(v), "it has intra-temporal attention instead"),
-                       ("lambda_coverage", lambda v: True, "it has no coverage"),
-                       ("bridge", lambda v: bool(v), "its decoder starts from the encoder's final states"),
-                       ("copy_attn_type", lambda v: True, "it copies with its intra-temporal attention"))
-_REINFORCED_ONLY = ("scheduled_sampling", "scheduled_sampling_mode", "no_temporal_attn",
-                    "no_intra_decoder_attn", "no_tied_output", "intra_attn_scale")
-
-
 def check_model_numbers(opt):
     """The model group's impossible numbers (train.py checks them at start, before reading any data)."""
     _check_numbers(opt, positive=("rnn_size", "word_vec_size", "enc_layers", "dec_layers"),
@@ -77,39 +65,28 @@ def check_model_numbers(opt):
 
 def validate_model_opts(opt):
     """Cross-option checks of the model group (after `update_model_opts`, or on a checkpoint's options
-    after `update_saved_model_opts`)."""
+    after `update_saved_model_opts`): the family's tables (families.FAMILIES), then the rules of every
+    family."""
     check_model_numbers(opt)
-    if opt.reinforced:
-        refused = [f"-{name} {getattr(opt, name)}" for name, bad, _ in _REINFORCED_REFUSES
-                   if given(opt, name) and bad(getattr(opt, name))]
-        if refused:
-            why = "; ".join(f"-{name}: {reason}" for name, bad, reason in _REINFORCED_REFUSES
-                            if given(opt, name) and bad(getattr(opt, name)))
-            raise OptionError(f"-reinforced (Paulus et al.'s model) cannot honour {', '.join(refused)} ({why})")
-        if given(opt, "brnn") and not opt.brnn:
-            raise OptionError("-reinforced (Paulus et al.'s model) cannot honour -encoder_type rnn "
-                              "(its encoder is bidirectional)")
-    else:
-        only = [f"-{name}" for name in _REINFORCED_ONLY if given(opt, name)]
+    family = FAMILIES[family_name(vars(opt))]
+    for other in FAMILIES.values():   # an alias names its family: another -model_family contradicts it
+        if other.alias and getattr(opt, other.alias) and not family.implies.get(other.alias):
+            raise OptionError(f"-model_family {family.name} contradicts -{other.alias} "
+                              f"(-{other.alias} is -model_family {other.name})")
+    refused = [r for r in family.refuses if given(opt, r.option) and r.bad(getattr(opt, r.option))]
+    if refused:
+        shown = [f"{r.flag or '-' + r.option} {(r.shown or str)(getattr(opt, r.option))}" for r in refused]
+        why = "; ".join(f"{r.flag or '-' + r.option}: {r.reason}" for r in refused)
+        raise OptionError(f"{family.title} cannot honour {', '.join(shown)} ({why})")
+    for other in FAMILIES.values():
+        only = [f"-{name}" for name in other.only if name not in family.only and given(opt, name)]
         if only:
-            raise OptionError(f"{', '.join(only)} only appl{'ies' if len(only) == 1 else 'y'} to -reinforced")
-    if opt.reinforced and opt.enc_layers != opt.dec_layers:
-        raise OptionError(f"-reinforced needs as many encoder as decoder layers (the encoder's final states "
-                          f"start the decoder), got -enc_layers {opt.enc_layers} -dec_layers {opt.dec_layers}")
-    if opt.share_decoder_embeddings:
-        if opt.reinforced and opt.no_tied_output:
-            raise OptionError("-share_decoder_embeddings contradicts -no_tied_output")
-        if not opt.reinforced and opt.word_vec_size != opt.rnn_size:
-            raise OptionError(f"-share_decoder_embeddings needs -word_vec_size equal to -rnn_size (the generator's "
-                              f"matrix is the decoder embedding), got {opt.word_vec_size} and {opt.rnn_size}")
+            raise OptionError(f"{', '.join(only)} only appl{'ies' if len(only) == 1 else 'y'} to {other.flag}")
+    for rule in family.requires:
+        if not rule.ok(opt):
+            raise OptionError(rule.message(opt))
     if opt.reuse_copy_attn and not opt.copy_attn:
         raise OptionError("-reuse_copy_attn needs -copy_attn")
-    if opt.copy_attn_type is not None and not opt.reinforced:
-        if not opt.copy_attn:
-            raise OptionError("-copy_attn_type needs -copy_attn")
-        if opt.copy_attn_type != opt.global_attention:
-            raise OptionError(f"-copy_attn_type {opt.copy_attn_type}: the copy distribution is the decoder's "
-                              f"attention here, -global_attention {opt.global_attention}")
     if given(opt, "lambda_coverage") and not opt.coverage_attn:
         raise OptionError("-lambda_coverage needs -coverage_attn")
     if opt.brnn and opt.rnn_size % 2:
@@ -156,18 +133,11 @@ def check_saved_model_types(saved):
             raise OptionError(f"-{name} {value!r} is not {kind}")
 
 
-# Paulus et al.'s settings for CNN/DM (the ML phase; rl_gamma is the mixed phase's), as options.
-PAPER_SETTINGS = {"word_vec_size": 100, "rnn_size": 400, "enc_layers": 1, "dropout": 0.0, "optim": "adam",
-                  "learning_rate": 0.001, "batch_size": 50, "scheduled_sampling": 0.25, "rl_gamma": 0.9984}
-
-
 def paper_differences(opt):
-    """'-name value (paper: p)' for each PAPER_SETTINGS entry this -reinforced run sets otherwise
-    (the RL phase's own learning rate, 1e-4 in the paper, is not a difference)."""
-    if not opt.reinforced:
-        return []
+    """'-name value (paper: p)' for each setting of the family's paper (families.Family.paper) this run
+    sets otherwise (the RL phase's own learning rate, 1e-4 in Paulus et al., is not a difference)."""
     out = []
-    for name, paper in PAPER_SETTINGS.items():
+    for name, paper in FAMILIES[family_name(vars(opt))].paper.items():
         value = getattr(opt, name)
         if name == "learning_rate" and opt.rl_gamma:
             continue
@@ -176,6 +146,14 @@ def paper_differences(opt):
         if value != paper:
             out.append(f"-{name} {value} (paper: {paper})")
     return out
+
+
+def paper_note(opt):
+    """The log's line on this run's `paper_differences` ("" when none)."""
+    differences = paper_differences(opt)
+    if not differences:
+        return ""
+    return f"Settings that differ from {FAMILIES[family_name(vars(opt))].paper_name}: " + ", ".join(differences)
 
 
 def validate_train_opts(opt):
@@ -235,6 +213,16 @@ def validate_train_opts(opt):
             raise OptionError(f"-compile: {problem}")
 
 
+def validate_train_run(opt):
+    """The checks of a training run's options (update.resolve_train_run: the checkpoint's model on
+    -train_from): the model group's, and a -copy_loss_by_seqlength that the model cannot honour
+    (UserError: the checkpoint's family may be the cause)."""
+    validate_model_opts(opt)
+    if opt.copy_loss_by_seqlength and not opt.copy_attn:
+        from onmt.errors import UserError
+        raise UserError("-copy_loss_by_seqlength needs a copy model (-copy_attn or -reinforced)")
+
+
 def validate_translate_opts(opt):
     if opt.beam_size < 1:
         raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
@@ -260,6 +248,15 @@ def validate_translate_opts(opt):
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
     _check_gpu(opt.gpu)
     check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
+
+
+def validate_translate_run(opt):
+    """The checks of translate.py's options resolved for a checkpoint (update.resolve_translate_run):
+    a -min_length above the checkpoint's prediction length limit (UserError: the checkpoint's rule)."""
+    if opt.min_length > opt.max_length:
+        from onmt.errors import UserError
+        raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length {opt.max_length} "
+                        "(the checkpoint's rule: give -max_length)")
 
 
 def check_precision(precision, device_type):

@@ -20,14 +20,16 @@ rules translate.py follows, each logged once:
   data allowed: its -tgt_seq_length_trunc, else its -tgt_seq_length; a limit above
   NO_LIMIT_ABOVE tokens means the data had none, and the option's default (100) applies;
 - n-gram blocking: without -block_ngram_repeat (or -avoid_trigram_repetition), the model family's
-  test-time rule from the registry (ModelEntry.block_ngram_repeat: 3, no repeated trigram, for the
+  test-time rule (onmt/opts/families.py Family.block_ngram_repeat: 3, no repeated trigram, for the
   reinforced model as in Paulus et al.; 0 for the others).
+The options' rules (truncation, prediction length, n-gram blocking) are resolved with the other
+options, by onmt/opts/update.py `resolve_translate_run` (the only reader of which options were given);
+`resolve` here adds tokenizing and lowercasing and collects the rules.
 A checkpoint without the record (written before it existed) gets -src and -tgt as given.
 """
 from typing import List, NamedTuple, Optional, Tuple
 
 from onmt.inputters.vocab_builder import target_length_limit
-from onmt.opts import given
 
 
 class InputRules(NamedTuple):
@@ -39,10 +41,10 @@ class InputRules(NamedTuple):
     block_ngram_repeat: int = 0
 
 
-def resolve(opt, model_opt, preprocess: Optional[dict]) -> Tuple[InputRules, List[str]]:
-    """The rules for translate options `opt`, the checkpoint's model options and its preprocessing
-    record (None for an older checkpoint); with one log line per rule."""
-    from onmt.model_builder import model_entry
+def resolve(opt, preprocess: Optional[dict]) -> Tuple[InputRules, List[str]]:
+    """The rules for translate options `opt` resolved for the checkpoint (opts.resolve_translate_run)
+    and its preprocessing record (None for an older checkpoint); with one log line per rule it adds
+    (tokenizing, lowercasing)."""
     notes = []
     if preprocess is None:
         notes.append("the checkpoint has no record of its preprocessing (an older checkpoint): "
@@ -59,48 +61,14 @@ def resolve(opt, model_opt, preprocess: Optional[dict]) -> Tuple[InputRules, Lis
     elif text.get("lower"):
         lower = True
         notes.append("lowercasing -src and -tgt: prepare lowercased the training text")
-    src_trunc = _trunc(opt, preprocess, "src", "-src", notes)
-    tgt_trunc = _trunc(opt, preprocess, "tgt", "-tgt", notes) if opt.tgt else 0
-
-    if given(opt, "max_length"):
-        max_length = opt.max_length
-        notes.append(f"predictions stop at {max_length} tokens (-max_length)")
-    else:
-        limit = _data_target_limit(preprocess)
-        max_length = limit or opt.max_length
-        notes.append(f"predictions stop at {max_length} tokens: " +
-                     ("the training targets' length limit (-max_length to change)" if limit else
-                      "the -max_length default (the training data recorded no target limit)"))
-
-    if given(opt, "block_ngram_repeat") or given(opt, "avoid_trigram_repetition"):
-        block = opt.block_ngram_repeat
-        rule = f"no repeated {block}-gram" if block else "off"
-        notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat given)")
-    else:
-        entry = model_entry(model_opt)
-        block = entry.block_ngram_repeat
-        rule = f"no repeated {block}-gram, the {entry.name} model's test-time rule" if block else \
-            f"off, the {entry.name} model's default"
-        notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat N to change)")
-    return InputRules(lower, tokenize, src_trunc, tgt_trunc, max_length, block), notes
+    return InputRules(lower, tokenize, opt.src_seq_length_trunc, opt.tgt_seq_length_trunc if opt.tgt else 0,
+                      opt.max_length, opt.block_ngram_repeat), notes
 
 
-def _trunc(opt, preprocess, side, flag, notes):
-    name = f"{side}_seq_length_trunc"
-    if given(opt, name):
-        n = getattr(opt, name)
-        notes.append(f"{flag} truncated to {n} tokens (-{name})" if n else f"{flag} not truncated (-{name} 0)")
-        return n
-    n = int(preprocess.get(name, 0) or 0)
-    if n:
-        notes.append(f"{flag} truncated to {n} tokens, as preprocessing truncated the training data "
-                     f"(-{name} N to change, 0 for none)")
-    return n
-
-
-def _data_target_limit(preprocess):
-    """The longest training target: its truncation, else its length filter; 0 when none is recorded."""
-    return target_length_limit(preprocess, default=0)
+def data_target_limit(preprocess):
+    """The longest training target of a checkpoint's preprocessing record (None: an older checkpoint):
+    its truncation, else its length filter; 0 when none is recorded."""
+    return target_length_limit(preprocess or {}, default=0)
 
 
 def prepare_lines(lines, lower=False, trunc=0, tokenize=False):

@@ -80,21 +80,21 @@ def load_session(path, device, precision="fp32"):
 
 
 def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True):
-    """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: the input rules
-    of the checkpoint and `opt` (each logged once; opt.max_length and opt.block_ngram_repeat are
-    set to the resolved values), then Translator.translate with `callbacks` (a translator.Callbacks:
-    inspection records, the -dump_beam history, the profiler). Returns its results: per line, n_best
-    Translation."""
-    from onmt.translate.input_rules import prepare_lines, resolve
+    """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: translate.py's
+    options `opt` (updated and validated, never changed) resolved for the checkpoint
+    (opts.resolve_translate_run: truncation, -max_length, -block_ngram_repeat) and its input rules
+    (input_rules.py), each logged once, then Translator.translate with `callbacks` (a
+    translator.Callbacks: inspection records, the -dump_beam history, the profiler). Returns its
+    results: per line, n_best Translation."""
+    from onmt.translate.input_rules import data_target_limit, prepare_lines, resolve
     from onmt.translate.translator import Translator
-    rules, notes = resolve(opt, session.model_opt, session.preprocess)
-    for note in notes:
+    run, option_notes = opts.resolve_translate_run(opt, session.model_opt, session.preprocess,
+                                                   data_target_limit(session.preprocess))
+    rules, notes = resolve(run, session.preprocess)
+    for note in notes + option_notes:
         logger.info(note)
-    opt.max_length, opt.block_ngram_repeat = rules.max_length, rules.block_ngram_repeat
-    if opt.min_length > opt.max_length:
-        raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length {opt.max_length} "
-                        "(the checkpoint's rule: give -max_length)")
-    translator = Translator.from_opt(opt, session.model, session.vocabs, show_progress=show_progress)
+    opts.validate_translate_run(run)
+    translator = Translator.from_opt(run, session.model, session.vocabs, show_progress=show_progress)
     return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc, rules.tokenize),
                                 prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc, rules.tokenize),
                                 callbacks=callbacks)

@@ -24,7 +24,6 @@ from typing import NamedTuple
 import torch
 
 from onmt.errors import PeerStopped, UserError
-from onmt.opts import given
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 
@@ -53,20 +52,22 @@ def _torchrun_env():
     return rank, size, local
 
 
-def resolve(opt, device):
+def resolve(opt, device, world_size_given=False, cpu_given=False):
     """The World of this process for the options `opt` (-world_size, -gpu_ranks, -gpu) and the
-    environment; `device` is the one -gpu alone gives."""
+    environment; `device` is the one -gpu alone gives. `world_size_given`: -world_size was given (under
+    torchrun it must then be WORLD_SIZE); `cpu_given`: -gpu -1 was given (under torchrun: the CPU);
+    onmt.opts.distributed_choices(opt) says both."""
     env = _torchrun_env()
     gpu_ranks, world_size = list(opt.gpu_ranks), opt.world_size
     if env is not None and env[1] > 1:
         rank, size, local = env
-        if given(opt, "world_size") and world_size != size:
+        if world_size_given and world_size != size:
             raise UserError(f"-world_size {world_size} differs from torchrun's WORLD_SIZE {size}: "
                             "leave -world_size out under torchrun")
         if os.environ.get(SPAWNED) == "1":   # spawned by -world_size N: GPUs with -gpu_ranks, as asked
             cuda = bool(gpu_ranks)
         else:                               # torchrun: GPUs when there are, unless -gpu -1 is given
-            cuda = torch.cuda.is_available() and not (given(opt, "gpu") and opt.gpu < 0 and not gpu_ranks)
+            cuda = torch.cuda.is_available() and not (cpu_given and not gpu_ranks)
         if cuda and torch.cuda.is_available():
             if local >= torch.cuda.device_count():
                 raise UserError(f"LOCAL_RANK {local} but only {torch.cuda.device_count()} GPUs here: "
@@ -86,7 +87,7 @@ def resolve(opt, device):
         return World(0, world_size, 0, torch.device("cuda:0" if gpu_ranks else "cpu"), spawn=True)
     if gpu_ranks:
         return World(0, 1, 0, torch.device(f"cuda:{gpu_ranks[0]}"))
-    if env is not None and torch.cuda.is_available() and not (given(opt, "gpu") and opt.gpu < 0):
+    if env is not None and torch.cuda.is_available() and not cpu_given:
         local = env[2]  # torchrun --nproc_per_node 1: its GPU, as for several ranks
         return World(0, 1, local, torch.device(f"cuda:{local}") if device.type == "cpu" else device)
     return World(0, 1, 0, device)

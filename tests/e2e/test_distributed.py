@@ -16,7 +16,6 @@ import multiprocessing
 import os
 import socket
 import threading
-import types
 
 import pytest
 import torch
@@ -102,30 +101,33 @@ def test_accum_count_resumes_exactly_and_the_last_epoch_ends_with_a_short_step(d
 
 
 # ---------------------------------------------------------------------- who runs where
-def _opt(**kw):
-    base = dict(world_size=1, gpu_ranks=[], gpu=-1, _given=frozenset(kw))
-    base.update(kw)
-    return types.SimpleNamespace(**base)
+def _resolve(device, **kw):
+    """distributed.resolve for options given as `kw` (the others at their defaults), as train.py calls it."""
+    from onmt import opts
+    argv = [x for k, v in kw.items() for x in (f"-{k}", *map(str, v if isinstance(v, list) else [v]))]
+    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *argv])
+    return distributed.resolve(opt, device, **opts.distributed_choices(opt))
 
 
 def test_world_of_the_options_and_of_torchrun(monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", distributed.SPAWNED):
         monkeypatch.delenv(name, raising=False)
     cpu = torch.device("cpu")
-    assert distributed.resolve(_opt(), cpu) == distributed.World()
-    assert distributed.resolve(_opt(world_size=1, gpu_ranks=[0]), cpu).device == torch.device("cuda:0")
-    spawn = distributed.resolve(_opt(world_size=3), cpu)
+    assert _resolve(cpu) == distributed.World()
+    assert _resolve(cpu, world_size=1, gpu_ranks=[0]).device == torch.device("cuda:0")
+    spawn = _resolve(cpu, world_size=3)
     assert spawn.spawn and spawn.world_size == 3 and spawn.device == cpu and not spawn.distributed
     with pytest.raises(UserError, match="torchrun"):  # another machine's ranks: torchrun's job
-        distributed.resolve(_opt(world_size=4, gpu_ranks=[2, 3]), cpu)
+        _resolve(cpu, world_size=4, gpu_ranks=[2, 3])
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "1")
-    world = distributed.resolve(_opt(), cpu)
+    world = _resolve(cpu)
     assert (world.rank, world.world_size, world.local_rank, world.spawn) == (3, 4, 1, False) and world.distributed
     assert world.device == (torch.device("cuda:1") if torch.cuda.device_count() > 1 else cpu)
+    assert _resolve(cpu, gpu=-1).device == cpu   # -gpu -1 given: the CPU under torchrun too
     with pytest.raises(UserError, match="differs from torchrun's WORLD_SIZE 4"):
-        distributed.resolve(_opt(world_size=2), cpu)
+        _resolve(cpu, world_size=2)
 
 
 def test_world_size_options_are_checked_in_one_line(data, tmp_path):

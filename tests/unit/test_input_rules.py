@@ -8,7 +8,8 @@ from helpers.models import make_opt
 from helpers.toy_models import toy_vocabs
 from onmt import opts
 from onmt.opts import saved_options
-from onmt.translate.input_rules import prepare_lines, resolve
+from onmt.translate import input_rules
+from onmt.translate.input_rules import prepare_lines
 
 VOCABS = toy_vocabs(n_src_words=14, n_tgt_words=6)
 CNNDM = {"lower": True, "src_seq_length_trunc": 800, "tgt_seq_length_trunc": 100,
@@ -20,7 +21,19 @@ def topt(*args):
 
 
 def model_opt(**kw):
-    return argparse.Namespace(**{"reinforced": False, "copy_attn": True, **kw})
+    """A checkpoint's model options (one written before -model_family: the family of its aliases)."""
+    opt = argparse.Namespace(**{"reinforced": False, "copy_attn": True, **kw})
+    opts.update_saved_model_opts(opt)
+    return opt
+
+
+def resolve(opt, model_opt, preprocess):
+    """What translate.py does (session.translate_lines): the options resolved for the checkpoint, then
+    the input rules; the notes in the log's order."""
+    run, option_notes = opts.resolve_translate_run(opt, model_opt, preprocess,
+                                                   input_rules.data_target_limit(preprocess))
+    rules, notes = input_rules.resolve(run, preprocess)
+    return rules, notes + option_notes
 
 
 def test_cnndm_record_applies_lower_truncation_and_length():
