@@ -59,5 +59,28 @@ def matmul_peak_flops(n=2048, repeats=5, device="cpu"):
     return 2 * n ** 3 / best
 
 
+def exp_seconds_per_element(n=1 << 22, repeats=5, device="cpu"):
+    """Measured seconds per element of one exp pass in place (the fused softmax's, utils/fast_exp.py)
+    over an n-element float32 buffer on `device` (best of `repeats`)."""
+    from onmt.utils.fast_exp import exp_shifted_
+    x = torch.randn(n, device=device)
+    best = float("inf")
+    for _ in range(repeats):
+        y = x.clone()
+        sync(device)
+        t = time.perf_counter()
+        exp_shifted_(y, 1.0)
+        sync(device)
+        best = min(best, time.perf_counter() - t)
+    return best / n
+
+
+def floor_line(seconds, flops, peak, exp_elements, exp_seconds):
+    """'float32 floor F s (products at the measured peak + one exp pass over E elements): step / floor R'."""
+    floor = flops / peak + exp_elements * exp_seconds
+    return (f"float32 floor {floor:.3f} s (products at the measured peak, one exp pass over {exp_elements:,} "
+            f"elements): step / floor {seconds / floor:.2f}")
+
+
 def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 
 import torch
 
+from bench.common import exp_seconds_per_element, floor_line
 from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
@@ -215,6 +216,8 @@ def main():
     optim = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = make_batch(a, a.device)
     peak = matmul_peak(a.device)
+    exp_s = exp_seconds_per_element(device=a.device)
+    exp_elements = a.batch_size * a.tgt_len * a.tgt_vocab   # the gold softmax's one exp over (B*T, V)
     flops, parts = flops_per_step(a, batch.n_oov)
     tokens = batch.n_tgt_tokens
     print(f"device {a.device}, threads {torch.get_num_threads()}, batch {a.batch_size}, src {a.src_len}, "
@@ -233,7 +236,9 @@ def main():
               f"MFU {flops / seconds / peak:.1%}, loss {loss:.3f}, "
               f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
               + (f", peak GPU {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
-                 if str(a.device).startswith("cuda") else ""))
+                 if str(a.device).startswith("cuda") else "")
+              + ("; " + floor_line(seconds, flops, peak, exp_elements, exp_s) if name in ("optimized", "compiled")
+                 else ""))
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     results = {name: sum(times) / len(times) for name, times in runs.items()}   # s/step, mean of the runs
     for name in ("full", "hoisted", "naive", "compiled", "amp"):
