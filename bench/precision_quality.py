@@ -28,15 +28,37 @@ from onmt.translate.session import load_session, translate_lines
 SHOWN = ("rouge1", "rouge2", "rougeL")
 
 
-def run(model, precision, src, batch_size, device, more=()):
+def run(model, precision, src, batch_size, device, more=(), rows=None):
+    """(the first predictions, seconds of the timed translation); `rows`: a list given the rows of each
+    decoding step of the timed translation."""
     session = load_session(model, torch.device(device), precision)
     opt = opts.parse_with_given(opts.translate_parser(), ["-model", model, "-src", "-", "-precision", precision,
                                                           "-batch_size", str(batch_size), *more])
     opts.update_translate_opts(opt)
     translate_lines(opt, session, src[:batch_size], show_progress=False)   # warm-up (and the weights' preparation)
+    if rows is not None:   # count the rows of each step (a Python wrapper: ~1 us a step)
+        step = session.model.decode_step
+        session.model.decode_step = lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state)
     t = time.perf_counter()
     results = translate_lines(opt, session, src, show_progress=False)
     return [" ".join(r[0].tokens) for r in results], time.perf_counter() - t
+
+
+def floor_seconds(model, rows, device):
+    """The fp32 translation's floor: its vocabulary products (rows x D)(D x V) and decoder gate products
+    (rows x (in + H))((in + H) x 4H) per layer at the measured fp32 peak, plus one exp pass over each
+    step's (rows x V) logits (the encoder, the attention and the top K not counted: a lower bound)."""
+    from bench.common import exp_seconds_per_element, matmul_peak_flops
+    from onmt.translate.session import model_from_checkpoint
+    from onmt.utils.checkpoint import load_checkpoint
+    net, _, _ = model_from_checkpoint(load_checkpoint(model, device="cpu"), device)
+    gen, rnn = net.generator, net.decoder.rnn
+    D, V, H = (gen.switch.in_features if hasattr(gen, "switch") else gen.linear.in_features), net.tgt_vocab_size, \
+        rnn.hidden_size
+    gates = sum(2 * 4 * H * ((rnn.input_size if k == 0 else H) + H) for k in range(rnn.num_layers))
+    total = sum(rows)
+    flops = total * (2 * D * V + gates)
+    return flops / matmul_peak_flops(device=device) + total * V * exp_seconds_per_element(device=device)
 
 
 def host_line():
@@ -101,8 +123,10 @@ def main(argv=None):
     order = ["fp32"] + [q for q in wanted if q != "fp32"] + ["fp32"]
     idx = [METRICS.index(m) for m in SHOWN]
     rows, base = [], None
+    step_rows = []
     for i, precision in enumerate(order):
-        preds, secs = run(a.model, precision, src, a.batch_size, a.device, a.translate_opts.split())
+        preds, secs = run(a.model, precision, src, a.batch_size, a.device, a.translate_opts.split(),
+                          rows=step_rows if i == 0 else None)
         f = score(preds, ref)[:, idx, 2] * 100   # (n, 3) F1
         if base is None:
             base = (preds, f, secs)
@@ -118,6 +142,9 @@ def main(argv=None):
     print(f"the vocabulary product alone, ({shape[0]} x {shape[1]})(x {shape[2]}), ms per call: "
           + ", ".join(f"{q} {t:.2f} ({ms['fp32'] / t:.2f}x fp32)" for q, t in ms.items())
           + ": a precision's whole speed-up stays below its product's")
+    floor = floor_seconds(a.model, step_rows, a.device)
+    print(f"fp32: {base[2]:.2f} s over {len(step_rows)} decoding steps ({sum(step_rows):,} rows); its float32 floor "
+          f"{floor:.2f} s (vocabulary and gate products at the measured peak, one exp pass): {base[2] / floor:.2f}x")
     print("| precision | sent/s | x fp32 | " + " | ".join(f"{m} F1 (diff, p)" for m in SHOWN) + " | same as fp32 |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " | --- |")
     for name, speed, ratio, mean, diff, pv, same in rows:
