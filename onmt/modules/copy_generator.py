@@ -3,9 +3,11 @@
 Both take a DecoderOutput (one step (B, ...) or a sequence (B, T, ...)) and return log-probabilities
 in float32. The vocabulary projection never gives mass to <blank> (PAD).
 
-Precision: each generator is a float32 island (onmt/modules/precision.py): under autocast (-amp) the
-decoder's outputs arrive in bfloat16 / float16 and are widened on entry, so the vocabulary product
-W h~ + b, the switch, the log-softmax and the copy mixture all run in float32.
+Precision: each generator's forward is a float32 island (onmt/modules/precision.py): under autocast (-amp)
+the decoder's outputs arrive in bfloat16 / float16 and are widened on entry, so the vocabulary product
+W h~ + b, the switch, the log-softmax and the copy mixture all run in float32. The fused training path
+(onmt/fused/gold_mixture.py) runs the vocabulary products in autocast's precision instead, their
+results widened at once (the -amp speed: they are most of a step's FLOPs).
 
 Pointer-generator (See et al. 2017; the attention a_t, eqs. 1-3 and 11, is global_attention.py's):
     P_vocab = softmax(W h~_t + b)                  eq. 4 (h~_t Luong's attentional vector, not V[s_t, h*_t])

@@ -1,10 +1,12 @@
 """Float32 islands inside a mixed-precision (autocast, `-amp`) forward pass.
 
 Under `torch.autocast` the matrix products run in a low precision (bfloat16 or float16) and so do the
-element-wise ops that follow them. What must not: the tied projection W_out = tanh(E_tgt W_proj), the
-generator's logits and everything after them (the switch, the copy mixture, log-sum-exp,
-log-softmax), the losses and the rewards. bfloat16 keeps 8 significant bits: a logit of 16 is known
-to +-0.06, and a loss summed over thousands of tokens in it loses whole nats.
+element-wise ops that follow them. What must not: the tanh of W_out = tanh(E_tgt W_proj), everything
+after the generator's logits (the switch, the copy mixture, log-sum-exp, log-softmax), the losses and
+the rewards. bfloat16 keeps 8 significant bits: a logit of 16 is known to +-0.06, and a loss summed over
+thousands of tokens in it loses whole nats. The vocabulary products themselves (E_tgt W_proj, the
+logits and their two gradient products) do run low, their results widened at once (`autocast_dtype`):
+each logit carries one rounding, unbiased, and no sum is rounded (experiments/results/amp_parity/).
 
 An island is `with float32_region(x):` (autocast off on x's device, so every op inside runs in the
 dtype of its inputs) around code whose inputs were passed through `widen` (float32 for a half-precision

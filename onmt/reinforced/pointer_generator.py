@@ -14,9 +14,10 @@ log p(gold) and the argmax without the (N, X) distribution). `out_weight()` eval
 current parameters; callers that project many chunks of rows in one forward pass compute it once and
 pass it in. No log(0) and no NaN even when a row's copy mass is zero.
 
-Precision: everything here is float32 under autocast (-amp) too, W_out and the o W_out^T product
-included: each method is a float32 island (onmt/modules/precision.py) that widens o (which the LSTM and
-attention products give in bfloat16 / float16) and the attention on entry. Its outputs (log p, the
+Precision: under autocast (-amp) each method is a float32 island (onmt/modules/precision.py) that widens
+o (which the LSTM and attention products give in bfloat16 / float16) and the attention on entry, except
+for the product E_tgt W_proj of (13), which runs in autocast's precision, widened before the tanh (the
+fused training path's logits products do the same: onmt/fused/gold_softmax.py). Its outputs (log p, the
 logits, W_out) are float32; gradients reach o in o's own dtype.
 """
 import torch
