@@ -19,7 +19,7 @@ UPSTREAM_OPTIONS = {
     "gpuid": ("-gpu", "the GPU id, -1 for the CPU"),
     "max_shard_size": ("-shard_size", "counted in examples"),
     "decoder_type": (None, "the decoder is always an RNN"),
-    "model_type": (None, "text only"),
+    "model_type": (None, "text only; the model family is -model_family"),
     "data_type": (None, "text only"),
     "transformer_ff": (None, "no Transformer here"),
     "heads": (None, "no Transformer here"),

@@ -479,8 +479,8 @@ def test_checkpoint_with_impossible_options_is_refused_at_translate(capsys, tiny
     """translate.py validates a checkpoint's options as train.py did, before building its model."""
     import torch
     ck = torch.load(tiny["ckpt"], weights_only=True)
-    if option == "global_attention":
-        ck["opt"]["copy_attn"] = True
+    if option == "global_attention":   # a copy model (its -copy_attn alone would contradict its -model_family)
+        ck["opt"].update(copy_attn=True, model_family="copy")
     ck["opt"][option] = value
     path = tmp_path / "bad.pt"
     torch.save(ck, path)
