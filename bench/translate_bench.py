@@ -21,7 +21,7 @@ import torch
 
 from bench.common import model_opt, peak_rss_mib, synthetic_vocabs
 from onmt.model_builder import build_model
-from onmt.translate.translator import Translator
+from onmt.translate.translator import SearchSettings, Translator
 from onmt.utils.memory import reuse_freed_memory
 
 # per model: the defaults of the options left unset
@@ -93,12 +93,14 @@ def main(argv=None):
     print(f"config: {a.model}, emb {a.word_vec_size}, rnn {a.rnn_size} (brnn), V_src {a.src_vocab}, "
           f"V_tgt {a.tgt_vocab}, src {a.src_min}..{a.src_max} tokens, beam {a.beam_size}, "
           f"length {a.min_length}..{a.max_length}, device {device}, threads {torch.get_num_threads()}")
-    warm = Translator(model, vocabs, beam_size=a.beam_size, max_length=2, batch_size=2, log=lambda m: None)
+    warm = Translator(model, vocabs, SearchSettings(beam_size=a.beam_size, max_length=2), batch_size=2,
+                      log=lambda m: None)
     warm.translate(lines[:2])
     speed = {}
     for bs in sizes:
-        tr = Translator(model, vocabs, beam_size=a.beam_size, min_length=a.min_length, max_length=a.max_length,
-                        block_ngram_repeat=a.block_ngram_repeat, batch_size=bs, log=lambda m: None)
+        search = SearchSettings(beam_size=a.beam_size, min_length=a.min_length, max_length=a.max_length,
+                                block_ngram_repeat=a.block_ngram_repeat)
+        tr = Translator(model, vocabs, search, batch_size=bs, log=lambda m: None)
         n = a.n_sents_b1 if bs == 1 else a.n_sents
         speed[bs], secs = sentences_per_second(tr, lines[:n], a.repeats)
         print(f"batch {bs:>3}: {speed[bs]:8.2f} sentences/s  ({n} sentences in {secs:.1f} s)", flush=True)

@@ -80,13 +80,15 @@ def _default_batches(src_lines, tgt_lines, vocabs, batch_size):
 
 
 class Translator:
-    """Decode text with a model; see `translate` and `score_gold`. The search settings come as
-    `search` (a SearchSettings) or as its keywords."""
+    """Decode text with a model; see `translate` and `score_gold`. `search` (a SearchSettings; None:
+    its defaults) says how each batch is searched, and is the only way to say it."""
 
     def __init__(self, model, vocabs, search=None, *, replace_unk=False, batch_size=30, verbose=False,
-                 keep_attn=False, batch_fn=None, log=None, show_progress=False, **search_keywords):
+                 keep_attn=False, batch_fn=None, log=None, show_progress=False):
+        if search is not None and not isinstance(search, SearchSettings):
+            raise TypeError(f"search must be a SearchSettings, not {type(search).__name__}")
         self.model, self.vocabs = model, vocabs
-        self.search = search if search is not None else SearchSettings(**search_keywords)
+        self.search = search if search is not None else SearchSettings()
         self.beam_size, self.n_best = self.search.beam_size, self.search.n_best
         self.search_kwargs = self.search.search_kwargs()
         ids = sorted({vocabs.tgt.stoi[w] for w in self.search.ignore_when_blocking if w in vocabs.tgt.stoi})

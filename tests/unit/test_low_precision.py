@@ -101,14 +101,15 @@ def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, pre
     """Two translations of two batches each: each quantized / cast weight (the vocabulary product's, and
     the decoder LSTM's gate product per layer: onmt/modules/lstm_step.py) is built once."""
     from helpers.toy_models import toy_batches
-    from onmt.translate.translator import Translator
+    from onmt.translate.translator import SearchSettings, Translator
     counter = _Counting(Int8Linear if precision == "int8" else CastLinear)
     monkeypatch.setattr(low_precision, "Int8Linear" if precision == "int8" else "CastLinear", counter)
     model, _ = build_tiny(family)
     from helpers.checkpoints import VOCABS
     set_decoding_precision(model, precision)
     assert decoding_precision(model) == precision
-    tr = Translator(model, VOCABS, beam_size=3, max_length=4, batch_size=2, batch_fn=toy_batches, log=lambda m: None)
+    tr = Translator(model, VOCABS, SearchSettings(beam_size=3, max_length=4), batch_size=2, batch_fn=toy_batches,
+                    log=lambda m: None)
     for _ in range(2):
         tr.translate(["w1 w2 w3", "w4 w5", "w6 w1", "w2"])
     rnn = model.decoder.rnn

@@ -9,7 +9,7 @@ from helpers.rescoring import rescore
 from helpers.toy_models import ToyModel, toy_batches, toy_vocabs
 from onmt.constants import UNK
 from onmt.opts import saved_options
-from onmt.translate.translator import Translator
+from onmt.translate.translator import SearchSettings, Translator
 
 VOCABS = toy_vocabs(n_src_words=14, n_tgt_words=6)   # w6..w13 are outside the target vocabulary
 
@@ -19,27 +19,37 @@ def random_lines(n, seed, max_len=10):
     return [" ".join(f"w{rng.randrange(14)}" for _ in range(rng.randint(1, max_len))) for _ in range(n)]
 
 
-def make(model, **kw):
+def make(model, search, **kw):
     kw.setdefault("batch_fn", toy_batches)
-    return Translator(model, VOCABS, **kw)
+    return Translator(model, VOCABS, search, **kw)
 
 
 @pytest.mark.parametrize("beam", [1, 3])
 def test_batch_invariance(beam):
     lines = random_lines(50, seed=beam)
     model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=3, sharp=1.0)
-    kw = dict(beam_size=beam, n_best=min(beam, 2), max_length=8, block_ngram_repeat=2)
-    one = make(model, batch_size=1, **kw).translate(lines)
-    many = make(model, batch_size=17, **kw).translate(lines)
+    search = SearchSettings(beam_size=beam, n_best=min(beam, 2), max_length=8, block_ngram_repeat=2)
+    one = make(model, search, batch_size=1).translate(lines)
+    many = make(model, search, batch_size=17).translate(lines)
     for a, b in zip(one, many):
         assert [t.tokens for t in a] == [t.tokens for t in b]
         assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-4)
 
 
+def test_search_settings_are_the_one_way_to_say_how_to_search():
+    """The search options come only as a SearchSettings (None: its defaults), never as keywords."""
+    model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=3)
+    assert Translator(model, VOCABS).search == SearchSettings()
+    with pytest.raises(TypeError):
+        Translator(model, VOCABS, beam_size=3)
+    with pytest.raises(TypeError):
+        Translator(model, VOCABS, {"beam_size": 3})
+
+
 def test_copied_oovs_written_back_and_empty_lines():
     model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=0, sharp=0.1)
     lines = ["w11 w12 w13 w11", "", "w9 w10 w1", "   "]
-    out = make(model, beam_size=2, n_best=2, min_length=3, max_length=4, batch_size=2).translate(lines)
+    out = make(model, SearchSettings(beam_size=2, n_best=2, min_length=3, max_length=4), batch_size=2).translate(lines)
     assert len(out) == 4 and all(len(n) == 2 for n in out)
     assert out[1][0].tokens == [] and out[3][1].tokens == []
     for i in (0, 2):
@@ -54,8 +64,8 @@ def test_replace_unk_uses_highest_attention():
     with torch.no_grad():
         model.bias[UNK] = 3.0                         # many <unk> in the output
     lines = random_lines(6, seed=5)
-    plain = make(model, beam_size=3, max_length=6, keep_attn=True).translate(lines)
-    replaced = make(model, beam_size=3, max_length=6, replace_unk=True).translate(lines)
+    plain = make(model, SearchSettings(beam_size=3, max_length=6), keep_attn=True).translate(lines)
+    replaced = make(model, SearchSettings(beam_size=3, max_length=6), replace_unk=True).translate(lines)
     n_unk = 0
     for line, p, r in zip(lines, plain, replaced):
         src = line.split()
@@ -74,7 +84,7 @@ def test_gold_score_is_teacher_forced_log_prob():
     src = ["w1 w9 w2", "w3", "", "w10 w10 w4 w5"]
     tgt = ["w1 w9 w13", "w3 w3 w0", "w1", "w10 w4"]  # w9/w10 copyable OOVs, w13 not copyable
     logs = []
-    tr = make(model, beam_size=2, batch_size=3, verbose=True, log=logs.append)
+    tr = make(model, SearchSettings(beam_size=2), batch_size=3, verbose=True, log=logs.append)
     gold = tr.score_gold(src, tgt)
     assert gold[2] == (0.0, 0)
     V = len(VOCABS.tgt)
@@ -102,10 +112,10 @@ def test_real_copy_model_batch_invariance():
     model, _ = real_copy_model()
     model.eval()
     lines = random_lines(30, seed=9)
-    kw = dict(beam_size=3, n_best=1, max_length=6, block_ngram_repeat=3, replace_unk=True)
+    search = SearchSettings(beam_size=3, n_best=1, max_length=6, block_ngram_repeat=3)
     from onmt.inputters.dataset import text_batches as batch_fn
-    one = make(model, batch_size=1, batch_fn=batch_fn, **kw).translate(lines)
-    many = make(model, batch_size=30, batch_fn=batch_fn, **kw).translate(lines)
+    one = make(model, search, batch_size=1, batch_fn=batch_fn, replace_unk=True).translate(lines)
+    many = make(model, search, batch_size=30, batch_fn=batch_fn, replace_unk=True).translate(lines)
     for a, b in zip(one, many):
         assert a[0].tokens == b[0].tokens
         assert a[0].score == pytest.approx(b[0].score, abs=1e-4)
@@ -128,10 +138,11 @@ def test_cli_writes_one_line_per_input(tmp_path, monkeypatch):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu():
     lines = random_lines(20, seed=4)
-    kw = dict(beam_size=3, n_best=2, max_length=8, block_ngram_repeat=2, batch_size=7, replace_unk=True)
+    search = SearchSettings(beam_size=3, n_best=2, max_length=8, block_ngram_repeat=2)
+    kw = dict(batch_size=7, replace_unk=True)
     model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=3, sharp=1.0)
-    cpu = make(model, **kw).translate(lines)
-    gpu = make(model.cuda(), **kw).translate(lines)
+    cpu = make(model, search, **kw).translate(lines)
+    gpu = make(model.cuda(), search, **kw).translate(lines)
     for a, b in zip(cpu, gpu):
         assert [t.tokens for t in a] == [t.tokens for t in b]
         assert [t.score for t in a] == pytest.approx([t.score for t in b], abs=1e-4)
@@ -190,7 +201,7 @@ def test_pred_avg_score_and_ppl_as_opennmt_py():
     model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=2)
     logs = []
     src = ["w1 w9 w2", "", "w3 w4 w5 w1"]
-    out = make(model, beam_size=3, n_best=2, max_length=6, length_penalty="wu", alpha=0.8,
+    out = make(model, SearchSettings(beam_size=3, n_best=2, max_length=6, length_penalty="wu", alpha=0.8),
                log=logs.append).translate(src)
     preds = [t for i in (0, 2) for t in out[i]]
     avg = sum(t.score for t in preds) / sum(len(t.tokens) for t in preds)
@@ -198,7 +209,7 @@ def test_pred_avg_score_and_ppl_as_opennmt_py():
     got = re.fullmatch(r"PRED AVG SCORE: (\S+), PRED PPL: (\S+)", line)
     assert float(got[1]) == pytest.approx(avg, abs=1e-4) and float(got[2]) == pytest.approx(math.exp(-avg), rel=1e-3)
     logs.clear()
-    make(model, beam_size=2, max_length=6, log=logs.append).translate(["", " "])
+    make(model, SearchSettings(beam_size=2, max_length=6), log=logs.append).translate(["", " "])
     assert "PRED No words predicted" in logs
 
 
