@@ -130,8 +130,9 @@ class BeamSearch:
         origin = torch.div(top_ids, X, rounding_mode="floor")                          # (B, K) beam of origin
         token = top_ids - origin * X                                                   # (B, K)
         rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
-        # rows stay within their example; from B rows to B*K the per-source fields grow too
-        beam = beam.reorder(rows, within_source=W == K)
+        # rows stay within their example; from B rows to B*K the per-source fields grow too; the next
+        # inputs are the new tokens, not the old inputs reordered
+        beam = beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)})
         pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(B, K) if self.coverage.active else None
         raw = self.coverage.raw(top_scores, pen)                                       # (B, K)
         if self.dump is not None:
@@ -147,7 +148,7 @@ class BeamSearch:
         kind, alpha = self.lengths
         lp_max = max_penalty(kind, step + 2, self.max_length + 1, alpha)
         bound = self.coverage.bound(raw, pen, lp_max)                                  # (B,)
-        return replace(beam, scores=top_scores, raw=raw, kept=kept, inputs=token.view(B * K)), bound
+        return replace(beam, scores=top_scores, raw=raw, kept=kept), bound
 
     def _cover(self, beam, state, attns):
         """The beam with the step's decoder state and, with a coverage penalty, its attention added to

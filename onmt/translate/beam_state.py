@@ -9,6 +9,7 @@ ones and its position in the original batch.
 Only two operations move rows, so no field can fall out of step:
 - `reorder(rows)`: row i of the new beam is row rows[i] of the old one (beam backpointers; rows may
   repeat rows and grow R, as the first step does from B rows to B*K); example fields are untouched;
+  a row field the step overwrites (its next inputs) is given to `reorder` as `replacing`, not moved;
 - `select(keep)`: keep the examples `keep` (finished examples leave the batch): their W rows each in
   every row field, their entries in every example field.
 """
@@ -46,13 +47,19 @@ class BeamState:
     def row_fields(self):
         return [f.name for f in fields(self) if f.name not in self.EXAMPLE_FIELDS]
 
-    def reorder(self, rows, within_source=False):
+    def reorder(self, rows, within_source=False, replacing=None):
         """The beam whose row i is row rows[i] (rows (R',)); within_source: every new row comes from
-        a row of the same example (backpointers), so the source-only fields stay as they are."""
-        skip = self.EXAMPLE_FIELDS | (self.SOURCE_FIELDS if within_source else frozenset())
+        a row of the same example (backpointers), so the source-only fields stay as they are.
+        replacing: {row field: its new value, R' rows} for the fields the caller overwrites anyway (a
+        step's next inputs): set, not reordered first, so the beam is never half moved."""
+        replacing = replacing or {}
+        unknown = set(replacing) - set(self.row_fields())
+        if unknown:
+            raise ValueError(f"only row fields can replace their reordered value, not {sorted(unknown)}")
+        skip = self.EXAMPLE_FIELDS | set(replacing) | (self.SOURCE_FIELDS if within_source else frozenset())
         changes = {name: _reordered(getattr(self, name), rows, within_source)
                    for name in self.row_fields() if name not in skip}
-        return replace(self, **changes)
+        return replace(self, **changes, **replacing)
 
     def select(self, keep):
         """The beam of the examples `keep` (B',) only, in that order."""

@@ -94,6 +94,20 @@ def test_reorder_follows_backpointers_and_may_grow_the_rows(shape, data):
                 assert torch.equal(value, old[rows]), name
 
 
+def test_reorder_replacing_sets_the_overwritten_field_and_moves_the_rest():
+    """A step's next inputs are its new tokens: `replacing` sets them (never reordering the old
+    inputs), every other row field still follows the rows; only row fields can be replaced."""
+    beam = random_beam(3, 2, 4, 2, 1, seed=5)
+    rows = torch.tensor([1, 1, 0, 2, 3, 3, 5, 4, 4])                                    # (B*K,), K = 3
+    new_inputs = torch.arange(9) + 100
+    moved = beam.reorder(rows, within_source=False, replacing={"inputs": new_inputs})
+    plain = beam.reorder(rows)
+    assert moved.inputs is new_inputs
+    assert_same(dataclasses.replace(moved, inputs=plain.inputs), plain)
+    with pytest.raises(ValueError):
+        beam.reorder(rows, replacing={"scores": torch.zeros(3, 3)})
+
+
 @PROPS
 @given(shapes, st.data())
 def test_select_keeps_exactly_the_chosen_examples_in_every_field(shape, data):
