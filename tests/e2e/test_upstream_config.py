@@ -80,3 +80,26 @@ def test_a_3x_config_without_its_corpus_is_one_line(tmp_path):
     (tmp_path / "c.yaml").write_text(CONFIG.format(d=tmp_path, name="c"))
     with pytest.raises(UserError, match="train.src does not exist"):
         train_bin.main(["-config", str(tmp_path / "c.yaml")])
+
+
+def test_translate_maps_the_data_keys_into_one_option_and_drops_upstream_pipeline_keys():
+    """onmt/opts/upstream_config.py on its own: the corpora and vocabulary keys become -data_config,
+    the pipeline's keys are dropped, and a config it cannot honour is one error."""
+    import yaml
+
+    from onmt.opts.upstream_config import PLACEHOLDER, UpstreamConfigError, is_upstream, translate
+    obj = yaml.safe_load(CONFIG.format(d="D", name="m"))
+    assert is_upstream(obj) and not is_upstream({"data": "runs/prep"})
+    out = translate(obj)
+    assert out["data"] == PLACEHOLDER and out["copy_attn"] and out["save_model"] == "D/run/m"
+    assert not {"overwrite", "model_type", "save_data", "src_vocab", "share_vocab"} & set(out)
+    assert json.loads(out["data_config"]) == {
+        "train": [["D/train.src", "D/train.tgt"]], "valid": ["D/valid.src", "D/valid.tgt"],
+        "dynamic_dict": True, "save_data": "D/run/example", "src_vocab": "D/run/example.vocab.src",
+        "share_vocab": True, "src_seq_length": 10000, "tgt_seq_length": 10000}
+    for bad, message in ((dict(obj, model_type="img"), "model_type: img is not available here"),
+                         (dict(obj, data={"valid": obj["data"]["valid"]}), "no training corpus"),
+                         (dict(obj, data={"c": {"path_src": "a"}}), "c needs path_src and path_tgt"),
+                         ({k: v for k, v in obj.items() if k != "save_data"}, "save_data")):
+        with pytest.raises(UpstreamConfigError, match=message):
+            translate(bad)

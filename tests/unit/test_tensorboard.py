@@ -10,6 +10,7 @@ from helpers.e2e import random_pair_data, torch_threads
 from onmt.bin import train as train_bin
 from onmt.errors import UserError
 from onmt.trainer import TrainingError
+from onmt.utils.tensorboard import TensorBoard
 
 pytest.importorskip("tensorboard")
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
@@ -138,3 +139,20 @@ def test_a_failing_event_file_is_one_line_and_training_goes_on(data, tmp_path, m
     assert (tmp_path / "f_step_6.pt").exists()
     warnings = [line for line in log.read_text().splitlines() if "WARNING" in line and "-tensorboard" in line]
     assert len(warnings) == 1 and "No space left on device" in warnings[0] and "training goes on" in warnings[0]
+
+
+def test_the_event_file_opens_at_the_first_scalar_and_closes_once(tmp_path):
+    """TensorBoard on its own: nothing written before the first scalar, `prefix/name` tags at their
+    steps, closing twice is harmless; without -tensorboard, from_opt gives None."""
+    from types import SimpleNamespace
+    board = TensorBoard(str(tmp_path / "tb"))
+    board.flush()
+    board.close()
+    assert not list(tmp_path.glob("tb/events*"))
+    board.add_scalars("progress", 4, {"xent": 1.5, "lr": torch.tensor(0.25)})
+    board.add_scalars("valid", 6, {"xent": 1.25})
+    board.close()
+    board.close()
+    assert _scalars(tmp_path / "tb") == {"progress/xent": [(4, 1.5)], "progress/lr": [(4, 0.25)],
+                                         "valid/xent": [(6, 1.25)]}
+    assert TensorBoard.from_opt(SimpleNamespace(tensorboard=False, tensorboard_log_dir="x")) is None

@@ -1,0 +1,57 @@
+"""SIGTERM and ^C: StopSignals records the first and interrupts on the second; signals_deferred holds
+them back for the length of a block and delivers each once after it; both put the handlers back."""
+import signal
+import threading
+
+import pytest
+
+from onmt.errors import Stopped
+from onmt.utils.stop import SIGNALS, StopSignals, signals_deferred
+
+
+@pytest.fixture
+def recorded():
+    """Handlers that record the signals they get, in place of the current ones during the test."""
+    got = []
+    previous = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in SIGNALS}
+    yield got
+    for s, handler in previous.items():
+        signal.signal(s, handler)
+
+
+def test_first_signal_is_recorded_second_interrupts(recorded):
+    outer = {s: signal.getsignal(s) for s in SIGNALS}
+    with StopSignals() as stop:
+        assert stop.received is None
+        signal.raise_signal(signal.SIGTERM)
+        assert stop.received == "SIGTERM"           # recorded: the step goes on
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert {s: signal.getsignal(s) for s in SIGNALS} == outer and recorded == []
+    e = stop.stopped(12, "m_step_12.pt")
+    assert isinstance(e, Stopped) and e.code == 128 + signal.SIGTERM
+    assert str(e) == "stopped by SIGTERM at step 12; saved m_step_12.pt"
+    assert str(stop.stopped(3, None)) == "stopped by SIGTERM at step 3"
+
+
+def test_deferred_signals_arrive_once_each_after_the_block(recorded):
+    outer = {s: signal.getsignal(s) for s in SIGNALS}
+    with signals_deferred():
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGTERM)
+        assert recorded == []                        # held back inside
+    assert recorded == [signal.SIGTERM, signal.SIGINT]
+    assert {s: signal.getsignal(s) for s in SIGNALS} == outer
+
+
+def test_outside_the_main_thread_nothing_is_installed(recorded):
+    seen = []
+
+    def work():
+        with StopSignals() as stop, signals_deferred():
+            seen.append((stop.received, signal.getsignal(signal.SIGTERM)))
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [(None, signal.getsignal(signal.SIGTERM))]   # the test's own handler throughout
