@@ -1,7 +1,7 @@
 """The model registry: the one place that maps options to a model family, its loss and trainer.
 
     MODEL_REGISTRY[name] = ModelEntry(name, model_cls, loss_cls, needs_dynamic_dict, ...)
-        model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/interface.py
+        model_cls.from_opt(opt, vocabs, kernels="fused")  -> nn.Module implementing onmt/interface.py
         loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
 
 Every family trains with the one Trainer (onmt/trainer.py), which knows no model.
@@ -110,9 +110,10 @@ def name_of(model):
 
 
 def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False,
-                device="cpu"):
-    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`; logs
-    its family, its number of parameters and its device (the one line that says which model runs).
+                device="cpu", kernels="fused"):
+    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`, built with
+    `kernels` ("fused" or "plain": onmt/fused/kernels.py); logs its family, its number of parameters, its
+    device and its kernels (the one line that says which model runs).
 
     allow_new: parameters that `checkpoint_state` lacks (e.g. coverage added on -train_from) keep the
     initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters,
@@ -120,7 +121,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     and says "its options" (`own_options`: the checkpoint's own) or "these options".
     """
     name = model_type(opt)
-    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs)
+    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs, kernels=kernels)
     init_parameters(model, opt.param_init)
     if checkpoint_state is not None:
         if hasattr(model, "upgrade_state_dict"):  # keys of older versions renamed (ReinforcedModel.RENAMED_KEYS)
@@ -144,7 +145,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     _fix_embeddings(model, opt)
     model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    logger.info(f"Model {name}: {n_params} parameters; device {device}")
+    logger.info(f"Model {name}: {n_params} parameters; device {device}; kernels {kernels}")
     return model
 
 
