@@ -2,7 +2,7 @@
 
     MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls, loss_cls)
         FAMILIES[name]                   the family's option knowledge (onmt/opts/families.py)
-        model_cls.from_opt(opt, vocabs)  -> nn.Module implementing onmt/interface.py
+        model_cls.from_opt(opt, vocabs, kernels="fused")  -> nn.Module implementing onmt/interface.py
         loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
 
 Every family trains with the one Trainer (onmt/trainer.py), which knows no model.
@@ -121,9 +121,10 @@ def name_of(model):
 
 
 def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False,
-                device="cpu"):
-    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`; logs
-    its family, its number of parameters and its device (the one line that says which model runs).
+                device="cpu", kernels="fused"):
+    """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`, built with
+    `kernels` ("fused" or "plain": onmt/fused/kernels.py); logs its family, its number of parameters, its
+    device and its kernels (the one line that says which model runs).
 
     allow_new: parameters that `checkpoint_state` lacks (e.g. coverage added on -train_from) keep the
     initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters,
@@ -131,7 +132,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     and says "its options" (`own_options`: the checkpoint's own) or "these options".
     """
     name = model_type(opt)
-    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs)
+    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs, kernels=kernels)
     init_parameters(model, opt.param_init)
     if checkpoint_state is not None:
         if hasattr(model, "upgrade_state_dict"):  # keys of older versions renamed (ReinforcedModel.RENAMED_KEYS)
@@ -155,7 +156,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     _fix_embeddings(model, opt)
     model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    logger.info(f"Model {name}: {n_params} parameters; device {device}")
+    logger.info(f"Model {name}: {n_params} parameters; device {device}; kernels {kernels}")
     return model
 
 

@@ -5,8 +5,13 @@ onmt/reinforced/intra_attention.py, o_t = [h^d_t ; c^e_t ; c^d_t] in onmt/reinfo
 eqs. 9-13 in onmt/reinforced/pointer_generator.py; See et al. 2017's attention (eqs. 1-3, 11) in
 onmt/modules/global_attention.py, p_gen and the mixture (eqs. 4, 8, 9) in onmt/modules/copy_generator.py
 and copy_mixture.py. That plain code is the reference: each kernel here is tested against it (values
-and gradients), and every model can run without the kernels (decode_step under autograd does).
-Nothing in onmt/modules imports this package; the models choose the fused paths.
+and gradients), and a whole model runs it alone when built with kernels="plain" (kernels.py: the one
+setting, fixed at construction, and the one place that says where a fused kernel can run now, the
+toolkit's only grad-mode check included). Nothing in onmt/modules imports this package: a model built
+with kernels="fused" (the default) gives the modules it builds the fused versions (the mlp score, the
+copy generator's decoding mixture, the dropout class) and calls the others itself.
+tests/e2e/test_plain_vs_fused.py compares a whole ML step, a whole mixed step (values and every
+gradient) and a whole beam search of each family, plain against fused.
 
 Each entry: the formula (equation number), the plain reference code, the fused function, the test:
 
@@ -25,6 +30,27 @@ See (1)-(3), (10)-(11) with the LSTM cell and input feeding: the whole teacher-f
            (the attention's sigmoids kept for it up to KEEP_SIGMOIDS elements),
            the weight gradients and the embedding part of the gates as one product per pass
     test   tests/unit/test_decoder_pass.py::test_fused_pass_equals_the_step_loop_values_and_gradients
+The LSTM cell's gates at a decoding step (every decoder), without autograd, the decoding precision set
+    plain  lstm_step: x W_ih^T + b_ih + h W_hh^T + b_hh per layer            onmt/modules/lstm_step.py
+    fused  low_precision.decoding_gates: [x ; h] [W_ih ; W_hh]^T prepared once (fp32 packed, bf16, int8)
+    test   tests/unit/test_low_precision.py::test_decoding_gates_are_one_prepared_product_per_layer
+The encoder's RNN at -precision bf16 / int8, without autograd
+    plain  nn.LSTM / nn.GRU in float32                                        onmt/models/rnn_encoder.py
+    fused  low_precision.run_rnn (encoder_lowered): bfloat16 autocast, or quantize_dynamic's int8 module
+    test   tests/unit/test_low_precision.py::test_int8_encoder_is_quantize_dynamics_rnn_built_once,
+           tests/unit/test_rnn_encoder.py::test_bf16_decoding_runs_the_rnn_in_bfloat16_and_returns_float32
+Paulus (2), (5) at a decoding step, without autograd
+    plain  IntraTemporalAttention.forward(..., source=None)                  onmt/reinforced/intra_attention.py
+    fused  step_source.DecodingSource: K q as (1 x H)(H x S) products on a transposed view
+    test   tests/unit/test_step_source.py::test_decoding_source_equals_the_plain_products
+Dropout (embeddings, the attentional vector, the reinforced decoder's input)
+    plain  nn.Dropout (bernoulli_ masks)
+    fused  dropout.Dropout, dropout_mask: masks from torch.rand, the same distribution (not the same draws)
+    test   tests/unit/test_dropout.py::test_the_mask_drops_with_probability_p_and_scales_the_rest
+exp(x - max) where the weights only feed a sum or a draw (PointerGenerator.draw, gold_softmax)
+    plain  torch.exp(x - max)
+    fused  fast_exp.exp_shifted_: exp2((x - max) log2 e) in place
+    test   tests/unit/test_fast_exp.py::test_exp_shifted_is_exp_of_the_shifted_values_in_place
 The decoder input E_tgt[y_{t-1}], at every step
     plain  PartialEmbedding.forward (F.embedding)                            onmt/modules/partial_embedding.py
     fused  step_embedding.StepEmbedding: one index_add into the matrix's gradient per pass
@@ -55,17 +81,18 @@ Paulus (9)-(12): log p(y) over the extended vocabulary at one decoding step, wit
     plain  PointerGenerator.forward(...)                                     onmt/reinforced/pointer_generator.py
     fused  step_mixture.pointer_generator_step_log_probs: packed W_out, softmax in cache-sized row blocks
     test   tests/unit/test_step_mixture.py::test_step_log_probs_equal_the_plain_generator
+Paulus (12), See (9): the generation log-probabilities and the mixture without autograd (any generator)
+    plain  copy_mixture.generation_log_probs, copy_mixture.scatter_mixture   onmt/modules/copy_mixture.py
+    fused  step_mixture.generation_log_probs (cache-sized row blocks), step_mixture.scatter_mixture (in place)
+    test   tests/unit/test_step_mixture.py::test_decoding_mixture_equals_the_plain_mixture,
+           tests/unit/test_properties.py::test_generation_log_probs_decoding_path_equals_training_path
 See (9) and (6): log P(w*) of the mixture
     plain  CopyGenerator.forward(...).gather(-1, w*)                         onmt/modules/copy_generator.py
     fused  gold_mixture.copy_generator_gold_log_prob (gold_mixture)
     test   tests/unit/test_gold_mixture.py::test_copy_generator_fused_gold_path_equals_full_distribution
 
-Two decoding-only layouts stay in the plain file onmt/modules/copy_mixture.py, because the plain
-CopyGenerator is also the decoding path (and onmt/modules cannot import this package):
-`generation_log_probs` without autograd writes its output in cache-sized row blocks
-(tests/unit/test_copy_generator.py::test_decoding_path_equals_autograd_path), and `scatter_mixture`
-without autograd writes in place. The per-step-generator baselines the model's teacher forcing is
-measured against (the generator called at every step on every row, W_out recomputed at every step or
-once per pass) are bench/reinforced_step_bench.py's `per_step_forward`, which
-tests/unit/test_reinforced_model.py also compares the model against.
+The per-step-generator baselines the model's teacher forcing is measured against (the generator called
+at every step on every row, W_out recomputed at every step or once per pass) are
+bench/reinforced_step_bench.py's `per_step_forward`, which tests/unit/test_reinforced_model.py also
+compares the model against.
 """

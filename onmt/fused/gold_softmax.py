@@ -13,7 +13,7 @@ of each row and its id, and the logits at given columns (the source words).
 """
 import torch
 
-from onmt.utils.fast_exp import exp_shifted_
+from onmt.fused.fast_exp import exp_shifted_
 
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.

@@ -21,7 +21,8 @@ import warnings
 
 import torch
 
-from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged, decoding_precision
+from onmt.fused.kernels import decoding_only, fast_dtype
+from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged, decoding_precision, precision_set
 
 _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
 CAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -104,10 +105,23 @@ def prepared_linear(weight, bias, precision="fp32", rows_hint=None):
     raise ValueError(f"unknown precision {precision!r}")
 
 
+def decoding_gates(kernels, rnn, x, h):
+    """The `gates` of onmt/modules/lstm_step.py for one decoding step of the nn.LSTM `rnn` on x (B, E)
+    and h (L, B, H), or None (the plain two addmm per layer): with fused kernels, without autograd, in
+    eval mode, in a model whose decoding precision was set (translate.py, the API), on float32 inputs.
+    Each layer's gates are then ONE product [x ; h] [W_ih ; W_hh]^T + (b_ih + b_hh) prepared once per set
+    of parameters in that precision (lstm_gate_products; packed float32, bf16 or int8, the gates float32)
+    instead of two addmm and an add per layer and step. Measured at 150 rows, input 128, hidden 256, one
+    thread: 1.38 ms per step for the two addmm, 1.22 packed float32, 0.75 bf16, 0.45 int8."""
+    if not (decoding_only(kernels) and not rnn.training and precision_set(rnn) and fast_dtype(x, h)):
+        return None
+    return lstm_gate_products(rnn)
+
+
 def lstm_gate_products(rnn):
     """Per layer of the nn.LSTM `rnn`, its decoding gate product [x ; h] (B, E+H) -> (B, 4H) float32:
     [W_ih ; W_hh] concatenated and b_ih + b_hh, prepared in rnn's decoding precision once while its
-    parameters are unchanged (onmt/modules/lstm_step.py calls this, installed by set_decoding_precision)."""
+    parameters are unchanged (decoding_gates)."""
     def build():
         products = []
         for layer in range(rnn.num_layers):
@@ -136,6 +150,13 @@ def quantized_rnn(rnn):
             quantized = torch.ao.quantization.quantize_dynamic(wrapped, {type(rnn)}, dtype=torch.qint8)[0]
         return engine, quantized
     return cached_while_unchanged(rnn, list(rnn.parameters()), build)
+
+
+def encoder_lowered(kernels, encoder, packed):
+    """Whether `encoder` (a module) runs its RNN on `packed` through run_rnn: with fused kernels, without
+    autograd, in eval mode, in a model decoding in bf16 or int8 (-precision), on float32 inputs."""
+    return (decoding_only(kernels) and not encoder.training and decoding_precision(encoder) in ("bf16", "int8")
+            and fast_dtype(packed.data))
 
 
 def run_rnn(rnn, packed, precision):

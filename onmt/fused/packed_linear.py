@@ -83,18 +83,24 @@ def drop_cached(owner):
 
 def set_decoding_precision(owner, precision):
     """Decode with `owner`'s (a model's) vocabulary products in `precision` ("fp32", "bf16", "fp16",
-    "int8": onmt/fused/low_precision.py) from now on, and its decoders' LSTM gates (onmt/modules/lstm_step.py)
-    too, with every submodule marked. A setting of the model, like its eval mode, not state: what it
-    changes is rebuilt once (cached_while_unchanged), not per batch."""
-    from onmt.fused.low_precision import lstm_gate_products
-    from onmt.modules.lstm_step import DECODING_GATES_ATTR
+    "int8": onmt/fused/low_precision.py) from now on, its decoders' LSTM gates as one prepared product
+    per layer (low_precision.decoding_gates) and its encoder lowered (low_precision.run_rnn), with every
+    submodule marked. A setting of the model, like its eval mode, not state: what it changes is rebuilt
+    once (cached_while_unchanged), not per batch. The prepared products are fused kernels: a model built
+    with kernels="plain" decodes in float32 only (another precision is a ValueError)."""
+    if precision != "fp32" and getattr(owner, "kernels", "fused") == "plain":
+        raise ValueError(f"decoding precision {precision} needs the fused kernels: "
+                         "a model built with kernels='plain' decodes in fp32 only")
     for m in _owners(owner):
         m.__dict__[PRECISION_ATTR] = precision
-        if isinstance(m, torch.nn.LSTM):  # decoders' lstm_step: one prepared gate product per layer
-            m.__dict__[DECODING_GATES_ATTR] = lstm_gate_products
     drop_cached(owner)
 
 
 def decoding_precision(owner):
     """`owner`'s decoding precision: "fp32" unless set_decoding_precision said otherwise."""
     return owner.__dict__.get(PRECISION_ATTR, "fp32")
+
+
+def precision_set(owner):
+    """Whether set_decoding_precision marked `owner` (a model decoding for translate.py or the API)."""
+    return PRECISION_ATTR in owner.__dict__

@@ -14,14 +14,52 @@ PyTorch's float32 tanh, which costs about three on CPU, and five passes over (B,
 where tanh_backward and its products took nine. The context goes
 through step_source.StepSource, whose steps' gradients reach memory in one bmm per pass. Same values
 and gradients as the plain attention. Create one `StepAttention` per forward pass.
+
+Outside such a pass (decoding, a step loop under -amp) a GlobalAttention built with fused kernels scores
+with `mlp_scores_blocked`: cache-sized row blocks, and without autograd the same sigmoid form.
 """
 import torch
 
+from onmt.fused.kernels import gradients_wanted
 from onmt.fused.step_source import StepSource
-from onmt.modules.global_attention import mlp_sigmoids
 
 # elements of one (rows, S, H) block (~4 MB of float32): the recomputation stays in cache
 BLOCK = 1 << 20
+
+
+def mlp_sigmoids(keys, q, cov, w_c, out=None):
+    """sigmoid(2 (keys + q [+ cov w_c])) (b, S, H), into `out` when given, so that the mlp score is
+    v . tanh(x) = 2 v . sigmoid(2x) - sum(v): one sigmoid pass instead of PyTorch's float32 tanh, which
+    costs about three on CPU, the doubling folded into the first add. keys (b, S, H), q (b, H), cov (b, S)
+    or None, w_c (H,). Without autograd (decoding; the fused pass's forward and backward)."""
+    out = torch.add((2 * q).unsqueeze(1), keys, alpha=2, out=out)  # (b, S, H) 2 (keys + q)
+    if cov is not None:
+        out.addcmul_(cov.unsqueeze(-1).to(out.dtype), w_c.view(1, 1, -1), value=2)
+    return out.sigmoid_()
+
+
+def mlp_scores_blocked(q, keys, cov, v, w_c):
+    """GlobalAttention.mlp_score, v . tanh(keys + q [+ w_c cov]) (B, S), in cache-sized row blocks (the
+    (B, S, H) temporaries of a large beam batch would not fit in cache), each block without autograd as
+    2 v . sigmoid(2x) - sum(v) (mlp_sigmoids), under autograd with the tanh (one new (b, S, H) tensor,
+    the rest in place). q (B, H), keys (B, S, H), cov (B, S) or None, v (H,), w_c (H,) or None."""
+    B, S, H = keys.shape
+    rows = max(1, BLOCK // (S * H))
+    if rows >= B:
+        return _mlp_block(q, keys, cov, v, w_c)
+    return torch.cat([_mlp_block(q[i:i + rows], keys[i:i + rows], None if cov is None else cov[i:i + rows], v, w_c)
+                      for i in range(0, B, rows)])  # (B, S)
+
+
+def _mlp_block(q, keys, cov, v, w_c):
+    """mlp_scores_blocked for one block of rows: (b, H), (b, S, H), (b, S) -> (b, S)."""
+    if not gradients_wanted():  # decoding: v . tanh(x) = 2 v . sigmoid(2x) - sum(v)
+        return torch.matmul(mlp_sigmoids(keys, q, cov, w_c), v).mul_(2).sub_(v.sum())  # (b, S)
+    hidden = keys + q.unsqueeze(1)  # (b, S, H)
+    if cov is not None:
+        hidden.addcmul_(cov.unsqueeze(-1).to(hidden.dtype), w_c.view(1, 1, -1))
+    hidden.tanh_()
+    return torch.matmul(hidden, v)  # (b, S)
 
 
 def _rows(keys):

@@ -14,6 +14,8 @@ plain products. Create one per forward pass; its backward runs once.
 """
 import torch
 
+from onmt.fused.kernels import gradients_wanted
+
 
 class _SumStepOuterProducts(torch.autograd.Function):
     """The handle every step of a pass depends on; its backward gives keys and memory the sum of the
@@ -67,7 +69,7 @@ class StepSource:
         self.keys_t = self.keys.transpose(1, 2).contiguous()  # (B, H, S)
         self.memory_t = self.memory.transpose(1, 2).contiguous()  # (B, Hm, S)
         self.pending = {"keys": [], "memory": []}
-        track = torch.is_grad_enabled() and (keys.requires_grad or memory.requires_grad)
+        track = gradients_wanted(keys, memory)
         self.handle = _SumStepOuterProducts.apply(keys, memory, self.pending) if track else None
 
     def scores(self, query):

@@ -3,6 +3,7 @@ models): the gold log-likelihood from the full distribution, rollouts through de
 import torch
 
 from onmt.constants import BOS, EOS
+from onmt.fused.kernels import gradients_wanted
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.modules.sampling import sample_rows
 
@@ -23,7 +24,7 @@ def rollout_from_steps(model, batch, enc, max_length, modes=("sample",)):
     check_rollout_modes(modes, max_length)
     out = []
     for mode in modes:
-        with torch.set_grad_enabled(torch.is_grad_enabled() and mode == "sample"):
+        with torch.set_grad_enabled(gradients_wanted() and mode == "sample"):
             out.append(_rollout_one(model, batch, enc, max_length, mode == "sample"))
     return tuple(out)
 

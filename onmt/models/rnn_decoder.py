@@ -6,6 +6,11 @@ At step t the RNN reads [emb(y_{t-1}); feed], where feed is
   - nothing otherwise.
 Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_t]) (c_t = c for the
 fixed-context model); dropout is applied to it before the generator and before it is fed back.
+
+With kernels="fused" (the default) the decoder builds its modules with onmt/fused's versions (the mlp
+score, the dropout masks) and runs a teacher-forced pass through the fused kernels where they apply
+(onmt/fused/kernels.py decides: `_fused_pass`, `step_attention`), a decoding step with the prepared
+LSTM gates (low_precision.decoding_gates); with kernels="plain", the plain step loop of the formulas.
 """
 from dataclasses import dataclass, fields, replace
 from typing import Optional
@@ -14,11 +19,13 @@ import torch
 import torch.nn as nn
 
 from onmt.fused.decoder_pass import lstm_mlp_decoder_pass
-from onmt.fused.step_attention import StepAttention
+from onmt.fused.dropout import Dropout, dropout_mask
+from onmt.fused.kernels import check_kernels, training_pass
+from onmt.fused.low_precision import decoding_gates
+from onmt.fused.step_attention import StepAttention, mlp_scores_blocked
 from onmt.interface import DecoderStateBase
 from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
-from onmt.modules.dropout import Dropout, dropout_mask
 from onmt.modules.global_attention import GlobalAttention
 from onmt.modules.lstm_step import lstm_step
 
@@ -85,13 +92,16 @@ class RNNDecoder(nn.Module):
         input_feed: feed the previous attentional vector (ignored with attn_type "none").
         coverage: coverage vector in the attention.
         dropout: between RNN layers and on the attentional vector.
+        kernels: "fused" or "plain" (onmt/fused/kernels.py; module docstring).
     """
 
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, attn_type="general",
-                 input_feed=True, coverage=False, dropout=0.0):
+                 input_feed=True, coverage=False, dropout=0.0, kernels="fused"):
         super().__init__()
         if coverage and attn_type == "none":
             raise ValueError("coverage needs attention")
+        self.kernels = check_kernels(kernels)
+        fused = kernels == "fused"
         self.embeddings = embeddings
         self.num_layers, self.hidden_size = num_layers, hidden_size
         self.attn_type = attn_type
@@ -105,8 +115,9 @@ class RNNDecoder(nn.Module):
             self.attn = None
             self.linear_out = nn.Linear(2 * hidden_size, hidden_size)
         else:
-            self.attn = GlobalAttention(hidden_size, attn_type, coverage=coverage)
-        self.dropout = Dropout(dropout)
+            self.attn = GlobalAttention(hidden_size, attn_type, coverage=coverage,
+                                        mlp_score=mlp_scores_blocked if fused else None)
+        self.dropout = (Dropout if fused else nn.Dropout)(dropout)
 
     def init_state(self, enc, src_ex=None, n_oov=0):
         """enc: EncoderOutput -> RNNDecoderState at the start of decoding."""
@@ -151,7 +162,9 @@ class RNNDecoder(nn.Module):
         """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state);
         attention: a `step_attention(state)` of this pass, or None (the plain attention)."""
         if isinstance(self.rnn, nn.LSTM):  # the cell equations: a per-step nn.LSTM call costs more
-            rnn_out, hidden = lstm_step(self.rnn, self._rnn_input(emb, state), state.hidden)  # (B, H)
+            x = self._rnn_input(emb, state)  # (B, E [+ H])
+            gates = decoding_gates(self.kernels, self.rnn, x, state.hidden[0])
+            rnn_out, hidden = lstm_step(self.rnn, x, state.hidden, gates)  # (B, H)
         else:
             rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
             rnn_out = rnn_out.squeeze(1)  # (B, H)
@@ -163,9 +176,9 @@ class RNNDecoder(nn.Module):
 
     def step_attention(self, state):
         """The fused attention of a whole teacher-forced pass from `state` (onmt/fused/step_attention.py):
-        under autograd in float32 only (its backward is the gain); None otherwise."""
-        if (self.attn is None or not torch.is_grad_enabled() or state.memory.dtype != torch.float32
-                or torch.is_autocast_enabled(state.memory.device.type)):
+        with fused kernels under autograd in float32 only (its backward is the gain,
+        kernels.training_pass); None otherwise."""
+        if self.attn is None or not training_pass(self.kernels, state.memory):
             return None
         return StepAttention(state.keys, state.memory)
 
@@ -179,13 +192,12 @@ class RNNDecoder(nn.Module):
 
     def _fused_pass(self, emb, state):
         """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass as one
-        autograd function (onmt/fused/decoder_pass.py) when gradients are wanted in float32 or float64
-        without autocast; None otherwise (the step loop runs)."""
+        autograd function (onmt/fused/decoder_pass.py) with fused kernels when gradients are wanted in
+        float32 or float64 without autocast (kernels.training_pass); None otherwise (the step loop runs)."""
         memory = state.memory
         if (self.attn is None or self.attn.attn_type != "mlp" or not self.input_feed
                 or not isinstance(self.rnn, nn.LSTM) or self.num_layers != 1 or emb.size(1) == 0
-                or not torch.is_grad_enabled() or memory.dtype not in (torch.float32, torch.float64)
-                or emb.dtype != memory.dtype or torch.is_autocast_enabled(memory.device.type)):
+                or not training_pass(self.kernels, memory, emb, dtypes=(torch.float32, torch.float64))):
             return None
         B, T, _ = emb.shape
         drop = self._dropout_masks(T, B, emb)

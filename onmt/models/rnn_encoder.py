@@ -3,7 +3,8 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from onmt.fused.low_precision import run_rnn
+from onmt.fused.kernels import check_kernels
+from onmt.fused.low_precision import encoder_lowered, run_rnn
 from onmt.fused.packed_linear import decoding_precision
 from onmt.interface import EncoderOutput
 
@@ -25,11 +26,13 @@ class RNNEncoder(nn.Module):
             split back into L layers. (OpenNMT-py reshapes the (L*dirs, B, H/dirs) tensor without
             transposing, which mixes examples when it has more than one layer or direction; here the
             layers of one example are concatenated.)
+        kernels: "fused" (lowered while decoding at -precision bf16 / int8) or "plain" (onmt/fused/kernels.py).
     """
 
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False, dropout=0.0,
-                 bridge=False):
+                 bridge=False, kernels="fused"):
         super().__init__()
+        self.kernels = check_kernels(kernels)
         if bidirectional and hidden_size % 2:
             raise ValueError(f"a bidirectional encoder needs an even hidden size, got {hidden_size}")
         self.embeddings = embeddings
@@ -62,13 +65,12 @@ class RNNEncoder(nn.Module):
         return torch.cat([h[:, 0], h[:, 1]], dim=-1)  # (L, B, H)
 
     def _run_rnn(self, packed):
-        """self.rnn on a packed sequence; without autograd, in a model decoding in bf16 or int8
-        (-precision: packed_linear.set_decoding_precision), lowered (low_precision.run_rnn: bfloat16
-        autocast or PyTorch's dynamic int8 LSTM), its outputs float32."""
-        precision = decoding_precision(self)
-        if torch.is_grad_enabled() or self.training or precision == "fp32" or packed.data.dtype != torch.float32:
+        """self.rnn on a packed sequence; with fused kernels, without autograd, in a model decoding in
+        bf16 or int8 (-precision: packed_linear.set_decoding_precision), lowered (low_precision.run_rnn:
+        bfloat16 autocast or PyTorch's dynamic int8 LSTM), its outputs float32."""
+        if not encoder_lowered(self.kernels, self, packed):
             return self.rnn(packed)
-        return run_rnn(self.rnn, packed, precision)
+        return run_rnn(self.rnn, packed, decoding_precision(self))
 
     def forward(self, src, lengths):
         """src (B, S) ids, lengths (B,) >= 1 -> EncoderOutput(memory (B, S, H), final (L, B, H), mask)."""

@@ -1,11 +1,20 @@
 """The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
-onmt/interface.py."""
-import torch
+onmt/interface.py.
+
+`kernels` ("fused", the default, or "plain": onmt/fused/kernels.py) is fixed when the model is built:
+the model stores it and builds its encoder, decoder, embeddings and generator with it. With "fused" a
+decoding step's vocabulary product is packed once (`_decoding_linear`), the copy generator decodes with
+row blocks in place (onmt/fused/step_mixture.py) and the copy model's training path is the gold-only
+mixture (onmt/fused/gold_mixture.py); with "plain" every path is the formula.
+"""
 import torch.nn as nn
 
 from onmt.constants import UNK
 from onmt.errors import UserError
+from onmt.fused import step_mixture
+from onmt.fused.dropout import Dropout
 from onmt.fused.gold_mixture import copy_generator_gold_log_prob
+from onmt.fused.kernels import check_kernels, decoding_only
 from onmt.fused.low_precision import prepared_linear
 from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
 from onmt.interface import gold_targets
@@ -24,38 +33,48 @@ class NMTModel(nn.Module):
         decoder: RNNDecoder.
         generator: Generator (plain) or CopyGenerator (pointer-generator, extended vocabulary).
         tgt_vocab_size: V_tgt.
+        kernels: "fused" or "plain" (module docstring); the encoder and decoder are built with the same.
     """
 
     copy = False  # True when log-probabilities cover the extended vocabulary
 
-    def __init__(self, encoder, decoder, generator, tgt_vocab_size):
+    def __init__(self, encoder, decoder, generator, tgt_vocab_size, kernels="fused"):
         super().__init__()
+        self.kernels = check_kernels(kernels)
+        if (encoder.kernels, decoder.kernels) != (kernels, kernels):
+            raise ValueError(f"a {kernels} model needs a {kernels} encoder and decoder, got "
+                             f"{encoder.kernels} and {decoder.kernels}")
         self.encoder, self.decoder, self.generator = encoder, decoder, generator
         self.tgt_vocab_size = tgt_vocab_size
 
     @classmethod
-    def from_opt(cls, opt, vocabs):
+    def from_opt(cls, opt, vocabs, kernels="fused"):
         """Build from the model options (onmt/opts/model.py, updated: -layers already resolved into
-        -enc_layers and -dec_layers) and the Vocabs."""
-        src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
+        -enc_layers and -dec_layers) and the Vocabs, with `kernels` (module docstring)."""
+        fused = check_kernels(kernels) == "fused"
+        dropout_cls = Dropout if fused else nn.Dropout
+        src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
         if opt.share_embeddings:
             if not vocabs.shared:
                 raise UserError("-share_embeddings needs data preprocessed with -share_vocab")
             tgt_emb = src_emb  # target ids < V_tgt index the same rows (tgt is a prefix of src)
         else:
-            tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout)
+            tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
         encoder = RNNEncoder(opt.rnn_type, opt.enc_layers, opt.rnn_size, src_emb,
-                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge)
+                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge, kernels=kernels)
         decoder = RNNDecoder(opt.rnn_type, opt.dec_layers, opt.rnn_size, tgt_emb,
                              attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
-                             coverage=opt.coverage_attn, dropout=opt.dropout)
+                             coverage=opt.coverage_attn, dropout=opt.dropout, kernels=kernels)
         tgt_vocab_size = len(vocabs.tgt)
         tied = tgt_emb if opt.share_decoder_embeddings else None
         if cls.copy:
-            generator = CopyGenerator(opt.rnn_size, tgt_vocab_size, opt.word_vec_size, tied_embeddings=tied)
+            mixture = (dict(generation=step_mixture.generation_log_probs, scatter=step_mixture.scatter_mixture)
+                       if fused else {})
+            generator = CopyGenerator(opt.rnn_size, tgt_vocab_size, opt.word_vec_size, tied_embeddings=tied,
+                                      **mixture)
         else:
             generator = Generator(opt.rnn_size, tgt_vocab_size, tied_embeddings=tied)
-        return cls(encoder, decoder, generator, tgt_vocab_size)
+        return cls(encoder, decoder, generator, tgt_vocab_size, kernels=kernels)
 
     # ------------------------------------------------------------------ interface
     def encode(self, batch):
@@ -91,9 +110,10 @@ class NMTModel(nn.Module):
 
     def decode_step(self, inputs, state):
         """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S) (and "p_copy" (B,) with copy)).
-        Without autograd the vocabulary product uses the generator's weight packed once (PackedLinear)."""
+        With fused kernels and without autograd the vocabulary product uses the generator's weight packed
+        once (PackedLinear)."""
         dec, state = self.decoder.step(self.embed_target(inputs), state)
-        linear = None if torch.is_grad_enabled() else self._decoding_linear()
+        linear = self._decoding_linear() if decoding_only(self.kernels) else None
         logp, attns = self._generate(dec, state, linear)
         return logp, state, attns
 
@@ -134,7 +154,10 @@ class CopyNMTModel(NMTModel):
 
     def gold_log_likelihood(self, batch):
         """The fused training path (onmt/fused/gold_mixture.py): log p(gold) (B, T-1) with 0 at
-        padding, the argmax (B, T-1) and the attns, without the (B, T-1, X) distribution."""
+        padding, the argmax (B, T-1) and the attns, without the (B, T-1, X) distribution; with plain
+        kernels, from `forward` (the full distribution)."""
+        if self.kernels == "plain":
+            return gold_from_forward(self, batch)
         state = self.init_state(batch, self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)

@@ -17,7 +17,9 @@ over the extended vocabulary X = V_tgt + n_oov, computed in log space by copy_mi
 scatter_add over (B, S) indices for duplicated source words, one scatter back into the (B, X)
 log-probabilities). Source padding has attention exactly 0, so it adds nothing. `CopyGenerator.forward`
 is the plain formula; the training path that needs log P(w*) only (eq. 6) is
-onmt/fused/gold_mixture.py's `copy_generator_gold_log_prob`, tested against it.
+onmt/fused/gold_mixture.py's `copy_generator_gold_log_prob`, tested against it, and a model built with
+fused kernels gives the CopyGenerator decoding's versions of the two mixture functions
+(onmt/fused/step_mixture.py: row blocks, in place, the plain formulas under autograd).
 """
 import torch
 import torch.nn as nn
@@ -86,11 +88,15 @@ class CopyGenerator(nn.Module):
         hidden_size: size of the attentional vector h~ (and of the context and decoder state).
         tgt_vocab_size: V_tgt.
         emb_size: size of the decoder input embedding x_t.
+        generation, scatter: copy_mixture's generation_log_probs and scatter_mixture, or functions
+            computing the same values (a model built with fused kernels gives onmt/fused/step_mixture.py's).
     """
 
-    def __init__(self, hidden_size, tgt_vocab_size, emb_size, tied_embeddings=None):
+    def __init__(self, hidden_size, tgt_vocab_size, emb_size, tied_embeddings=None,
+                 generation=generation_log_probs, scatter=scatter_mixture):
         super().__init__()
         self.tgt_vocab_size = tgt_vocab_size
+        self._generation, self._scatter = generation, scatter
         self.linear = vocab_projection(hidden_size, tgt_vocab_size, tied_embeddings)
         self.switch = nn.Linear(2 * hidden_size + emb_size, 1)  # eq. 8: w_h*, w_s, w_x, b_ptr
 
@@ -117,8 +123,8 @@ class CopyGenerator(nn.Module):
                 first_pos = first_occurrence(src_ex)  # (B, S)
             if len(shape) == 2:  # a sequence: every step reads the same source
                 src_ex, first_pos = repeat_per_step(src_ex, shape[1]), repeat_per_step(first_pos, shape[1])  # (N, S)
-            gen = generation_log_probs(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen P_vocab (eq. 4)
-            logp = scatter_mixture(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)  # (N, X) eq. 9
+            gen = self._generation(logits, F.logsigmoid(switch), n_oov)  # (N, X) log p_gen P_vocab (eq. 4)
+            logp = self._scatter(gen, F.logsigmoid(-switch), attn, src_ex, first_pos)  # (N, X) eq. 9
             if return_p_copy:
                 return logp.view(*shape, -1), torch.sigmoid(-switch.detach()).view(shape)  # (B, [T,] X), (B, [T])
             return logp.view(*shape, -1)  # (B, [T,] X)

@@ -8,7 +8,8 @@ the mixture is computed on the (N, S) source positions (duplicates summed onto e
 position with one scatter_add) and written back into the (N, X) generation log-probabilities with one
 scatter: a few passes over (N, X) instead of a softmax, a product, a padding copy, a scatter_add, a
 clamp and a log. This is the plain formula the generators' `forward` computes; the paths that need
-only log p(gold) or the argmax are in onmt/fused/gold_mixture.py.
+only log p(gold) or the argmax are in onmt/fused/gold_mixture.py, decoding's row-blocked and in-place
+versions in onmt/fused/step_mixture.py.
 """
 import torch
 
@@ -44,42 +45,25 @@ def mix_at_sources(gen_at_src, log_copy_switch, copy):
     return torch.where(copy > 0, torch.logaddexp(gen_at_src, log_copy), gen_at_src)  # (N, S)
 
 
-# elements of one block of the decoding-time softmax (~0.5 MB of float32 per block: it stays in cache)
-SOFTMAX_BLOCK = 1 << 17
-
-
 def generation_log_probs(logits, log_gen_switch, n_oov):
     """log p(u=0) + log_softmax(logits): (N, V) logits, (N, 1) log switch -> (N, X) with the n_oov
-    extra slots at IMPOSSIBLE, a fresh tensor: log p_gen P_vocab(w) (See et al. eqs. 4, 9). Without
-    autograd (decoding) it writes one output buffer in cache-sized row blocks instead of making several
-    passes over the whole (N, X): log_softmax of the block (one fused kernel; logsumexp alone makes
-    several passes), then the switch added on the way into the output, whose rows are X long: the
-    same values up to float32 rounding (the autograd branch is the reference)."""
+    extra slots at IMPOSSIBLE, a fresh tensor: log p_gen P_vocab(w) (See et al. eqs. 4, 9). (Decoding's
+    row-blocked version: onmt/fused/step_mixture.py.)"""
     N, V = logits.shape
-    if torch.is_grad_enabled():
-        norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
-        gen = logits - (norm - log_gen_switch)  # (N, V) log p_gen + log softmax(logits)
-        if n_oov > 0:
-            gen = torch.cat([gen, gen.new_full((N, n_oov), IMPOSSIBLE)], dim=1)  # (N, X)
-        return gen
-    out = logits.new_empty(N, V + n_oov)  # (N, X)
-    out[:, V:] = IMPOSSIBLE
-    rows = max(1, SOFTMAX_BLOCK // V)
-    for i in range(0, N, rows):  # blocks of rows, not examples: cache blocking
-        blk = torch.log_softmax(logits[i:i + rows], dim=1)  # (r, V) in cache
-        torch.add(blk, log_gen_switch[i:i + rows], out=out[i:i + rows, :V])
-    return out
+    norm = torch.logsumexp(logits, dim=1, keepdim=True)  # (N, 1)
+    gen = logits - (norm - log_gen_switch)  # (N, V) log p_gen + log softmax(logits)
+    if n_oov > 0:
+        gen = torch.cat([gen, gen.new_full((N, n_oov), IMPOSSIBLE)], dim=1)  # (N, X)
+    return gen
 
 
 def scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos):
-    """gen (N, X): log p(u=0) p(y | u=0), a fresh tensor (written in place); log_copy_switch (N, 1);
-    attn (N, S), 0 on padding; src_ex (N, S) extended ids; first_pos (N, S) from first_occurrence.
-    Returns log p over the extended vocabulary (N, X): the mixture (Paulus et al. eq. 12, See et al. eq. 9)
-    written at the source words, the generation part everywhere else."""
+    """gen (N, X): log p(u=0) p(y | u=0); log_copy_switch (N, 1); attn (N, S), 0 on padding; src_ex (N, S)
+    extended ids; first_pos (N, S) from first_occurrence. Returns log p over the extended vocabulary
+    (N, X): the mixture (Paulus et al. eq. 12, See et al. eq. 9) written at the source words, the
+    generation part everywhere else. (Decoding's in-place version: onmt/fused/step_mixture.py.)"""
     mixed = mix_at_sources(gen.gather(1, src_ex), log_copy_switch, copy_at_sources(attn, first_pos))
     # Duplicated positions write the same value; only the first one carries the gradient.
     positions = torch.arange(src_ex.size(1), device=src_ex.device)
-    if not torch.is_grad_enabled():
-        return gen.scatter_(1, src_ex, mixed)  # (N, X), in place while decoding
     mixed = torch.where(first_pos == positions, mixed, mixed.detach())  # (N, S)
     return gen.scatter(1, src_ex, mixed)  # (N, X)

@@ -7,20 +7,21 @@ import torch.nn as nn
 
 from onmt.constants import PAD
 from onmt.errors import UserError
-from onmt.modules.dropout import Dropout
 
 logger = logging.getLogger(__name__)
 
 
 class Embeddings(nn.Module):
-    """A lookup table with padding_idx=PAD followed by optional dropout."""
+    """A lookup table with padding_idx=PAD followed by optional dropout. dropout_cls: the dropout
+    module's class, nn.Dropout or one with the same distribution that a model built with fused kernels
+    gives (onmt/fused/dropout.py)."""
 
-    def __init__(self, vocab_size, embedding_size, dropout=0.0):
+    def __init__(self, vocab_size, embedding_size, dropout=0.0, dropout_cls=nn.Dropout):
         super().__init__()
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
         self.lut = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD)
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout_cls(dropout)
 
     @property
     def weight(self):

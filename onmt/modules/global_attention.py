@@ -8,7 +8,9 @@
     c        = sum_i a_i m_i                                                         See et al. eq. 3
     h~       = tanh(W_out [c; h])                       Luong's attentional vector
 The coverage cov = sum of the previous steps' a (See et al. eq. 10) is the decoder's
-(onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's.
+(onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's. This is the plain formula; a
+decoder built with fused kernels gives the module a faster mlp score (`mlp_score`: row blocks, the
+sigmoid form without autograd, onmt/fused/step_attention.py) and a teacher-forced pass its `step`.
 """
 import torch
 import torch.nn as nn
@@ -16,20 +18,6 @@ import torch.nn as nn
 from onmt.modules.masked_softmax import masked_softmax
 
 ATTN_TYPES = ("dot", "general", "mlp")
-
-# elements of one (rows, S, H) block of mlp attention scores (~4 MB of float32: fits in cache)
-MLP_BLOCK = 1 << 20
-
-
-def mlp_sigmoids(keys, q, cov, w_c, out=None):
-    """sigmoid(2 (keys + q [+ cov w_c])) (b, S, H), into `out` when given, so that the mlp score is
-    v . tanh(x) = 2 v . sigmoid(2x) - sum(v): one sigmoid pass instead of PyTorch's float32 tanh, which
-    costs about three on CPU, the doubling folded into the first add. keys (b, S, H), q (b, H), cov (b, S)
-    or None, w_c (H,). Without autograd (decoding here; the fused pass's forward and backward)."""
-    out = torch.add((2 * q).unsqueeze(1), keys, alpha=2, out=out)  # (b, S, H) 2 (keys + q)
-    if cov is not None:
-        out.addcmul_(cov.unsqueeze(-1).to(out.dtype), w_c.view(1, 1, -1), value=2)
-    return out.sigmoid_()
 
 
 class GlobalAttention(nn.Module):
@@ -39,13 +27,17 @@ class GlobalAttention(nn.Module):
         dim: size of the query, the memory states and the attentional output (H).
         attn_type: "dot", "general" or "mlp".
         coverage: add a coverage term to the scores.
+        mlp_score: a function (q (B, H), keys (B, S, H), cov (B, S) or None, v (H,), w_c (H,) or None)
+            -> (B, S) computing what `mlp_score` below computes (onmt/fused/step_attention.py's
+            `mlp_scores_blocked`), or None: the plain formula.
     """
 
-    def __init__(self, dim, attn_type="general", coverage=False):
+    def __init__(self, dim, attn_type="general", coverage=False, mlp_score=None):
         super().__init__()
         if attn_type not in ATTN_TYPES:
             raise ValueError(f"unknown attention type {attn_type!r}; expected one of {ATTN_TYPES}")
         self.dim, self.attn_type, self.coverage = dim, attn_type, coverage
+        self._mlp_score = mlp_score or self.mlp_score
         if attn_type == "general":
             self.linear_in = nn.Linear(dim, dim, bias=False)
         elif attn_type == "mlp":
@@ -72,30 +64,21 @@ class GlobalAttention(nn.Module):
         if self.attn_type == "mlp":
             q = self.linear_query(query)  # (B, H)
             cov = coverage if self.coverage else None
-            B, S, H = keys.shape
-            rows = max(1, MLP_BLOCK // (S * H))
-            if rows >= B:
-                return self._mlp_block(q, keys, cov)
-            # cache blocking: (B, S, H) temporaries of a large beam batch would not fit in cache
-            return torch.cat([self._mlp_block(q[i:i + rows], keys[i:i + rows],
-                                              None if cov is None else cov[i:i + rows])
-                              for i in range(0, B, rows)])  # (B, S)
+            w_c = self.linear_cover.weight.view(-1) if cov is not None else None  # (H,)
+            return self._mlp_score(q, keys, cov, self.v.weight.view(-1), w_c)  # (B, S)
         scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
         if self.coverage and coverage is not None:
             scores = scores + self.cover_weight * coverage
         return scores
 
-    def _mlp_block(self, q, keys, coverage):
-        """v . tanh(keys + q [+ w_c cov]) for a block of rows: (b, H), (b, S, H), (b, S) -> (b, S).
-        One new (b, S, H) tensor, the rest in place."""
-        v, w_c = self.v.weight.view(-1), self.linear_cover.weight.view(-1) if coverage is not None else None
-        if not torch.is_grad_enabled():  # decoding: v . tanh(x) = 2 v . sigmoid(2x) - sum(v)
-            return torch.matmul(mlp_sigmoids(keys, q, coverage, w_c), v).mul_(2).sub_(v.sum())  # (b, S)
-        hidden = keys + q.unsqueeze(1)  # (b, S, H)
-        if coverage is not None:
-            hidden.addcmul_(coverage.unsqueeze(-1).to(hidden.dtype), w_c.view(1, 1, -1))
-        hidden.tanh_()
-        return torch.matmul(hidden, v)  # (b, S)
+    @staticmethod
+    def mlp_score(q, keys, cov, v, w_c):
+        """v . tanh(keys + q [+ w_c cov]) (See et al. eqs. 1, 11): (B, H), (B, S, H), (B, S) or None,
+        (H,), (H,) or None -> (B, S)."""
+        hidden = keys + q.unsqueeze(1)  # (B, S, H)
+        if cov is not None:
+            hidden = hidden + cov.unsqueeze(-1).to(hidden.dtype) * w_c.view(1, 1, -1)  # (B, S, H)
+        return torch.matmul(torch.tanh(hidden), v)  # (B, S)
 
     def forward(self, query, memory, mask, keys=None, coverage=None, step=None):
         """Attend with one query per example.

@@ -6,7 +6,9 @@ et al.'s eqs. 9 and 11) and the encoder attention (eqs. 2-5, 10); the attentions
 `intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t keeps its 3H size and the
 generator's parameters keep their shapes. `step` is the plain path; a teacher-forced pass or a rollout
 may pass it the fused per-pass lookups and products of `step_embedding()` / `step_source()`
-(onmt/fused/), which give the same values and gradients.
+(onmt/fused/), which give the same values and gradients. Built with kernels="fused" (the default) its
+dropout draws its masks with torch.rand and a decoding step uses the prepared LSTM gates
+(onmt/fused/low_precision.py `decoding_gates`); with "plain", nn.Dropout and the two addmm per layer.
 """
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Tuple
@@ -15,11 +17,13 @@ import torch
 import torch.nn as nn
 
 from onmt.constants import UNK
+from onmt.fused.dropout import Dropout
+from onmt.fused.kernels import check_kernels
+from onmt.fused.low_precision import decoding_gates
 from onmt.fused.step_embedding import StepEmbedding
 from onmt.fused.step_source import StepSource
 from onmt.interface import DecoderStateBase
 from onmt.modules.copy_mixture import first_occurrence
-from onmt.modules.dropout import Dropout
 from onmt.modules.lstm_step import lstm_step
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
 
@@ -38,7 +42,7 @@ class ReinforcedState(DecoderStateBase):
     history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
     step: int = 0                              # decoding steps taken
     out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (V, 3H), (V,) W_out, b_out once per batch
-    out_packed: Optional[Any] = None           # without autograd: out_weight as a fused PackedLinear
+    out_packed: Optional[Any] = None           # fused, without autograd: out_weight as a PackedLinear
 
     _batch_dims = {"hidden": 1}
     _source_fields = frozenset({"memory", "enc_keys", "mask", "src_ex", "first_pos"})
@@ -56,15 +60,17 @@ class ReinforcedDecoder(nn.Module):
         temporal: intra-temporal (True) or plain (False) attention over the encoder.
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
         score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with -intra_attn_scale sqrt).
+        kernels: "fused" or "plain" (module docstring, onmt/fused/kernels.py).
     """
 
     def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True,
-                 score_scale=1.0):
+                 score_scale=1.0, kernels="fused"):
         super().__init__()
+        self.kernels = check_kernels(kernels)
         self.embeddings = embeddings
         self.tgt_vocab_size = embeddings.tgt_vocab_size
         self.hidden_size = hidden_size
-        self.dropout = Dropout(dropout)
+        self.dropout = (Dropout if kernels == "fused" else nn.Dropout)(dropout)
         self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal, scale=score_scale)
@@ -103,7 +109,8 @@ class ReinforcedDecoder(nn.Module):
         """
         inputs = inputs.masked_fill(inputs >= self.tgt_vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
-        h_t, hidden = lstm_step(self.rnn, emb.squeeze(1), state.hidden)  # (B, H)
+        x = emb.squeeze(1)  # (B, E)
+        h_t, hidden = lstm_step(self.rnn, x, state.hidden, decoding_gates(self.kernels, self.rnn, x, state.hidden[0]))
         c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse,
                                         source=source)  # (B, H) c^e_t, (B, S) a^e_t: eqs. 2-5
         intra = None

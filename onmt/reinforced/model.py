@@ -11,44 +11,33 @@ for oneDNN's skinny products (onmt/fused/packed_linear.py: 4-5x faster than addm
 of a step on CPU). The training and rollout paths use the fused kernels of onmt/fused/ (the table in
 its __init__.py); the per-step-generator baselines they are measured against live in
 bench/reinforced_step_bench.py.
+
+`kernels` ("fused", the default, or "plain": onmt/fused/kernels.py) is fixed when the model is built and
+given to its encoder, decoder and generator. With "plain" every path is the formula: the teacher forcing
+through `decoder.step` and `generator.forward` (the ML loss gathers the gold from the full distribution,
+scheduled sampling takes its argmax), decoding with W_out unpacked, rollouts as rollout.py says.
 """
-from dataclasses import dataclass, field, replace
-from typing import Optional
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
 
-from onmt.constants import BOS, EOS
+from onmt.fused.dropout import Dropout
 from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
+from onmt.fused.kernels import check_kernels, decoding_only
 from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs
 from onmt.fused.step_source import DecodingSource
-from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
+from onmt.interface import gold_targets
+from onmt.models.generic import gold_from_forward
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.sampling import sample_rows
-from onmt.reinforced.decoder import ReinforcedDecoder, ReinforcedState
+from onmt.reinforced.decoder import ReinforcedDecoder
 from onmt.reinforced.pointer_generator import PointerGenerator
-
-
-@dataclass
-class _Run:
-    """One rollout mode of `ReinforcedModel.rollout` while it decodes."""
-    mode: str                    # "sample" or "greedy"
-    grad: bool                   # decoded under autograd (a sample whose log p is trained)
-    state: ReinforcedState
-    step_args: dict              # the pass's step_embedding / step_source when under autograd
-    inputs: torch.Tensor         # (B,) the next step's input ids
-    done: torch.Tensor           # (B,) </s> produced
-    o: Optional[torch.Tensor] = None      # (B, 3H) this step's o_t
-    attn: Optional[torch.Tensor] = None   # (B, S) this step's encoder attention
-    tokens: list = field(default_factory=list)    # (B,) ids per step
-    outputs: list = field(default_factory=list)   # sample: o_t per step (with gradient)
-    attns: list = field(default_factory=list)     # sample: attention per step
-    copied: list = field(default_factory=list)    # sample: (B,) pointer draws per step
-    logits: Optional[torch.Tensor] = None  # sample: (L*B, V) generation logits, step-major
+from onmt.reinforced.rollout import rollout as lockstep_rollout
 
 
 class ReinforcedModel(nn.Module):
@@ -56,32 +45,37 @@ class ReinforcedModel(nn.Module):
     # state_dict key prefixes renamed since checkpoints were first written: old -> new
     RENAMED_KEYS = (("decoder.embedding.", "decoder.embeddings."),)
 
-    def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax"):
+    def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax", kernels="fused"):
         super().__init__()
         if sampling_mode not in ("argmax", "sample"):
             raise ValueError(f"sampling_mode must be argmax or sample, got {sampling_mode}")
+        self.kernels = check_kernels(kernels)
+        if {encoder.kernels, decoder.kernels, generator.kernels} != {kernels}:
+            raise ValueError(f"a {kernels} model needs a {kernels} encoder, decoder and generator")
         self.encoder, self.decoder, self.generator = encoder, decoder, generator
         self.scheduled_sampling = scheduled_sampling
         self.sampling_mode = sampling_mode
 
     @classmethod
-    def from_opt(cls, opt, vocabs):
-        """The model of `opt` with each module's own initialization; -param_init is applied by
-        onmt.model_builder (build_model / init_parameters), as for every family."""
+    def from_opt(cls, opt, vocabs, kernels="fused"):
+        """The model of `opt` with each module's own initialization and `kernels` (module docstring);
+        -param_init is applied by onmt.model_builder (build_model / init_parameters), as for every family."""
         # shared vocabulary and equal layer counts: checked by opts.validate_model_opts and the
         # registry's check_data before any model is built
-        embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout)
+        dropout_cls = Dropout if check_kernels(kernels) == "fused" else nn.Dropout
+        embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
         encoder = RNNEncoder("LSTM", opt.enc_layers, opt.rnn_size, embeddings,
-                             bidirectional=opt.brnn, dropout=opt.dropout)
+                             bidirectional=opt.brnn, dropout=opt.dropout, kernels=kernels)
         partial = PartialEmbedding(embeddings.lut, len(vocabs.tgt))
         decoder = ReinforcedDecoder(partial, opt.rnn_size, num_layers=opt.dec_layers, dropout=opt.dropout,
                                     temporal=not opt.no_temporal_attn,
                                     intra_decoder=not opt.no_intra_decoder_attn,
-                                    score_scale=opt.rnn_size ** -0.5 if opt.intra_attn_scale == "sqrt" else 1.0)
+                                    score_scale=opt.rnn_size ** -0.5 if opt.intra_attn_scale == "sqrt" else 1.0,
+                                    kernels=kernels)
         generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
-                                     tied=not opt.no_tied_output)
+                                     tied=not opt.no_tied_output, kernels=kernels)
         return cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,
-                   sampling_mode=opt.scheduled_sampling_mode)
+                   sampling_mode=opt.scheduled_sampling_mode, kernels=kernels)
 
     @classmethod
     def upgrade_state_dict(cls, state):
@@ -104,8 +98,8 @@ class ReinforcedModel(nn.Module):
     def init_state(self, batch, enc):
         state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
         # W_out = tanh(E_tgt W_proj) once per batch, not at every decoding step (V x E x 3H FLOPs);
-        # without autograd (beam search) packed for the steps' products, once per set of parameters
-        if torch.is_grad_enabled():
+        # fused without autograd (beam search) packed for the steps' products, once per set of parameters
+        if not decoding_only(self.kernels):
             return replace(state, out_weight=self.generator.out_weight())  # (V, 3H), (V,)
         weight, packed = self._decoding_weight()
         return replace(state, out_weight=weight, out_packed=packed)
@@ -129,10 +123,11 @@ class ReinforcedModel(nn.Module):
         attention, "p_copy" (B,) the pointer's probability p(u=1), and (with intra-decoder
         attention) "intra" (B, t) the attention over the t previous decoder states ((B, 0) at the
         first step). All three are by-products of the step: nothing is computed for them."""
-        # without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
-        source = None if torch.is_grad_enabled() else DecodingSource(state.enc_keys, state.memory)
+        # fused without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
+        fused = decoding_only(self.kernels)
+        source = DecodingSource(state.enc_keys, state.memory) if fused else None
         o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
-        if state.out_packed is not None and not torch.is_grad_enabled():  # the fused decoding path
+        if fused and state.out_packed is not None:  # the fused decoding path
             logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.src_ex, state.first_pos,
                                                             state.n_oov, state.out_packed)  # (B, X), (B,)
         else:
@@ -165,7 +160,10 @@ class ReinforcedModel(nn.Module):
         """The fused training path: log p(gold) (B, T-1) (0 at padding), the argmax of the mixture
         (B, T-1) and the attns of `forward`, without any (B*(T-1), X) distribution (see
         onmt/fused/gold_mixture.py); same values and gradients as `forward` + gather. attns
-        also holds "p_copy" (B, T-1), p(u=1) at every step (no gradient; padding steps included)."""
+        also holds "p_copy" (B, T-1), p(u=1) at every step (no gradient; padding steps included).
+        With plain kernels, from `forward` (the full distribution)."""
+        if self.kernels == "plain":
+            return gold_from_forward(self, batch)
         out, attns, state, weight = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
@@ -177,65 +175,9 @@ class ReinforcedModel(nn.Module):
         return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
 
     def rollout(self, batch, enc, max_length, modes=("sample",)):
-        """Free-running decoding from `enc` for the self-critical loss (interface.py `rollout`).
-
-        The modes run in lockstep, one decoder state each (the greedy one without autograd), and
-        share ONE generator product per step: the generation logits of all their rows come from a
-        W_out packed once per call (a product of 2B rows costs little more than one of B). A
-        sampled rollout keeps its logits (L*B, V); after the loop ONE fused gold-only pass
-        (gold_log_prob with the drawn ids as gold, as the ML loss does) gives log p(y_t) with
-        gradient from those same logits, without the (N, X) mixture or a second product.
-        """
-        check_rollout_modes(modes, max_length)
-        weight = self.generator.out_weight()  # (V, 3H), (V,)
-        packed = packed_out_weight(self.generator, weight)
-        B, V = batch.batch_size, self.tgt_vocab_size
-        runs = [self._start_run(batch, enc, mode, torch.is_grad_enabled() and mode == "sample") for mode in modes]
-        for t in range(max_length):
-            for run in runs:
-                with torch.set_grad_enabled(run.grad):
-                    run.o, run.attn, run.state = self.decoder.step(run.inputs, run.state, **run.step_args)
-            logits = packed(torch.cat([run.o.detach() for run in runs]))  # (len(modes)*B, V)
-            for k, run in enumerate(runs):
-                step_logits = logits[k * B:(k + 1) * B]  # (B, V)
-                if run.mode == "sample":
-                    chosen, u = self.generator.draw(step_logits, run.o, run.attn, run.state.src_ex)
-                    if run.logits is None:
-                        run.logits = step_logits.new_empty(max_length * B, V)  # (L*B, V) step-major
-                    run.logits[t * B:(t + 1) * B] = step_logits
-                    run.outputs.append(run.o)
-                    run.attns.append(run.attn)
-                    run.copied.append(u)
-                else:
-                    chosen = pointer_generator_predict(self.generator, run.o, run.attn, run.state.src_ex,
-                                                       run.state.first_pos, logits=step_logits)
-                run.tokens.append(chosen)
-                run.done = run.done | (chosen == EOS)
-                run.inputs = chosen
-            if all(bool(run.done.all()) for run in runs):
-                break
-        return tuple(self._finish_run(run, weight) for run in runs)
-
-    def _start_run(self, batch, enc, mode, grad):
-        """The decoder state and bookkeeping of one rollout mode."""
-        with torch.set_grad_enabled(grad):
-            state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
-            step_args = (dict(embed=self.decoder.step_embedding(), source=self.decoder.step_source(state))
-                         if grad else {})
-        inputs = torch.full((batch.batch_size,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
-        return _Run(mode, grad, state, step_args, inputs, torch.zeros_like(inputs, dtype=torch.bool))
-
-    def _finish_run(self, run, weight):
-        tokens = torch.stack(run.tokens, dim=1)  # (B, L)
-        if run.mode == "greedy":
-            return finish_rollout(tokens)
-        B, L = tokens.shape
-        src_ex, first_pos = run.state.src_ex.repeat(L, 1), run.state.first_pos.repeat(L, 1)  # (L*B, S) step-major
-        with torch.set_grad_enabled(run.grad):
-            ll, _ = pointer_generator_gold_log_prob(self.generator, torch.cat(run.outputs), torch.cat(run.attns),
-                                                    src_ex, first_pos, tokens.t().reshape(-1), weight=weight,
-                                                    logits=run.logits[:L * B])  # (L*B,)
-        return finish_rollout(tokens, ll.view(L, B).t(), torch.stack(run.copied, dim=1))  # (B, L)
+        """Free-running decoding from `enc` for the self-critical loss (interface.py `rollout`): the
+        modes in lockstep, one generator product per step (onmt/reinforced/rollout.py)."""
+        return lockstep_rollout(self, batch, enc, max_length, modes)
 
     def _teacher_forcing(self, batch):
         """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H), attns {"std": (B, T-1, S)
@@ -248,10 +190,12 @@ class ReinforcedModel(nn.Module):
         weight = self.generator.out_weight()  # (V, 3H), (V,)
         loop_weight = None
         if sampling:
-            loop_weight = (packed_out_weight(self.generator, weight) if self.sampling_mode == "argmax"
+            loop_weight = (packed_out_weight(self.generator, weight) if self._fused_argmax()
                            else tuple(w.detach() for w in weight))
         outputs, attns, fed_back = [], [], []
-        embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
+        embed, source = None, None
+        if self.kernels == "fused":  # the per-pass lookups and products (onmt/fused/step_embedding.py, step_source.py)
+            embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
             o_t, attn, state = self.decoder.step(inputs, state, embed=embed, source=source)
@@ -269,6 +213,10 @@ class ReinforcedModel(nn.Module):
         return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight  # (B*(T-1), 3H)
 
     # ------------------------------------------------------------------ scheduled sampling
+    def _fused_argmax(self):
+        """Whether scheduled sampling takes the argmax without the (N, X) distribution (fused kernels)."""
+        return self.sampling_mode == "argmax" and self.kernels == "fused"
+
     def _choose(self, logp):
         """The model's own prediction from log p (N, X): argmax or a sample. Returns (N,) ids."""
         if self.sampling_mode == "sample":
@@ -288,7 +236,7 @@ class ReinforcedModel(nn.Module):
                 return reference, drawn
             o_rows, attn_rows = o_t[rows], attn[rows]  # (N, 3H), (N, S)
             src_ex, first_pos = state.src_ex[rows], state.first_pos[rows]  # (N, S)
-            if self.sampling_mode == "argmax":  # exact, without the (N, X) distribution
+            if self._fused_argmax():  # exact, without the (N, X) distribution
                 chosen = pointer_generator_predict(self.generator, o_rows, attn_rows, src_ex, first_pos, weight=weight)
             else:
                 chosen = self._choose(self.generator(o_rows, attn_rows, src_ex, first_pos, state.n_oov,

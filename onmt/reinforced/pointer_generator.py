@@ -19,22 +19,31 @@ o (which the LSTM and attention products give in bfloat16 / float16) and the att
 for the product E_tgt W_proj of (13), which runs in autocast's precision, widened before the tanh (the
 fused training path's logits products do the same: onmt/fused/gold_softmax.py). Its outputs (log p, the
 logits, W_out) are float32; gradients reach o in o's own dtype.
+
+Built with kernels="fused" (the default), `draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and
+`forward` writes the mixture in place without autograd (onmt/fused/step_mixture.py); "plain": torch.exp
+and the out-of-place scatter. The same values either way, up to float32 rounding in `draw`.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from onmt.modules.copy_mixture import IMPOSSIBLE, scatter_mixture
+from onmt.fused import step_mixture
+from onmt.fused.fast_exp import exp_shifted_
+from onmt.fused.kernels import check_kernels
+from onmt.modules import copy_mixture
+from onmt.modules.copy_mixture import IMPOSSIBLE
 from onmt.modules.precision import float32_region, widen
 from onmt.modules.sampling import sample_rows
-from onmt.utils.fast_exp import exp_shifted_
 
 
 class PointerGenerator(nn.Module):
     """Maps o_t (N, D) and the encoder attention (N, S) to log p over the extended vocabulary."""
 
-    def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True):
+    def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True, kernels="fused"):
         super().__init__()
+        self.kernels = check_kernels(kernels)
+        self._scatter = step_mixture.scatter_mixture if kernels == "fused" else copy_mixture.scatter_mixture
         self.tgt_vocab_size = tgt_vocab_size
         self.tied = tied
         self.switch = nn.Linear(in_dim, 1)  # W_u, b_u of (11)
@@ -78,7 +87,9 @@ class PointerGenerator(nn.Module):
         Returns the ids (N,) and the copy draws u (N,)."""
         with float32_region(o):
             logits, o, attn = widen(logits), widen(o), widen(attn)
-            word = sample_rows(exp_shifted_(logits.clone(), logits.amax(dim=1, keepdim=True)))  # (N,)
+            top = logits.amax(dim=1, keepdim=True)  # (N, 1)
+            weights = exp_shifted_(logits.clone(), top) if self.kernels == "fused" else torch.exp(logits - top)
+            word = sample_rows(weights)  # (N,) from the (N, V) weights
             position = sample_rows(attn)  # (N,) padding (attention 0) is never drawn
             copied_word = src_ex.gather(1, position.unsqueeze(1)).squeeze(1)  # (N,)
             u = torch.rand(word.shape, device=o.device) < torch.sigmoid(self.switch(o)).squeeze(1)  # (N,)
@@ -99,7 +110,7 @@ class PointerGenerator(nn.Module):
             norm = torch.logsumexp(logits[:, : self.tgt_vocab_size], dim=1, keepdim=True)  # (N, 1)
             gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0), (9)
             gen[:, self.tgt_vocab_size:] = IMPOSSIBLE  # an OOV slot is never generated, whatever the logits
-            logp = scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X) (10) and (12)
+            logp = self._scatter(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X) (10) and (12)
             if return_p_copy:
                 return logp, log_copy_switch.detach().squeeze(1).exp()  # (N,)
             return logp

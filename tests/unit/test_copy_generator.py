@@ -86,26 +86,3 @@ def test_plain_generator():
     assert logp.shape == (2, 9)
     assert torch.allclose(logp.exp().sum(-1), torch.ones(2), atol=1e-6)
     assert (logp[:, PAD] < -1e30).all() or (logp[:, PAD].exp() == 0).all()
-
-
-def test_decoding_path_equals_autograd_path(monkeypatch):
-    """Without autograd the generation softmax runs in row blocks into one buffer, the mixture in place."""
-    import onmt.modules.copy_mixture as cm
-    torch.manual_seed(0)
-    N, V, S, n_oov = 9, 13, 6, 3
-    logits, switch = torch.randn(N, V), torch.randn(N, 1)
-    attn = torch.softmax(torch.randn(N, S), dim=1)
-    src_ex = torch.randint(4, V + n_oov, (N, S))
-    src_ex[:, 1] = src_ex[:, 0]  # a duplicated word
-    first = cm.first_occurrence(src_ex)
-
-    def run():
-        gen = cm.generation_log_probs(logits, torch.nn.functional.logsigmoid(switch), n_oov)
-        return cm.scatter_mixture(gen, torch.nn.functional.logsigmoid(-switch), attn, src_ex, first)
-    with torch.enable_grad():
-        ref = run()
-    monkeypatch.setattr(cm, "SOFTMAX_BLOCK", 2 * V)  # blocks of 2 rows
-    with torch.no_grad():
-        fast = run()
-    assert torch.allclose(ref, fast, atol=1e-6)
-    assert torch.allclose(fast.exp().sum(1), torch.ones(N), atol=1e-5)

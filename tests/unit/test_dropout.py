@@ -1,9 +1,9 @@
-"""onmt/modules/dropout.py: the CPU dropout drawn with torch.rand is nn.Dropout's distribution."""
+"""onmt/fused/dropout.py: the CPU dropout drawn with torch.rand is nn.Dropout's distribution."""
 import pytest
 import torch
 import torch.nn as nn
 
-from onmt.modules.dropout import Dropout, dropout_mask
+from onmt.fused.dropout import Dropout, dropout_mask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.75])

@@ -1,7 +1,7 @@
-"""onmt/utils/fast_exp.py: exp(x - shift) through exp2 against torch.exp."""
+"""onmt/fused/fast_exp.py: exp(x - shift) through exp2 against torch.exp."""
 import torch
 
-from onmt.utils.fast_exp import exp_shifted_
+from onmt.fused.fast_exp import exp_shifted_
 
 
 def test_exp_shifted_is_exp_of_the_shifted_values_in_place():

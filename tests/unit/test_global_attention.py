@@ -56,28 +56,3 @@ def test_attention_against_naive(attn_type, coverage):
 def test_unknown_attention_type():
     with pytest.raises(ValueError):
         GlobalAttention(4, "luong")
-
-
-def test_mlp_scores_in_row_blocks_equal_one_block(monkeypatch):
-    import onmt.modules.global_attention as ga
-    torch.manual_seed(0)
-    attn = ga.GlobalAttention(8, attn_type="mlp", coverage=True)
-    query, keys, cov = torch.randn(7, 8), torch.randn(7, 5, 8), torch.rand(7, 5)
-    whole = attn.score(query, keys, cov)
-    monkeypatch.setattr(ga, "MLP_BLOCK", 2 * 5 * 8)  # blocks of 2 rows
-    blocked = attn.score(query, keys, cov)
-    assert torch.allclose(whole, blocked, atol=1e-6)
-
-
-@pytest.mark.parametrize("coverage", [False, True])
-def test_mlp_scores_without_autograd_equal_the_tanh_formula(coverage):
-    """Decoding computes v . tanh(x) as 2 v . sigmoid(2x) - sum(v): the same scores as the autograd path."""
-    torch.manual_seed(0)
-    attn = GlobalAttention(8, attn_type="mlp", coverage=coverage).double()
-    query, keys = torch.randn(7, 8, dtype=torch.float64), 3 * torch.randn(7, 5, 8, dtype=torch.float64)
-    cov = torch.rand(7, 5, dtype=torch.float64) if coverage else None
-    with_grad = attn.score(query, keys, cov)
-    assert with_grad.requires_grad
-    with torch.no_grad():
-        decoding = attn.score(query, keys, cov)
-    assert torch.allclose(decoding, with_grad.detach(), atol=1e-12)

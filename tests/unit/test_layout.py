@@ -46,7 +46,7 @@ TESTED_IN = {
     "onmt/models/generic.py": ["tests/unit/test_rl_loss.py"],
     "onmt/models/rnn_decoder.py": ["tests/unit/test_decoder_pass.py", "tests/unit/test_copy_generator.py"],
     "onmt/models/seq2seq.py": ["tests/unit/test_model_builder.py", "tests/unit/test_gold_mixture.py"],
-    "onmt/modules/copy_mixture.py": ["tests/unit/test_copy_generator.py", "tests/unit/test_pointer_generator.py"],
+    "onmt/modules/copy_mixture.py": ["tests/unit/test_gold_mixture.py", "tests/unit/test_pointer_generator.py"],
     "onmt/modules/precision.py": ["tests/unit/test_amp.py"],
     "onmt/opts/data.py": ["tests/unit/test_opts.py"],
     "onmt/opts/model.py": ["tests/unit/test_opts.py", "tests/unit/test_upstream_flags.py"],

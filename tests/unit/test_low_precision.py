@@ -99,7 +99,7 @@ class _Counting:
 @pytest.mark.parametrize("precision", ["int8", "bf16"])
 def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, precision):
     """Two translations of two batches each: each quantized / cast weight (the vocabulary product's, and
-    the decoder LSTM's gate product per layer: onmt/modules/lstm_step.py) is built once."""
+    the decoder LSTM's gate product per layer: low_precision.decoding_gates) is built once."""
     from helpers.toy_models import toy_batches
     from onmt.translate.translator import SearchSettings, Translator
     counter = _Counting(Int8Linear if precision == "int8" else CastLinear)
@@ -174,3 +174,54 @@ def test_int8_encoder_is_quantize_dynamics_rnn_built_once(monkeypatch, rnn_type)
         enc.rnn.weight_hh_l0.mul_(0.5)               # an optimizer step writes in place: rebuilt
         enc(src, lengths)
     assert len(builds) == 2
+
+
+@pytest.mark.parametrize("precision, tol", [("fp32", 1e-5), ("bf16", 0.05), ("int8", 0.05)])
+def test_decoding_gates_are_one_prepared_product_per_layer(monkeypatch, precision, tol):
+    """With fused kernels, the model's decoding precision set (translate.py, the API) and no autograd in
+    eval mode, lstm_step's gates come from [W_ih ; W_hh] prepared once in that precision
+    (decoding_gates): close to the plain step (float32: equal to rounding), built once per set of
+    parameters, rebuilt after a parameter update; plain kernels, training mode and autograd keep the
+    plain path."""
+    import torch.nn as nn
+
+    from onmt.modules.lstm_step import lstm_step
+    torch.manual_seed(0)
+    rnn = nn.LSTM(16, 32, num_layers=2, batch_first=True).eval()
+    x, h, c = torch.randn(5, 16), torch.randn(2, 5, 32), torch.randn(2, 5, 32)
+
+    def step(kernels="fused"):
+        return lstm_step(rnn, x, (h, c), low_precision.decoding_gates(kernels, rnn, x, h))
+    with torch.no_grad():
+        ref = step()   # no precision set: the plain path
+        built, original = [], low_precision.prepared_linear
+        monkeypatch.setattr(low_precision, "prepared_linear",
+                            lambda *a, **k: built.append(a[0].shape) or original(*a, **k))
+        set_decoding_precision(rnn, precision)
+        got = [step() for _ in range(3)]
+        assert built == [(128, 48), (128, 64)]          # (4H, E+H), (4H, H+H): once each
+        assert low_precision.decoding_gates("plain", rnn, x, h) is None
+        rnn.weight_hh_l1.add_(0.01)                     # an optimizer step: rebuilt once
+        moved = step()
+        assert len(built) == 4
+    assert low_precision.decoding_gates("fused", rnn, x, h) is None   # under autograd
+    for top, (h_new, c_new) in got:
+        err = max((top - ref[0]).abs().max(), (c_new - ref[1][1]).abs().max()).item()
+        assert err < tol and (precision == "fp32" or err > 1e-5), err   # really in that precision
+        assert top.dtype == torch.float32
+    assert not torch.allclose(moved[0], got[0][0])
+    rnn.train()
+    with torch.no_grad():
+        step()
+    assert len(built) == 4
+
+
+def test_a_plain_model_decodes_in_float32_only():
+    """Low precisions are fused kernels: set_decoding_precision refuses them for kernels="plain"."""
+    from helpers.checkpoints import FAMILIES, VOCABS
+    from helpers.models import make_opt
+    from onmt.model_builder import build_model
+    model = build_model(make_opt(**FAMILIES["copy"]), VOCABS, kernels="plain")
+    set_decoding_precision(model, "fp32")
+    with pytest.raises(ValueError, match="fused"):
+        set_decoding_precision(model, "bf16")

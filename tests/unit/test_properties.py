@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 
 from helpers.references import masked_softmax_reference
 from onmt.constants import BOS, EOS, PAD, UNK
+from onmt.fused import step_mixture
 from onmt.fused.gold_mixture import (
     copy_generator_gold_log_prob,
     pointer_generator_gold_log_prob,
     pointer_generator_predict,
 )
 from onmt.models.rnn_decoder import DecoderOutput
-from onmt.modules import copy_mixture
 from onmt.modules.copy_generator import CopyGenerator
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, first_occurrence, generation_log_probs
 from onmt.modules.masked_softmax import masked_softmax
@@ -435,13 +435,13 @@ def test_generation_log_probs_decoding_path_equals_training_path(N, V, n_oov, se
     logits = torch.randn(N, V, generator=g) * scale
     log_gen_switch = torch.nn.functional.logsigmoid(torch.full((N, 1), switch) + torch.randn(N, 1, generator=g))
     train = generation_log_probs(logits, log_gen_switch, n_oov)
-    saved = copy_mixture.SOFTMAX_BLOCK
-    copy_mixture.SOFTMAX_BLOCK = block   # several row blocks
+    saved = step_mixture.SOFTMAX_BLOCK
+    step_mixture.SOFTMAX_BLOCK = block   # several row blocks
     try:
         with torch.no_grad():
-            decode = generation_log_probs(logits, log_gen_switch, n_oov)
+            decode = step_mixture.generation_log_probs(logits, log_gen_switch, n_oov)
     finally:
-        copy_mixture.SOFTMAX_BLOCK = saved
+        step_mixture.SOFTMAX_BLOCK = saved
     assert torch.allclose(train, decode, atol=1e-3, rtol=1e-6)
     assert torch.isfinite(decode).all() and (decode[:, V:] == IMPOSSIBLE).all()
     # p(u=0) p(y | u=0) sums to p(u=0) over the vocabulary

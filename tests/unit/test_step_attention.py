@@ -1,8 +1,9 @@
-"""onmt/fused/step_attention.py: a pass of fused attention steps equals the plain GlobalAttention."""
+"""onmt/fused/step_attention.py: a pass of fused attention steps, and the blocked mlp score of a fused
+GlobalAttention outside a pass, equal the plain GlobalAttention."""
 import pytest
 import torch
 
-from onmt.fused.step_attention import StepAttention, keys_grad, mlp_scores_grads, mlp_scores_values
+from onmt.fused.step_attention import StepAttention, keys_grad, mlp_scores_blocked, mlp_scores_grads, mlp_scores_values
 from onmt.modules.global_attention import GlobalAttention
 
 
@@ -96,3 +97,25 @@ def test_mlp_scores_by_sigmoids_and_their_gradients_equal_the_tanh_formula(cover
     if kept:  # the kept sigmoids are what the scores were made of, and backward leaves them as they were
         x = keys + q.unsqueeze(1) + (cov.unsqueeze(-1) * w_c if coverage else 0)
         assert torch.allclose(sig, torch.sigmoid(2 * x), atol=1e-15)
+
+
+@pytest.mark.parametrize("coverage", [False, True])
+@pytest.mark.parametrize("grad", [False, True])
+def test_blocked_mlp_scores_equal_the_plain_formula(coverage, grad, monkeypatch):
+    """mlp_scores_blocked (a fused GlobalAttention's score outside a pass): row blocks, and without
+    autograd v . tanh(x) as 2 v . sigmoid(2x) - sum(v): the scores of the plain tanh formula."""
+    torch.manual_seed(0)
+    plain = GlobalAttention(8, attn_type="mlp", coverage=coverage).double()
+    fused = GlobalAttention(8, attn_type="mlp", coverage=coverage, mlp_score=mlp_scores_blocked).double()
+    fused.load_state_dict(plain.state_dict())
+    query, keys = torch.randn(7, 8, dtype=torch.float64), 3 * torch.randn(7, 5, 8, dtype=torch.float64)
+    cov = torch.rand(7, 5, dtype=torch.float64) if coverage else None
+    want = plain.score(query, keys, cov)
+    assert want.requires_grad
+    for block in (None, 2 * 5 * 8):  # one block, and row blocks of 2
+        if block is not None:
+            monkeypatch.setattr("onmt.fused.step_attention.BLOCK", block)
+        with torch.set_grad_enabled(grad):
+            got = fused.score(query, keys, cov)
+        assert got.requires_grad == grad
+        assert torch.allclose(got, want, atol=1e-12)

@@ -1,4 +1,5 @@
-"""onmt/fused/step_mixture.py: the decoding-time distribution equals PointerGenerator.forward."""
+"""onmt/fused/step_mixture.py: the decoding-time distribution equals PointerGenerator.forward, its row-blocked
+softmax and in-place mixture the plain copy_mixture functions."""
 import pytest
 import torch
 import torch.nn as nn
@@ -37,3 +38,29 @@ def test_step_log_probs_equal_the_plain_generator(tied, n_oov):
     assert torch.equal(got.argmax(1), want.argmax(1))
     assert torch.allclose(got_copy, want_copy, atol=1e-6)
     assert torch.allclose(got.exp().sum(1), torch.ones(N), atol=1e-4)
+
+
+def test_decoding_mixture_equals_the_plain_mixture(monkeypatch):
+    """Without autograd the generation softmax runs in row blocks into one buffer, the mixture in place;
+    under autograd both are the plain copy_mixture functions."""
+    import onmt.fused.step_mixture as sm
+    import onmt.modules.copy_mixture as cm
+    torch.manual_seed(0)
+    N, V, S, n_oov = 9, 13, 6, 3
+    logits, switch = torch.randn(N, V), torch.randn(N, 1)
+    attn = torch.softmax(torch.randn(N, S), dim=1)
+    src_ex = torch.randint(4, V + n_oov, (N, S))
+    src_ex[:, 1] = src_ex[:, 0]  # a duplicated word
+    first = cm.first_occurrence(src_ex)
+
+    def run(mixture):
+        gen = mixture.generation_log_probs(logits, torch.nn.functional.logsigmoid(switch), n_oov)
+        return mixture.scatter_mixture(gen, torch.nn.functional.logsigmoid(-switch), attn, src_ex, first)
+    ref = run(cm)
+    with torch.enable_grad():
+        assert torch.equal(run(sm), ref)
+    monkeypatch.setattr(sm, "SOFTMAX_BLOCK", 2 * V)  # blocks of 2 rows
+    with torch.no_grad():
+        fast = run(sm)
+    assert torch.allclose(ref, fast, atol=1e-6)
+    assert torch.allclose(fast.exp().sum(1), torch.ones(N), atol=1e-5)

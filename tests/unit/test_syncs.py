@@ -12,7 +12,7 @@ Training step (Trainer.train_step, one batch), every family:
     fused/gold_mixture.py   See et al.'s gold pass gathers the real target rows (nonzero): once per pass
   mixed objective (-rl_gamma), in addition:
     a second encoder pass for the rollouts (2 more .cpu), losses/rl.py: ONE copy of the RL figures,
-    utils/update_norms.py: the two terms' norms (2), reinforced/model.py: whether every rollout has
+    utils/update_norms.py: the two terms' norms (2), reinforced/rollout.py: whether every rollout has
     ended, once per rollout step (bool; the loop stops early instead of running max_gen_length steps)
 Decoding: `decode_step` has none, in every family. A beam-search step has two: whether a hypothesis
 ended (bool, to set it aside on the host) and how many examples are still live (int, to shrink the
@@ -43,7 +43,7 @@ TRAIN = {
 }
 ROLLOUT_STEPS = 5   # -max_gen_length: the rollouts' steps (none ends early: the model is untrained)
 MIXED = {**COMMON, ("cpu", "models/rnn_encoder.py"): 4, ("tolist", "losses/rl.py"): 1,
-         ("__float__", "utils/update_norms.py"): 2, ("__bool__", "reinforced/model.py"): ROLLOUT_STEPS}
+         ("__float__", "utils/update_norms.py"): 2, ("__bool__", "reinforced/rollout.py"): ROLLOUT_STEPS}
 BEAM_STEP = {("__bool__", "translate/beam_search.py"): 1, ("__int__", "translate/beam_search.py"): 1,
              ("__float__", "translate/decoding.py"): 1}
 

@@ -1,0 +1,64 @@
+"""Plain or fused: the one setting, and the few checks that say whether a fused kernel can run now.
+
+A model is built with `kernels="plain"` or `kernels="fused"` (the default; `build_model(...,
+kernels=...)` logs it on its "Model ..." line), stores it, and hands it to its submodules when it
+builds them: nothing reads a global or the grad mode to choose an implementation.
+
+    plain  the equation-shaped reference code only (onmt/modules, onmt/reinforced, onmt/models): no
+           packed or prepared weights, no row blocks, no sigmoid form of the mlp score, no fast exp,
+           no fused passes or per-pass products, nn.Dropout; decoding in float32 only
+    fused  the kernels of this package (its __init__.py lists each with the formula it replaces and
+           the test proving them equal), wherever they apply
+
+Where a fused kernel applies is decided here, in one place:
+
+    gradients_wanted   THE grad-mode check of the toolkit (the only call of torch.is_grad_enabled):
+                       whether autograd records what is computed now. A decoding-only kernel (one
+                       without a backward: packed or prepared products, the row-blocked softmax, the
+                       in-place mixture, the sigmoid form of the mlp score) runs only where it is False;
+                       a kernel whose gain is its written-out backward only where it is True.
+    decoding_only      kernels "fused" and no gradient wanted
+    fast_dtype         the dtype / autocast condition of a fused kernel: one dtype among `dtypes`,
+                       autocast off (under -amp the plain code's float32 islands run instead)
+    training_pass      kernels "fused", gradients wanted, fast_dtype: the teacher-forced fused passes
+"""
+import torch
+
+KERNELS = ("plain", "fused")
+FLOAT32 = (torch.float32,)
+
+
+def check_kernels(kernels):
+    """`kernels` itself when it is "plain" or "fused", else a ValueError."""
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+    return kernels
+
+
+def gradients_wanted(*tensors):
+    """Whether autograd records what is computed now: the grad mode is on and, when tensors are given,
+    one of them requires a gradient. The toolkit's one grad-mode check (module docstring): a decoding-only
+    kernel runs where this is False, whatever the caller (beam search, a greedy rollout, validation)."""
+    if not torch.is_grad_enabled():
+        return False
+    return not tensors or any(t is not None and t.requires_grad for t in tensors)
+
+
+def decoding_only(kernels):
+    """Whether a fused kernel without a backward may run now: kernels "fused" and no gradient wanted."""
+    return kernels == "fused" and not gradients_wanted()
+
+
+def fast_dtype(*tensors, dtypes=FLOAT32):
+    """Whether `tensors` (None ignored) all have one dtype, among `dtypes`, with autocast off on the
+    first one's device: where the fused kernels are written for (and where -amp does not run)."""
+    tensors = [t for t in tensors if t is not None]
+    dtype = tensors[0].dtype
+    return (dtype in dtypes and all(t.dtype == dtype for t in tensors)
+            and not torch.is_autocast_enabled(tensors[0].device.type))
+
+
+def training_pass(kernels, *tensors, dtypes=FLOAT32):
+    """Whether a fused teacher-forced pass whose gain is its backward (onmt/fused/decoder_pass.py,
+    step_attention.py) runs on `tensors`: kernels "fused", gradients wanted and fast_dtype."""
+    return kernels == "fused" and gradients_wanted() and fast_dtype(*tensors, dtypes=dtypes)
