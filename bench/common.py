@@ -62,7 +62,7 @@ def matmul_peak_flops(n=2048, repeats=5, device="cpu"):
 def exp_seconds_per_element(n=1 << 22, repeats=5, device="cpu"):
     """Measured seconds per element of one exp pass in place (the fused softmax's, utils/fast_exp.py)
     over an n-element float32 buffer on `device` (best of `repeats`)."""
-    from onmt.utils.fast_exp import exp_shifted_
+    from onmt.fused.fast_exp import exp_shifted_
     x = torch.randn(n, device=device)
     best = float("inf")
     for _ in range(repeats):
