@@ -188,4 +188,15 @@ class DecoderStateBase:
         skip = self._shared_fields | (self._source_fields if within_source else frozenset())
         changes = {f.name: reorder_value(getattr(self, f.name), index, self._batch_dims.get(f.name, 0))
                    for f in fields(self) if f.name not in skip}
+        if not within_source and "source_rows" in changes:   # rows from anywhere: no longer in groups
+            changes["source_rows"] = 1
         return replace(self, **changes)
+
+    def grouped(self, rows_per_source):
+        """This state, told that its rows come in groups of `rows_per_source` consecutive rows decoding
+        one source (a beam search's W rows per example), for a state with a `source_rows` field (the
+        reinforced decoder's: its decoding step then reads each source once); other states as they are.
+        A reorder from rows of other sources (not `within_source`) forgets it."""
+        if "source_rows" not in {f.name for f in fields(self)}:
+            return self
+        return replace(self, source_rows=int(rows_per_source))

@@ -41,8 +41,10 @@ The encoder's RNN at -precision bf16 / int8, without autograd
            tests/unit/test_rnn_encoder.py::test_bf16_decoding_runs_the_rnn_in_bfloat16_and_returns_float32
 Paulus (2), (5) at a decoding step, without autograd
     plain  IntraTemporalAttention.forward(..., source=None)                  onmt/reinforced/intra_attention.py
-    fused  step_source.DecodingSource: K q as (1 x H)(H x S) products on a transposed view
-    test   tests/unit/test_step_source.py::test_decoding_source_equals_the_plain_products
+    fused  step_source.DecodingSource: K q as (1 x H)(H x S) products on a transposed view; a beam's
+           K rows of one example as one (K x H)(H x S) product reading the source once (interface.grouped)
+    test   tests/unit/test_step_source.py::test_decoding_source_equals_the_plain_products,
+           tests/unit/test_step_source.py::test_grouped_decoding_source_reads_each_source_once_with_the_same_values
 Dropout (embeddings, the attentional vector, the reinforced decoder's input)
     plain  nn.Dropout (bernoulli_ masks)
     fused  dropout.Dropout, dropout_mask: masks from torch.rand, the same distribution (not the same draws)

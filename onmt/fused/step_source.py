@@ -88,19 +88,28 @@ class StepSource:
 
 
 class DecodingSource:
-    """keys (B, S, H) and memory (B, S, Hm) read by one decoding step without autograd (beam / greedy
+    """keys (R, S, H) and memory (R, S, Hm) read by one decoding step without autograd (beam / greedy
     search): the scores K q as (1 x H)(H x S) products on a transposed view of K, no copy (bmm's
     (S x H)(H x 1) layout is ~10x slower on CPU: 1.7 ms against 0.17 at 150 rows, S 40, H 256, one thread),
-    the context as `StepSource` computes it. Same values as the plain products to float32 rounding."""
+    the context as `StepSource` computes it. With `group` G > 1 the rows come in groups of G consecutive
+    rows with the same keys and memory (a beam's K hypotheses of one example: interface.grouped): each
+    group's source is read once, its G queries as one (G x H)(H x S) product, not G copies (at 150 rows,
+    S 35, H 256: 11 MB read per step instead of 55). Same values as the plain products to float32 rounding."""
 
-    def __init__(self, keys, memory):
+    def __init__(self, keys, memory, group=1):
         self.keys, self.memory = keys, memory
+        self.group = group if group > 1 and keys.size(0) % group == 0 else 1
 
     def scores(self, query):
-        """query (B, H) -> K query (B, S)."""
-        return torch.bmm(query.unsqueeze(1).to(self.keys.dtype), self.keys.transpose(1, 2)).squeeze(1)  # (B, S)
+        """query (R, H) -> K query (R, S)."""
+        G = self.group
+        keys = self.keys[::G]                                                  # (R/G, S, H) one per source
+        q = query.to(keys.dtype).view(keys.size(0), G, -1)                     # (R/G, G, H)
+        return torch.bmm(q, keys.transpose(1, 2)).view(query.size(0), -1)      # (R, S)
 
     def context(self, attn):
-        """attn (B, S) -> attn M (B, Hm)."""
-        return torch.bmm(attn.unsqueeze(1).to(self.memory.dtype), self.memory).squeeze(1)  # (B, Hm)
-
+        """attn (R, S) -> attn M (R, Hm)."""
+        G = self.group
+        memory = self.memory[::G]                                              # (R/G, S, Hm)
+        a = attn.to(memory.dtype).view(memory.size(0), G, -1)                  # (R/G, G, S)
+        return torch.bmm(a, memory).view(attn.size(0), -1)                     # (R, Hm)

@@ -41,6 +41,7 @@ class ReinforcedState(DecoderStateBase):
     lse: Optional[torch.Tensor] = None         # (B, S) log sum_{j<t} exp(e_ji); None before step 1
     history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
     step: int = 0                              # decoding steps taken
+    source_rows: int = 1                       # consecutive rows decoding one source (interface.grouped)
     out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (V, 3H), (V,) W_out, b_out once per batch
     out_packed: Optional[Any] = None           # fused, without autograd: out_weight as a PackedLinear
 

@@ -125,7 +125,7 @@ class ReinforcedModel(nn.Module):
         first step). All three are by-products of the step: nothing is computed for them."""
         # fused without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
         fused = decoding_only(self.kernels)
-        source = DecodingSource(state.enc_keys, state.memory) if fused else None
+        source = DecodingSource(state.enc_keys, state.memory, state.source_rows) if fused else None
         o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
         if fused and state.out_packed is not None:  # the fused decoding path
             logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.src_ex, state.first_pos,

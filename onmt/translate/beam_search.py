@@ -121,7 +121,8 @@ class BeamSearch:
         """One step: decode the R rows, keep each example's top K continuations (the rows follow the
         backpointers), set aside those that produced </s>. Returns the new beam and (B,) the best final
         score a live hypothesis of each example can still reach."""
-        logp, state, attns = self.model.decode_step(beam.inputs, beam.state)          # (R, X)
+        # the W rows of an example decode one source (a state that can use it reads it once)
+        logp, state, attns = self.model.decode_step(beam.inputs, beam.state.grouped(beam.width))  # (R, X)
         X = logp.size(1)
         logp = apply_rules(logp.float(), beam.history, step, **self.rules)
         beam = self._cover(beam, state, attns)

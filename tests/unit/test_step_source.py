@@ -96,3 +96,43 @@ def test_decoding_source_equals_the_plain_products():
     assert torch.allclose(source.scores(q), torch.bmm(keys, q.unsqueeze(2)).squeeze(2), atol=1e-6)
     assert torch.allclose(source.context(attn), torch.bmm(attn.unsqueeze(1), memory).squeeze(1), atol=1e-6)
     assert source.scores(q).shape == (6, 9) and source.context(attn).shape == (6, 5)
+
+
+def test_grouped_decoding_source_reads_each_source_once_with_the_same_values():
+    """group G: rows come in groups of G with one source (a beam's K hypotheses); each group's keys and
+    memory are read once (the first row of the group), the values those of the per-row products. A
+    group that does not divide the rows falls back to per-row products."""
+    from onmt.fused.step_source import DecodingSource
+    torch.manual_seed(0)
+    B, G, S = 4, 3, 9
+    keys, memory = torch.randn(B, S, 8).repeat_interleave(G, 0), torch.randn(B, S, 5).repeat_interleave(G, 0)
+    q, attn = torch.randn(B * G, 8), torch.softmax(torch.randn(B * G, S), 1)
+    want_s, want_c = torch.bmm(keys, q.unsqueeze(2)).squeeze(2), torch.bmm(attn.unsqueeze(1), memory).squeeze(1)
+    source = DecodingSource(keys, memory, G)
+    assert source.group == G
+    torch.testing.assert_close(source.scores(q), want_s)
+    torch.testing.assert_close(source.context(attn), want_c)
+    poisoned = keys.clone()
+    poisoned[1] += 100.0    # not the group's first row: never read
+    torch.testing.assert_close(DecodingSource(poisoned, memory, G).scores(q), want_s)
+    assert DecodingSource(keys, memory, 5).group == 1   # 12 rows are no groups of 5
+
+
+def test_a_state_is_grouped_only_while_its_rows_stay_within_their_sources():
+    """interface.grouped: the reinforced state records the rows per source; a reorder within the sources
+    keeps it, any other reorder forgets it (rows could come from anywhere); states without the field
+    are returned as they are."""
+    from helpers.toy_models import ToyState
+    from onmt.reinforced.decoder import ReinforcedState
+    R, S, H = 6, 4, 2
+    t = torch.zeros(R, S, H)
+    state = ReinforcedState(hidden=(torch.zeros(1, R, H), torch.zeros(1, R, H)), memory=t, enc_keys=t,
+                            mask=torch.ones(R, S, dtype=torch.bool), src_ex=torch.zeros(R, S, dtype=torch.long),
+                            first_pos=torch.zeros(R, S, dtype=torch.long), n_oov=0)
+    grouped = state.grouped(3)
+    assert state.source_rows == 1 and grouped.source_rows == 3
+    rows = torch.tensor([2, 0, 1, 5, 5, 3])
+    assert grouped.reorder(rows, within_source=True).source_rows == 3
+    assert grouped.reorder(rows).source_rows == 1
+    toy = ToyState.__new__(ToyState)
+    assert toy.grouped(3) is toy
