@@ -22,7 +22,7 @@ import torch
 from onmt import opts
 from onmt.evaluation import METRICS, score
 from onmt.evaluation.bootstrap import paired_test
-from onmt.hardware import PRECISIONS, precision_problem
+from onmt.hardware import PRECISIONS, cpu_description, precision_problem
 from onmt.translate.session import load_session, translate_lines
 
 SHOWN = ("rouge1", "rouge2", "rougeL")
@@ -59,18 +59,6 @@ def floor_seconds(model, rows, device):
     total = sum(rows)
     flops = total * (2 * D * V + gates)
     return flops / matmul_peak_flops(device=device) + total * V * exp_seconds_per_element(device=device)
-
-
-def host_line():
-    """The CPU and the flags that decide the precisions' speed (onmt/hardware.py)."""
-    from onmt.hardware import cpu_flags
-    name = "?"
-    try:
-        name = next((x.split(":", 1)[1].strip() for x in open("/proc/cpuinfo") if x.startswith("model name")), "?")
-    except OSError:
-        pass
-    shown = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
-    return f"{name}; flags {' '.join(f for f in shown if f in cpu_flags()) or 'none of ' + ' '.join(shown)}"
 
 
 def product_ratios(model, precisions, rows, device, repeats=20):
@@ -138,7 +126,7 @@ def main(argv=None):
         print(f"done {name}: {len(src) / secs:.1f} sent/s", flush=True)
     ms, shape = product_ratios(a.model, list(dict.fromkeys(order)), a.batch_size * 5, a.device)
     print(f"\n{len(src)} lines of {a.src}, {a.model}, {torch.get_num_threads()} thread(s)"
-          + (f", {a.translate_opts}" if a.translate_opts else "") + f"\nhost: {host_line()}")
+          + (f", {a.translate_opts}" if a.translate_opts else "") + f"\nhost: {cpu_description()}")
     print(f"the vocabulary product alone, ({shape[0]} x {shape[1]})(x {shape[2]}), ms per call: "
           + ", ".join(f"{q} {t:.2f} ({ms['fp32'] / t:.2f}x fp32)" for q, t in ms.items())
           + ": a precision's whole speed-up stays below its product's")

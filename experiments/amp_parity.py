@@ -27,6 +27,7 @@ import torch  # noqa: E402
 
 from experiments.common import ROOT, run  # noqa: E402
 from experiments.rl_vs_ml import MODEL, latest_checkpoint, prepare_data, read_curve, write_json  # noqa: E402
+from onmt.hardware import cpu_description  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "experiments", "results", "amp_parity")
 ARMS = {"fp32": [], "amp": ["-amp"]}
@@ -79,18 +80,10 @@ def finish(a, prep, arm, seed, prefix):
     figures = {"arm": arm, "seed": seed, "step": int(ckpt["step"]), "train_seconds": float(ckpt["train_seconds"]),
                "valid_ppl_fp32": round(ppl, 4), "valid_tokens": tokens,
                "curve": read_curve(os.path.join(os.path.dirname(prefix), "train.log")),
-               "host": host()}
+               "host": cpu_description()}
     write_json(os.path.join(a.results, f"{arm}_s{seed}.json"), figures)
     print(f"{arm} seed {seed}: step {figures['step']}, float32 validation ppl {ppl:.3f}, "
           f"{figures['train_seconds']:.0f} s of training", flush=True)
-
-
-def host():
-    from onmt.hardware import cpu_flags
-    name = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-                "?") if os.path.exists("/proc/cpuinfo") else "?"
-    flags = sorted(f for f in cpu_flags() if f in ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16"))
-    return f"{name}, {os.cpu_count()} cores, {' '.join(flags)}"
 
 
 def table(a):

@@ -25,6 +25,23 @@ def cpu_flags():
     return set()
 
 
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8")
+
+
+def cpu_description():
+    """'<model name>, <n> cores, flags <those of SPEED_FLAGS it has>': the host line of a benchmark or an
+    experiment's figures (the precisions' speed depends on these flags)."""
+    import os
+    name = "?"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            name = next((x.split(":", 1)[1].strip() for x in f if x.startswith("model name")), "?")
+    except OSError:
+        pass
+    flags = [f for f in SPEED_FLAGS if f in cpu_flags()]
+    return f"{name}, {os.cpu_count()} cores, flags {' '.join(flags) or 'none of ' + ' '.join(SPEED_FLAGS)}"
+
+
 def native_bf16_cpu():
     """True where the CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX) and oneDNN takes it."""
     if not (torch.backends.mkldnn.is_available() and any(f in cpu_flags() for f in NATIVE_BF16_FLAGS)):

@@ -225,3 +225,11 @@ def test_a_plain_model_decodes_in_float32_only():
     set_decoding_precision(model, "fp32")
     with pytest.raises(ValueError, match="fused"):
         set_decoding_precision(model, "bf16")
+
+
+def test_cpu_description_names_the_flags_that_decide_the_precisions_speed(monkeypatch):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: {"avx2", "avx512_bf16", "sse2"})
+    line = hardware.cpu_description()
+    assert line.endswith("cores, flags avx2 avx512_bf16") and "sse2" not in line
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: set())
+    assert hardware.cpu_description().endswith("flags none of " + " ".join(hardware.SPEED_FLAGS))
