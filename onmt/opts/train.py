@@ -13,7 +13,8 @@ def train_opts(parser):
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g.add("-amp", "--amp", action="store_true",
           help="automatic mixed precision on CUDA, and with -amp_dtype bf16 on a CPU with native bfloat16 "
-               "(avx512_bf16 / amx_bf16; ignored on other CPUs); the generator, W_out, losses and rewards stay float32")
+               "(avx512_bf16 / amx_bf16; ignored on other CPUs); the vocabulary products give float32 results, and "
+               "the softmax, copy mixture, losses and rewards stay float32")
     g.add("-amp_dtype", "--amp_dtype", default="bf16", choices=["bf16", "fp16"],
           help="-amp's low precision: bf16 (bfloat16, no loss scaling) or fp16 (float16 with a GradScaler)")
     g.add("-compile", "--compile", action="store_true",
