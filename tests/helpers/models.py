@@ -8,6 +8,18 @@ from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.opts import model_opts, update_model_opts, update_train_opts, validate_model_opts
 
 
+def train_opt(*argv):
+    """train.py's options for `-data d` and `argv`: the train and model groups updated and validated as a
+    run's (what train.py checks before it resolves the run)."""
+    from onmt import opts
+    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *argv])
+    opts.update_train_opts(opt)
+    opts.validate_train_opts(opt)
+    update_model_opts(opt)
+    validate_model_opts(opt)
+    return opt
+
+
 def make_opt(**overrides):
     """Model options (tiny sizes, then `overrides`), updated and validated as train.py does, with
     train.py's other options at their defaults (the losses read some)."""

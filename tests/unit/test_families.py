@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from helpers.models import train_opt
 from onmt import opts
 from onmt.errors import OptionError, UserError
 from onmt.opts import families
@@ -16,14 +17,7 @@ from onmt.opts.families import FAMILIES, Family, Refusal, Requirement
 ONMT = os.path.join(os.path.dirname(__file__), "..", "..", "onmt")
 
 
-def _model(*argv):
-    """train.py's options for `argv`, the model group updated and validated as a run's."""
-    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *argv])
-    opts.update_train_opts(opt)
-    opts.validate_train_opts(opt)
-    opts.update_model_opts(opt)
-    opts.validate_model_opts(opt)
-    return opt
+_model = train_opt
 
 
 def _resolved(*argv):

@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+from helpers.models import train_opt
 from onmt import opts
 from onmt.errors import OptionError
 
@@ -58,13 +59,7 @@ def test_validation_errors_name_the_option():
         opts.validate_model_opts(opt)
 
 
-def _train_opt(*args):
-    opt = opts.parse_with_given(opts.train_parser(), ["-data", "d", *args])
-    opts.update_train_opts(opt)
-    opts.validate_train_opts(opt)
-    opts.update_model_opts(opt)
-    opts.validate_model_opts(opt)
-    return opt
+_train_opt = train_opt
 
 
 @pytest.mark.parametrize("args, named", [
