@@ -45,8 +45,10 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def matmul_peak_flops(n=2048, repeats=5, device="cpu"):
-    """Measured fp32 matmul FLOP/s on this machine's `device` (best of `repeats`)."""
+def matmul_peak_flops(n=2048, repeats=10, device="cpu"):
+    """Measured fp32 matmul FLOP/s on this machine's `device`: the best of `repeats` (n x n)(n x n)
+    products (on a shared host one product can run at a fraction of the peak: the best is the peak, and
+    a floor computed from it is the lowest, so a step / floor ratio is the least flattering)."""
     a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
     torch.mm(a, b)
     best = float("inf")

@@ -24,6 +24,7 @@ from onmt.evaluation import METRICS, score
 from onmt.evaluation.bootstrap import paired_test
 from onmt.hardware import PRECISIONS, cpu_description, precision_problem
 from onmt.translate.session import load_session, translate_lines
+from onmt.utils.memory import reuse_freed_memory
 
 SHOWN = ("rouge1", "rouge2", "rougeL")
 
@@ -102,6 +103,7 @@ def main(argv=None):
                    help="more translate.py options, one string (e.g. '-min_length 20 -max_length 20')")
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
+    reuse_freed_memory()   # as translate.py does: each step's (rows x X) scores reuse freed memory, no page faults
     src = [line.rstrip("\n") for line in open(a.src, encoding="utf-8")]
     ref = [line.rstrip("\n") for line in open(a.tgt, encoding="utf-8")]
     if a.n:

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 
 import torch
 
-from bench.common import exp_seconds_per_element, floor_line
+from bench.common import exp_seconds_per_element, floor_line, matmul_peak_flops, sync
 from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
@@ -151,22 +151,6 @@ def flops_per_step(a, n_oov):
     return 3 * fwd + sampled, parts
 
 
-def matmul_peak(device, n=4096, reps=5):
-    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
-    torch.mm(a, b)
-    sync(device)
-    start = time.perf_counter()
-    for _ in range(reps):
-        torch.mm(a, b)
-    sync(device)
-    return 2 * n ** 3 * reps / (time.perf_counter() - start)
-
-
-def sync(device):
-    if str(device).startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def train_step(model, optim, batch, variant):
     optim.zero_grad(set_to_none=True)
     if variant == "amp":   # train.py -amp: the forward pass under bfloat16 autocast (no loss scaling)
@@ -215,7 +199,7 @@ def main():
     model = build_model(a)
     optim = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = make_batch(a, a.device)
-    peak = matmul_peak(a.device)
+    peak = matmul_peak_flops(device=a.device)
     exp_s = exp_seconds_per_element(device=a.device)
     exp_elements = a.batch_size * a.tgt_len * a.tgt_vocab   # the gold softmax's one exp over (B*T, V)
     flops, parts = flops_per_step(a, batch.n_oov)

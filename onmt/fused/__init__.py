@@ -67,6 +67,10 @@ Paulus (9), See (4): W_out o_t + b_out without gradient (scheduled sampling, rol
            int8-quantized once, float32 out
     test   tests/unit/test_low_precision.py::test_products_are_float32_and_close_to_the_float32_product,
            tests/e2e/test_precision.py::test_low_precision_keeps_clear_predictions
+Paulus (13): W_out = tanh(E_tgt W_proj), once per training pass (float32 on the CPU)
+    plain  torch.tanh(E_tgt @ W_proj) in PointerGenerator.out_weight          onmt/reinforced/pointer_generator.py
+    fused  tied_weight.tanh_product: oneDNN's product with the tanh as its post-op; backward written out
+    test   tests/unit/test_tied_weight.py::test_tanh_product_values_and_gradients_equal_the_formula
 Paulus (9), See (4) and (6): log softmax(o W^T + b)[y*]
     plain  log_softmax(F.linear(o, W, b)).gather(1, y*)
     fused  gold_softmax.gold_log_softmax (and logit_stats): one (N, V) buffer for forward and backward

@@ -20,7 +20,8 @@ for the product E_tgt W_proj of (13), which runs in autocast's precision, widene
 fused training path's logits products do the same: onmt/fused/gold_softmax.py). Its outputs (log p, the
 logits, W_out) are float32; gradients reach o in o's own dtype.
 
-Built with kernels="fused" (the default), `draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and
+Built with kernels="fused" (the default), `out_weight` computes (13) with the tanh inside the product
+(onmt/fused/tied_weight.py; float32 on the CPU), `draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and
 `forward` writes the mixture in place without autograd (onmt/fused/step_mixture.py); "plain": torch.exp
 and the out-of-place scatter. The same values either way, up to float32 rounding in `draw`.
 """
@@ -28,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from onmt.fused import step_mixture
+from onmt.fused import step_mixture, tied_weight
 from onmt.fused.fast_exp import exp_shifted_
 from onmt.fused.kernels import check_kernels
 from onmt.modules import copy_mixture
@@ -60,8 +61,11 @@ class PointerGenerator(nn.Module):
     def out_weight(self, n_oov=0):
         """W_out and b_out from the current parameters, padded to the extended vocabulary:
         (X, D) and (X,), the OOV slots with zero weights and an impossible bias."""
-        if self.tied:   # (V, D) E_tgt W_proj: under autocast (-amp) in its low precision, widened at once
-            product = self.embedding.target_weight() @ self.proj
+        if self.tied:
+            emb = self.embedding.target_weight()  # (V, E) E_tgt
+            if self.kernels == "fused" and tied_weight.fusable(emb, self.proj):  # the tanh inside the product
+                return self.pad_weight((tied_weight.tanh_product(emb, self.proj), self.bias), n_oov)  # (13)
+            product = emb @ self.proj  # (V, D): under autocast (-amp) in its low precision, widened at once
         with float32_region(self.bias if self.tied else self.out.bias):  # float32 under autocast too
             if self.tied:
                 w_out = torch.tanh(widen(product))  # (V, D) (13)
