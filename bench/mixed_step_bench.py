@@ -21,6 +21,7 @@ from bench.reinforced_step_bench import add_size_args, build_model, make_batch, 
 from onmt.losses.ml import MLLoss
 from onmt.losses.rl import MixedLoss
 from onmt.utils.memory import reuse_freed_memory
+from onmt.utils.optim import build_optimizer
 
 
 def parse_args():
@@ -42,7 +43,7 @@ def main():
     a = parse_args()
     reuse_freed_memory()  # as train.py does
     model = build_model(a)
-    optim = torch.optim.Adam(model.parameters(), lr=1e-4)
+    optim = build_optimizer(model.parameters(), "adam", 1e-4)  # as train.py builds it (fused Adam)
     batch = make_batch(a, a.device)
     losses = {"ML": MLLoss(), "mixed": MixedLoss(MLLoss(), gamma=a.gamma, max_length=a.tgt_len)}
     print(f"device {a.device}, threads {torch.get_num_threads()}, batch {a.batch_size}, src {a.src_len}, "

@@ -36,6 +36,7 @@ from onmt.model_builder import compile_decoder_step, init_parameters
 from onmt.modules.sampling import sample_rows
 from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.memory import reuse_freed_memory
+from onmt.utils.optim import build_optimizer
 
 
 def add_size_args(p):
@@ -197,7 +198,7 @@ def main():
     a = parse_args()
     reuse_freed_memory()  # as train.py does
     model = build_model(a)
-    optim = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optim = build_optimizer(model.parameters(), "adam", 1e-3)  # as train.py builds it (fused Adam)
     batch = make_batch(a, a.device)
     peak = matmul_peak_flops(device=a.device)
     exp_s = exp_seconds_per_element(device=a.device)

@@ -24,8 +24,8 @@ import torch.nn as nn
 
 from onmt.fused.dropout import Dropout
 from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
-from onmt.fused.kernels import check_kernels, decoding_only
-from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
+from onmt.fused.kernels import check_kernels, decoding_only, fast_dtype
+from onmt.fused.packed_linear import PackedLinear, cached_while_unchanged, decoding_precision, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs
 from onmt.fused.step_source import DecodingSource
 from onmt.interface import gold_targets
@@ -147,7 +147,7 @@ class ReinforcedModel(nn.Module):
         (B, T-1) p(u=1) without gradient}, plus "sampled" (B, T-1), True where the step's input was
         the model's own prediction, when scheduled sampling is active.
         """
-        out, attns, state, weight = self._teacher_forcing(batch)
+        out, attns, state, weight, _ = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
         src_ex, first_pos = repeat_per_step(state.src_ex, n_steps), repeat_per_step(state.first_pos, n_steps)
         logp, p_copy = self.generator(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos, state.n_oov,
@@ -164,13 +164,20 @@ class ReinforcedModel(nn.Module):
         With plain kernels, from `forward` (the full distribution)."""
         if self.kernels == "plain":
             return gold_from_forward(self, batch)
-        out, attns, state, weight = self._teacher_forcing(batch)
+        out, attns, state, weight, packed = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
+        # the logits o W_out^T + b_out on the weight scheduled sampling packed for its rows (oneDNN's
+        # blocked layout: ~20 % faster than the column-blocked addmm, and already paid for); gradients
+        # are gold_log_softmax's own products either way
+        logits = None
+        if packed is not None and packed.packed is not None and fast_dtype(out):
+            with torch.no_grad():
+                logits = packed(out)  # (B*(T-1), V)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
         src_ex, first_pos = repeat_per_step(state.src_ex, n_steps), repeat_per_step(state.first_pos, n_steps)
         ll, pred, p_copy = pointer_generator_gold_log_prob(self.generator, out, attns["std"].reshape(B * n_steps, S),
                                                            src_ex, first_pos, gold.reshape(-1), weight=weight,
-                                                           return_p_copy=True)  # (B*(T-1),) x3
+                                                           logits=logits, return_p_copy=True)  # (B*(T-1),) x3
         attns["p_copy"] = p_copy.view(B, n_steps)  # (B, T-1)
         return ll.view(B, n_steps).masked_fill(~mask, 0.0), pred.view(B, n_steps), attns
 
@@ -181,7 +188,8 @@ class ReinforcedModel(nn.Module):
 
     def _teacher_forcing(self, batch):
         """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H), attns {"std": (B, T-1, S)
-        [, "sampled": (B, T-1)]}, the final state and (W_out, b_out)."""
+        [, "sampled": (B, T-1)]}, the final state, (W_out, b_out) and the PackedLinear of W_out that
+        scheduled sampling's fused argmax built (None without it)."""
         state = self.decoder.init_state(self.encode(batch), batch.src_ex, batch.n_oov)  # projects after the loop
         tgt = batch.tgt  # (B, T)
         B, n_steps = tgt.size(0), tgt.size(1) - 1
@@ -210,7 +218,8 @@ class ReinforcedModel(nn.Module):
         extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
         if fed_back:  # (B, T-1): step t's input was the model's own prediction (step 0 never is)
             extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)
-        return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight  # (B*(T-1), 3H)
+        packed = loop_weight if isinstance(loop_weight, PackedLinear) else None
+        return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight, packed  # (B*(T-1), 3H)
 
     # ------------------------------------------------------------------ scheduled sampling
     def _fused_argmax(self):
