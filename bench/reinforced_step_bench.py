@@ -44,7 +44,7 @@ def add_size_args(p):
     p.add_argument("-batch_size", type=int, default=32)
     p.add_argument("-src_len", type=int, default=400)
     p.add_argument("-tgt_len", type=int, default=100, help="target tokens predicted per example")
-    p.add_argument("-steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
+    p.add_argument("-steps", type=int, default=3, help="timed steps per variant (after the warm-up steps)")
     p.add_argument("-src_vocab", type=int, default=150000)
     p.add_argument("-tgt_vocab", type=int, default=50000)
     p.add_argument("-word_vec_size", type=int, default=100)
@@ -57,6 +57,9 @@ def add_size_args(p):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_size_args(p)
+    p.add_argument("-warmup", type=int, default=3,
+                   help="untimed steps before each variant's timed ones (the allocator's heap reaches its "
+                        "steady size: with one, the first variant measured was ~10 %% slower than itself again)")
     p.add_argument("-variants", nargs="+", default=["optimized", "full", "hoisted"],
                    choices=["optimized", "full", "hoisted", "naive", "compiled", "amp"],
                    help="naive keeps one W_out (V x 3H) per decoder step for backward: ~48 GB at full size")
@@ -185,6 +188,8 @@ def time_variant(model, optim, batch, a, variant):
     if compiled and "compile_seconds" not in vars(a):
         a.compile_seconds = time.perf_counter() - start
         print(f"compiled: first step (compilation included) {a.compile_seconds:.1f} s")
+    for _ in range(a.warmup - 1):
+        train_step(model, optim, batch, variant)
     start = time.perf_counter()
     for _ in range(a.steps):
         loss = train_step(model, optim, batch, variant)
