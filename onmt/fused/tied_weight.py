@@ -9,12 +9,11 @@ torch.ops.mkldnn._linear_pointwise): 31 ms for both, the same values to float32 
 difference 2.8e-7 from the float64 formula for both ways). Backward is the formula's: dZ = g (1 - W_out^2),
 dE = dZ W_proj^T, dW_proj = E^T dZ.
 
-Under autocast (-amp) it runs too, in float32: the plain formula would run E_tgt W_proj in bfloat16 and
-widen it before the tanh, which costs more (~17 + 5 + 38 ms) than the fused float32 product, and is less
-exact. Elsewhere (CUDA, parameters not float32, a build without oneDNN) the plain formula runs.
+Elsewhere (CUDA, a dtype other than float32, autocast on, a build without oneDNN) the plain formula runs.
 """
 import torch
 
+from onmt.fused.kernels import fast_dtype
 from onmt.fused.packed_linear import _PACK_ERRORS, _packable
 
 
@@ -22,7 +21,6 @@ class _TanhProduct(torch.autograd.Function):
     """tanh(emb @ proj) by oneDNN's inner product with the tanh as its post-op; backward written out."""
 
     @staticmethod
-    @torch.autocast("cpu", enabled=False)
     def forward(ctx, emb, proj):
         w_out = torch.ops.mkldnn._linear_pointwise(emb.contiguous(), proj.t().contiguous(), None,
                                                    "tanh", [], "")  # (V, D)
@@ -30,26 +28,23 @@ class _TanhProduct(torch.autograd.Function):
         return w_out
 
     @staticmethod
-    @torch.autocast("cpu", enabled=False)
     def backward(ctx, grad):
         emb, proj, w_out = ctx.saved_tensors
-        dz = torch.ops.aten.tanh_backward(grad.float(), w_out)  # (V, D) grad (1 - W_out^2)
+        dz = torch.ops.aten.tanh_backward(grad, w_out)  # (V, D) grad (1 - W_out^2)
         d_emb = dz @ proj.t() if ctx.needs_input_grad[0] else None  # (V, E)
         d_proj = emb.t() @ dz if ctx.needs_input_grad[1] else None  # (E, D)
         return d_emb, d_proj
 
 
 def fusable(emb, proj):
-    """Whether tanh_product runs the fused kernel on these tensors: float32 on a CPU with oneDNN (under
-    autocast too: the kernel is float32)."""
-    return _packable(proj) and _packable(emb)
+    """Whether tanh_product runs the fused kernel on these tensors: float32 on a CPU with oneDNN, autocast off."""
+    return _packable(proj) and _packable(emb) and fast_dtype(emb, proj)
 
 
 def tanh_product(emb, proj):
-    """tanh(emb @ proj) for emb (V, E), proj (E, D) float32 on the CPU (fusable): float32 (V, D), autocast
-    or not, differentiable in both. Falls back to the float32 formula where oneDNN refuses the shapes."""
+    """tanh(emb @ proj) for emb (V, E), proj (E, D) float32 on the CPU, autocast off (fusable): (V, D),
+    differentiable in both. Falls back to the formula where oneDNN refuses the shapes."""
     try:
         return _TanhProduct.apply(emb, proj)  # (V, D)
     except _PACK_ERRORS:
-        with torch.autocast("cpu", enabled=False):
-            return torch.tanh(emb @ proj)  # (V, D)
+        return torch.tanh(emb @ proj)  # (V, D)

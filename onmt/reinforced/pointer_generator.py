@@ -17,9 +17,8 @@ pass it in. No log(0) and no NaN even when a row's copy mass is zero.
 Precision: under autocast (-amp) each method is a float32 island (onmt/modules/precision.py) that widens
 o (which the LSTM and attention products give in bfloat16 / float16) and the attention on entry, except
 for the product E_tgt W_proj of (13), which runs in autocast's precision, widened before the tanh (the
-fused training path's logits products do the same: onmt/fused/gold_softmax.py) — with fused kernels on
-the CPU, (13) is one float32 product with the tanh inside (onmt/fused/tied_weight.py), faster than that.
-Its outputs (log p, the logits, W_out) are float32; gradients reach o in o's own dtype.
+fused training path's logits products do the same: onmt/fused/gold_softmax.py). Its outputs (log p, the
+logits, W_out) are float32; gradients reach o in o's own dtype.
 
 Built with kernels="fused" (the default), `out_weight` computes (13) with the tanh inside the product
 (onmt/fused/tied_weight.py; float32 on the CPU), `draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and

@@ -62,11 +62,11 @@ def test_widen_and_the_region():
 
 
 # --------------------------------------------------------------------------- the reinforced generator
-def _generator(tied=True, seed=0, D=96, E=32, V=400, kernels="fused"):
+def _generator(tied=True, seed=0, D=96, E=32, V=400):
     """A pointer-generator with realistic logits (std ~5, as a trained model's)."""
     torch.manual_seed(seed)
     full = nn.Embedding(V + 50, E, padding_idx=PAD)
-    gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied, kernels=kernels)
+    gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied)
     with torch.no_grad():
         if tied:
             gen.proj.mul_(3.0)
@@ -100,11 +100,10 @@ def _inputs(gen, N=200, S=10, n_oov=6, seed=1):
 
 @pytest.mark.parametrize("tied", [True, False])
 def test_out_weight_is_float32_under_autocast(tied):
-    """(a) W_out = tanh(E W_proj) with plain kernels (and on CUDA): the product in autocast's bfloat16
-    (the speed of -amp), widened at once, the tanh in float32, so W_out is float32 and within bfloat16's
-    rounding of the float32 one (a free W_out, untied, is the parameter itself, bit for bit). With fused
-    kernels on the CPU: test_fused_out_weight_under_autocast_is_the_float32_one."""
-    gen = _generator(tied, kernels="plain")
+    """(a) W_out = tanh(E W_proj): the product in autocast's bfloat16 (the speed of -amp), widened at
+    once, the tanh in float32, so W_out is float32 and within bfloat16's rounding of the float32 one
+    (a free W_out, untied, is the parameter itself, bit for bit)."""
+    gen = _generator(tied)
     want_w, want_b = gen.out_weight(n_oov=3)
     with bf16_autocast():
         w, b = gen.out_weight(n_oov=3)
@@ -121,26 +120,12 @@ def test_out_weight_is_float32_under_autocast(tied):
     assert (naive.float() - want_w[:V]).abs().mean() > (w - want_w)[:V].abs().mean()
 
 
-@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
-def test_fused_out_weight_under_autocast_is_the_float32_one():
-    """(a') With fused kernels on the CPU, (13) under autocast is onmt/fused/tied_weight.py's float32 product
-    with the tanh inside: W_out as without autocast (faster than the bfloat16 product widened, and exact)."""
-    gen = _generator()
-    want_w, want_b = gen.out_weight(n_oov=3)
-    with bf16_autocast():
-        w, b = gen.out_weight(n_oov=3)
-    assert w.dtype == b.dtype == torch.float32 and torch.equal(b, want_b)
-    torch.testing.assert_close(w, want_w, rtol=0, atol=2e-6)
-    assert not w[gen.tgt_vocab_size:].any()
-
-
 def test_pointer_generator_under_autocast_is_float32_with_low_precision_products():
     """(b) log p(gold) (the fused path), the full mixture, the argmax under autocast: float32, computed
     from vocabulary products in bfloat16 (logits and W_out within bfloat16's rounding: ~0.015 nats per
-    token here, logits of std ~5) and everything after them in float32: each token's log-likelihood is
-    several times closer to the float64 one than a naive all-bfloat16 mixture's (whose log-sum-exp and
-    sums are rounded too), and the errors mostly cancel over tokens (the signed sum is a small part of
-    the absolute one; over six generator seeds 5-12 %). Gradients float32, ~1 % off."""
+    token here, logits of std ~5) and everything after them in float32, so the errors do not add up
+    over tokens: the summed log-likelihood is several times closer to the float64 one than a naive
+    all-bfloat16 mixture's (whose log-sum-exp and sums are rounded too). Gradients float32, ~1 % off."""
     gen = _generator()
     ref = _reference(gen)
     o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=2000)
@@ -157,8 +142,7 @@ def test_pointer_generator_under_autocast_is_float32_with_low_precision_products
     assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32 and naive.dtype == BF16
     err, naive_err = ll.double() - want, naive.double() - want   # (N,) each
     assert 0 < err.abs().mean() < 0.02 and err.abs().max() < 0.15
-    assert err.abs().mean() < 0.5 * naive_err.abs().mean()
-    assert err.sum().abs() < 0.2 * err.abs().sum()
+    assert err.sum().abs() < 0.25 * naive_err.sum().abs()
     real = want_full > -1e3    # the impossible ids read -1e4 in both
     assert (logp.double() - want_full)[real].abs().mean() < 0.02
     assert torch.equal(logp[~real], want_full[~real].float())
