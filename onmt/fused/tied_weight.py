@@ -9,7 +9,9 @@ torch.ops.mkldnn._linear_pointwise): 31 ms for both, the same values to float32 
 difference 2.8e-7 from the float64 formula for both ways). Backward is the formula's: dZ = g (1 - W_out^2),
 dE = dZ W_proj^T, dW_proj = E^T dZ.
 
-Elsewhere (CUDA, a dtype other than float32, autocast on, a build without oneDNN) the plain formula runs.
+Elsewhere (CUDA, a dtype other than float32, autocast on, a build without oneDNN) the plain formula runs:
+under -amp on the CPU its bfloat16 product (widened before the tanh) and bfloat16 gradient products were
+~3 % faster a training step than this float32 kernel (median of six A B rounds in one process).
 """
 import torch
 

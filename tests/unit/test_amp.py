@@ -123,9 +123,10 @@ def test_out_weight_is_float32_under_autocast(tied):
 def test_pointer_generator_under_autocast_is_float32_with_low_precision_products():
     """(b) log p(gold) (the fused path), the full mixture, the argmax under autocast: float32, computed
     from vocabulary products in bfloat16 (logits and W_out within bfloat16's rounding: ~0.015 nats per
-    token here, logits of std ~5) and everything after them in float32, so the errors do not add up
-    over tokens: the summed log-likelihood is several times closer to the float64 one than a naive
-    all-bfloat16 mixture's (whose log-sum-exp and sums are rounded too). Gradients float32, ~1 % off."""
+    token here, logits of std ~5) and everything after them in float32: each token's log-likelihood is
+    closer to the float64 one than a naive all-bfloat16 mixture's (whose log-sum-exp and sums are rounded
+    too; 0.014 against 0.032 nats), and the errors mostly cancel over tokens (the signed sum is a small
+    part of the absolute one: under 7 % over six generator seeds). Gradients float32, ~1 % off."""
     gen = _generator()
     ref = _reference(gen)
     o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=2000)
@@ -142,7 +143,8 @@ def test_pointer_generator_under_autocast_is_float32_with_low_precision_products
     assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32 and naive.dtype == BF16
     err, naive_err = ll.double() - want, naive.double() - want   # (N,) each
     assert 0 < err.abs().mean() < 0.02 and err.abs().max() < 0.15
-    assert err.sum().abs() < 0.25 * naive_err.sum().abs()
+    assert err.abs().mean() < 0.6 * naive_err.abs().mean()
+    assert err.sum().abs() < 0.15 * err.abs().sum()
     real = want_full > -1e3    # the impossible ids read -1e4 in both
     assert (logp.double() - want_full)[real].abs().mean() < 0.02
     assert torch.equal(logp[~real], want_full[~real].float())
