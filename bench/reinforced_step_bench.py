@@ -215,16 +215,23 @@ def main():
           f"emb {a.word_vec_size}, rnn {a.rnn_size}, scheduled sampling {a.scheduled_sampling}")
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
           + f" on {os.cpu_count()} CPUs")
-    print(f"measured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s")
     print(f"assumed FLOPs per target token: {flops / tokens / 1e6:.1f} MFLOP (step {flops / 1e9:.1f} GFLOP; "
           + ", ".join(f"{k} {v / flops:.0%}" for k, v in parts.items()) + ")")
-    runs = {}
+    runs, done = {}, []
     for name in a.variants:
         seconds, loss = time_variant(model, optim, batch, a, name)
         runs.setdefault(name, []).append(seconds)
+        done.append((name, seconds, loss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        print(f"done {name}: {seconds:.3f} s/step", flush=True)
+    # the peak again after the steps: on a shared host one measurement can be slowed down; the larger
+    # is the peak (the lower floor, the less flattering step / floor)
+    again = matmul_peak_flops(device=a.device)
+    print(f"measured fp32 matmul peak: {peak / 1e9:.1f} GFLOP/s before the steps, {again / 1e9:.1f} after")
+    peak = max(peak, again)
+    for name, seconds, loss, rss in done:
         print(f"{name:9s}: {seconds:.3f} s/step, {tokens / seconds:,.0f} tgt tokens/s, "
               f"MFU {flops / seconds / peak:.1%}, loss {loss:.3f}, "
-              f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+              f"peak RSS {rss:.0f} MiB"
               + (f", peak GPU {torch.cuda.max_memory_allocated() / 2**20:.0f} MiB"
                  if str(a.device).startswith("cuda") else "")
               + ("; " + floor_line(seconds, flops, peak, exp_elements, exp_s) if name in ("optimized", "compiled")
