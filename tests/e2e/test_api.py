@@ -140,3 +140,17 @@ def test_every_search_option_of_translate_py(setup):
     from onmt.bin import translate as translate_bin
     translate_bin.main(["-model", ckpts["copy"], "-src", str(d / "src.txt"), "-output", str(out), *cli_args(settings)])
     assert s.summarize(TEXTS, detokenize=False, **settings) == out.read_text().split("\n")[:len(TEXTS)]
+
+
+def test_load_keeps_freed_memory_as_translate_py_does(setup, monkeypatch):
+    """Summarizer.load sets the allocator as translate.py's start does (onmt/utils/memory.py), after the
+    checkpoint loaded: a load that fails changes nothing."""
+    from onmt.utils import memory
+    calls = []
+    monkeypatch.setattr(memory, "reuse_freed_memory", lambda: calls.append("memory"))
+    d, ckpts = setup
+    with pytest.raises(OptionError):
+        Summarizer.load(ckpts["copy"], device="nonsense")
+    assert calls == []
+    Summarizer.load(ckpts["copy"])
+    assert calls == ["memory"]
