@@ -3,14 +3,24 @@
     python bench/train_bench.py            # -word_vec_size 128 -rnn_size 256 -brnn -copy_attn -coverage_attn,
                                            # V_tgt 50k, source 400, target 100, batch 16
 Prints target tokens/s, the analytic model FLOPs per target token it assumes (forward x 3 for
-forward + backward), the measured fp32 matmul peak, and model FLOPs utilization.
+forward + backward), the measured fp32 matmul peak, model FLOPs utilization, and the step against its
+float32 floor (those FLOPs at the measured peak plus one exp pass over the (B*T, V) logits).
 """
 import argparse
 import time
 
 import torch
 
-from bench.common import matmul_peak_flops, model_opt, peak_rss_mib, random_batch, sync, synthetic_vocabs
+from bench.common import (
+    exp_seconds_per_element,
+    floor_line,
+    matmul_peak_flops,
+    model_opt,
+    peak_rss_mib,
+    random_batch,
+    sync,
+    synthetic_vocabs,
+)
 from onmt.model_builder import build_loss, build_model
 from onmt.utils.memory import reuse_freed_memory
 from onmt.utils.optim import build_optimizer
@@ -75,6 +85,9 @@ def main():
     print(f"model FLOPs per target token (fwd+bwd, analytic): {fpt / 1e6:.1f} MFLOP")
     print(f"fp32 matmul peak (2048^3 mm): {peak / 1e9:.1f} GFLOP/s")
     print(f"model FLOPs utilization: {100 * tok_s * fpt / peak:.1f}%")
+    exp_elements = a.batch_size * (a.tgt_len + 1) * a.tgt_vocab   # the gold softmax's one exp over (B*T, V)
+    print(floor_line(dt / a.steps, fpt * tokens / a.steps, peak, exp_elements,
+                     exp_seconds_per_element(device=a.device)))
     print(f"peak RSS: {peak_rss_mib():.0f} MiB")
 
 
