@@ -19,6 +19,7 @@ import time
 import numpy as np
 import torch
 
+from bench.common import matmul_peak_flops
 from onmt import opts
 from onmt.evaluation import METRICS, score
 from onmt.evaluation.bootstrap import paired_test
@@ -45,11 +46,11 @@ def run(model, precision, src, batch_size, device, more=(), rows=None):
     return [" ".join(r[0].tokens) for r in results], time.perf_counter() - t
 
 
-def floor_seconds(model, rows, device):
+def floor_seconds(model, rows, device, peak):
     """The fp32 translation's floor: its vocabulary products (rows x D)(D x V) and decoder gate products
-    (rows x (in + H))((in + H) x 4H) per layer at the measured fp32 peak, plus one exp pass over each
-    step's (rows x V) logits (the encoder, the attention and the top K not counted: a lower bound)."""
-    from bench.common import exp_seconds_per_element, matmul_peak_flops
+    (rows x (in + H))((in + H) x 4H) per layer at `peak` (the measured fp32 FLOP/s), plus one exp pass
+    over each step's (rows x V) logits (the encoder, the attention and the top K not counted: a lower bound)."""
+    from bench.common import exp_seconds_per_element
     from onmt.translate.session import model_from_checkpoint
     from onmt.utils.checkpoint import load_checkpoint
     net, _, _ = model_from_checkpoint(load_checkpoint(model, device="cpu"), device)
@@ -59,7 +60,7 @@ def floor_seconds(model, rows, device):
     gates = sum(2 * 4 * H * ((rnn.input_size if k == 0 else H) + H) for k in range(rnn.num_layers))
     total = sum(rows)
     flops = total * (2 * D * V + gates)
-    return flops / matmul_peak_flops(device=device) + total * V * exp_seconds_per_element(device=device)
+    return flops / peak + total * V * exp_seconds_per_element(device=device)
 
 
 def product_ratios(model, precisions, rows, device, repeats=20):
@@ -114,6 +115,9 @@ def main(argv=None):
     idx = [METRICS.index(m) for m in SHOWN]
     rows, base = [], None
     step_rows = []
+    # the fp32 peak before and after each translation, the largest kept: on a shared host one measurement
+    # can be slowed down, and the largest gives the lowest floor (the least flattering time / floor)
+    peaks = [matmul_peak_flops(device=a.device)]
     for i, precision in enumerate(order):
         preds, secs = run(a.model, precision, src, a.batch_size, a.device, a.translate_opts.split(),
                           rows=step_rows if i == 0 else None)
@@ -126,13 +130,16 @@ def main(argv=None):
         name = precision + (" (again)" if i == len(order) - 1 else "")
         rows.append((name, len(src) / secs, base[2] / secs, f.mean(0), f.mean(0) - base[1].mean(0), two_sided, same))
         print(f"done {name}: {len(src) / secs:.1f} sent/s", flush=True)
+        peaks.append(matmul_peak_flops(device=a.device))
     ms, shape = product_ratios(a.model, list(dict.fromkeys(order)), a.batch_size * 5, a.device)
     print(f"\n{len(src)} lines of {a.src}, {a.model}, {torch.get_num_threads()} thread(s)"
           + (f", {a.translate_opts}" if a.translate_opts else "") + f"\nhost: {cpu_description()}")
     print(f"the vocabulary product alone, ({shape[0]} x {shape[1]})(x {shape[2]}), ms per call: "
           + ", ".join(f"{q} {t:.2f} ({ms['fp32'] / t:.2f}x fp32)" for q, t in ms.items())
           + ": a precision's whole speed-up stays below its product's")
-    floor = floor_seconds(a.model, step_rows, a.device)
+    floor = floor_seconds(a.model, step_rows, a.device, max(peaks))
+    print(f"fp32 matmul peak measured {len(peaks)} times: {min(peaks) / 1e9:.1f}-{max(peaks) / 1e9:.1f} GFLOP/s "
+          "(the largest for the floor)")
     print(f"fp32: {base[2]:.2f} s over {len(step_rows)} decoding steps ({sum(step_rows):,} rows); its float32 floor "
           f"{floor:.2f} s (vocabulary and gate products at the measured peak, one exp pass): {base[2] / floor:.2f}x")
     print("| precision | sent/s | x fp32 | " + " | ".join(f"{m} F1 (diff, p)" for m in SHOWN) + " | same as fp32 |")
