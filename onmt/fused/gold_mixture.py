@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from onmt.constants import PAD
 from onmt.fused.gold_softmax import gold_log_softmax, logit_stats
-from onmt.fused.low_precision import prepared_linear
+from onmt.fused.low_precision import CAST_DTYPES, CastLinear, prepared_linear
 from onmt.fused.packed_linear import PackedLinear
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources
 from onmt.modules.precision import autocast_dtype, float32_region, widen
@@ -99,15 +99,40 @@ def packed_out_weight(generator, weight=None, precision="fp32"):
     return PackedLinear(w_out.detach(), b_out.detach())
 
 
+def training_loop_product(generator, weight):
+    """W_out, b_out of `generator` (an `out_weight()` result, unpadded) prepared for the many small
+    products without gradient of one training pass (scheduled sampling's rows, the rollouts' steps):
+    packed float32, or under autocast (-amp) in autocast's precision (low_precision.CastLinear: cast once,
+    packed for oneDNN on the CPU), as the pass's other vocabulary products run (gold_softmax.py)."""
+    low = autocast_dtype(weight[0])
+    names = {dtype: name for name, dtype in CAST_DTYPES.items()}
+    return packed_out_weight(generator, weight, names[low] if low in names else "fp32")
+
+
+def logits_on(product, o):
+    """o W_out^T + b_out (N, V) float32 without gradient, on `product` (a training_loop_product), where
+    that gives what gold_log_softmax computes from o itself (a float32 product with autocast off, or a
+    product in autocast's precision, widened) on a weight packed for oneDNN, so faster; else None."""
+    low = autocast_dtype(o)
+    if low is None:
+        usable = isinstance(product, PackedLinear) and o.dtype == torch.float32
+    else:
+        usable = isinstance(product, CastLinear) and product.dtype == low
+    if not usable or product.packed is None:
+        return None
+    with torch.no_grad():
+        return product(o)  # (N, V)
+
+
 @torch.no_grad()
 def pointer_generator_predict(generator, o, attn, src_ex, first_pos, weight=None, logits=None):
     """argmax of `generator`'s mixture over the extended vocabulary (N,), without the (N, X)
-    distribution. weight: a `packed_out_weight()` result to reuse, or an unpadded `out_weight()`
+    distribution. weight: a `packed_out_weight()` or `training_loop_product()` result, or an unpadded `out_weight()`
     result; logits: the (N, V) generation logits if already computed (overwritten)."""
     with float32_region(o):
         o, attn, logits = widen(o), widen(attn), widen(logits)
         if logits is None:
-            if not isinstance(weight, PackedLinear):
+            if not isinstance(weight, (PackedLinear, CastLinear)):
                 weight = PackedLinear(*(generator.out_weight() if weight is None else weight), pack=False)
             logits = weight(o)  # (N, V)
         lse, top, top_id, at_src = logit_stats(logits, src_ex, IMPOSSIBLE)  # (N,) x3, (N, S)

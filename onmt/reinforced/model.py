@@ -23,9 +23,15 @@ import torch
 import torch.nn as nn
 
 from onmt.fused.dropout import Dropout
-from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
-from onmt.fused.kernels import check_kernels, decoding_only, fast_dtype
-from onmt.fused.packed_linear import PackedLinear, cached_while_unchanged, decoding_precision, drop_cached
+from onmt.fused.gold_mixture import (
+    logits_on,
+    packed_out_weight,
+    pointer_generator_gold_log_prob,
+    pointer_generator_predict,
+    training_loop_product,
+)
+from onmt.fused.kernels import check_kernels, decoding_only
+from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs
 from onmt.fused.step_source import DecodingSource
 from onmt.interface import gold_targets
@@ -164,15 +170,13 @@ class ReinforcedModel(nn.Module):
         With plain kernels, from `forward` (the full distribution)."""
         if self.kernels == "plain":
             return gold_from_forward(self, batch)
-        out, attns, state, weight, packed = self._teacher_forcing(batch)
+        out, attns, state, weight, loop_product = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
         # the logits o W_out^T + b_out on the weight scheduled sampling packed for its rows (oneDNN's
-        # blocked layout: ~20 % faster than the column-blocked addmm, and already paid for); gradients
-        # are gold_log_softmax's own products either way
-        logits = None
-        if packed is not None and packed.packed is not None and fast_dtype(out):
-            with torch.no_grad():
-                logits = packed(out)  # (B*(T-1), V)
+        # blocked layout: ~20 % faster than the column-blocked addmm, and already paid for; under -amp in
+        # bfloat16, the same values as gold_log_softmax's own product); gradients are gold_log_softmax's
+        # own products either way
+        logits = logits_on(loop_product, out) if loop_product is not None else None  # (B*(T-1), V)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
         src_ex, first_pos = repeat_per_step(state.src_ex, n_steps), repeat_per_step(state.first_pos, n_steps)
         ll, pred, p_copy = pointer_generator_gold_log_prob(self.generator, out, attns["std"].reshape(B * n_steps, S),
@@ -188,8 +192,8 @@ class ReinforcedModel(nn.Module):
 
     def _teacher_forcing(self, batch):
         """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H), attns {"std": (B, T-1, S)
-        [, "sampled": (B, T-1)]}, the final state, (W_out, b_out) and the PackedLinear of W_out that
-        scheduled sampling's fused argmax built (None without it)."""
+        [, "sampled": (B, T-1)]}, the final state, (W_out, b_out) and the prepared product of W_out that
+        scheduled sampling's fused argmax built (gold_mixture.training_loop_product; None without it)."""
         state = self.decoder.init_state(self.encode(batch), batch.src_ex, batch.n_oov)  # projects after the loop
         tgt = batch.tgt  # (B, T)
         B, n_steps = tgt.size(0), tgt.size(1) - 1
@@ -198,7 +202,7 @@ class ReinforcedModel(nn.Module):
         weight = self.generator.out_weight()  # (V, 3H), (V,)
         loop_weight = None
         if sampling:
-            loop_weight = (packed_out_weight(self.generator, weight) if self._fused_argmax()
+            loop_weight = (training_loop_product(self.generator, weight) if self._fused_argmax()
                            else tuple(w.detach() for w in weight))
         outputs, attns, fed_back = [], [], []
         embed, source = None, None
@@ -218,8 +222,8 @@ class ReinforcedModel(nn.Module):
         extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
         if fed_back:  # (B, T-1): step t's input was the model's own prediction (step 0 never is)
             extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)
-        packed = loop_weight if isinstance(loop_weight, PackedLinear) else None
-        return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight, packed  # (B*(T-1), 3H)
+        loop_product = None if loop_weight is None or isinstance(loop_weight, tuple) else loop_weight
+        return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight, loop_product  # (B*(T-1), 3H)
 
     # ------------------------------------------------------------------ scheduled sampling
     def _fused_argmax(self):

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from onmt.constants import BOS, EOS
-from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_gold_log_prob, pointer_generator_predict
+from onmt.fused.gold_mixture import pointer_generator_gold_log_prob, pointer_generator_predict, training_loop_product
 from onmt.fused.kernels import gradients_wanted
 from onmt.interface import check_rollout_modes, finish_rollout
 from onmt.reinforced.decoder import ReinforcedState
@@ -49,7 +49,7 @@ def rollout(model, batch, enc, max_length, modes=("sample",)):
     check_rollout_modes(modes, max_length)
     fused = model.kernels == "fused"
     weight = model.generator.out_weight()  # (V, 3H), (V,)
-    product = packed_out_weight(model.generator, weight) if fused else _plain_product(weight)
+    product = training_loop_product(model.generator, weight) if fused else _plain_product(weight)  # -amp: low
     B, V = batch.batch_size, model.tgt_vocab_size
     runs = [_start_run(model, batch, enc, mode, gradients_wanted() and mode == "sample") for mode in modes]
     for t in range(max_length):

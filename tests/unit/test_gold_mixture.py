@@ -9,7 +9,7 @@ import torch.nn as nn
 from helpers.reinforced import V_TGT, _batch, _copy_batch, _model
 from onmt.constants import PAD, UNK
 from onmt.fused import gold_softmax
-from onmt.fused.gold_mixture import packed_out_weight, pointer_generator_predict
+from onmt.fused.gold_mixture import logits_on, packed_out_weight, pointer_generator_predict, training_loop_product
 from onmt.interface import gold_targets
 from onmt.losses.ml import MLLoss
 from onmt.modules.copy_mixture import first_occurrence
@@ -143,3 +143,30 @@ def test_copy_generator_fused_gold_path_equals_full_distribution(coverage, monke
     assert g.keys() == ref_g.keys()
     for n in g:
         assert torch.allclose(g[n], ref_g[n], rtol=1e-4, atol=1e-5), n
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
+def test_training_loop_product_follows_autocast_and_logits_on_equals_the_gold_product():
+    """The pass's prepared product: packed float32, or in autocast's precision under autocast; logits_on
+    gives the logits only where they equal gold_log_softmax's own product (a float32 product with autocast
+    off, a bfloat16 one under bfloat16 autocast), else None."""
+    from onmt.fused.low_precision import CastLinear
+    from onmt.fused.packed_linear import PackedLinear
+    torch.manual_seed(0)
+    gen = PointerGenerator(24, 50, embedding=PartialEmbedding(nn.Embedding(60, 8), 50), tied=True)
+    weight = tuple(w.detach() for w in gen.out_weight())  # (V, D), (V,)
+    o = torch.randn(30, 24)
+    p32 = training_loop_product(gen, weight)
+    assert isinstance(p32, PackedLinear)
+    torch.testing.assert_close(logits_on(p32, o), torch.addmm(weight[1], o, weight[0].t()), rtol=1e-5, atol=1e-5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = training_loop_product(gen, weight)
+        assert isinstance(low, CastLinear) and low.dtype == torch.bfloat16
+        o_low = o.to(torch.bfloat16)
+        got = logits_on(low, o_low)
+        assert got.dtype == torch.float32
+        # gold_log_softmax's own: the bfloat16 product, widened, the bias added in float32
+        torch.testing.assert_close(got, torch.add(weight[1], o_low @ weight[0].to(torch.bfloat16).t()),
+                                   rtol=0, atol=1e-6)
+        assert logits_on(p32, o_low) is None   # a float32 product where the pass's products run low
+    assert logits_on(low, o) is None           # a bfloat16 product where they run in float32
