@@ -7,8 +7,9 @@ and 256 x 50k, Paulus et al.'s 1200 x 30k) and row count N,
 prints the milliseconds of: packing W and one product (what a one-off product pays), one product on a
 weight packed beforehand (what each of many products on the same weight pays), `torch.addmm`, and
 addmm in blocks of 1024 columns (gold_softmax.linear_in_column_blocks).
-The models pack once where one weight serves many products (decoding steps, scheduled-sampling rows)
-and use the column blocks for a one-off product (the teacher-forced logits of a training step).
+The models pack once where one weight serves many products (decoding steps, scheduled-sampling rows);
+for a one-off product (the teacher-forced logits of a training step) they use the column blocks below
+1024 rows and pack from 1024 rows on (gold_softmax.training_logits: "pack + product" wins there).
 """
 import argparse
 import time

@@ -14,6 +14,7 @@ of each row and its id, and the logits at given columns (the source words).
 import torch
 
 from onmt.fused.fast_exp import exp_shifted_
+from onmt.fused.packed_linear import PackedLinear, _packable
 
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
@@ -27,6 +28,21 @@ _CPU_CHUNK_ELEMENTS = 1 << 19
 # addmm straight into the strided (N, 1024) slice of the result is no substitute: it computes into a
 # fresh buffer of its own and copies (measured up to 2x slower than one addmm at N 1616, V 50k).
 _CPU_PRODUCT_COLUMNS = 1024
+
+# Rows from which packing W for oneDNN pays even for a single product (one thread, this AMD host, pack +
+# product against the column blocks: N 1616, V 50k, D 256 612 against 703 ms; N 1616, V 17k 211 / 238;
+# N 3200, V 50k, D 400 1599 / 1916; N 1000, V 50k 398 / 416; but N 800, V 17k 112 / 84): the training
+# pass's logits of a batch of B*T >= this many tokens (bench/packing_bench.py prints the comparison).
+_PACK_ROWS = 1024
+
+
+def training_logits(o, weight, bias):
+    """o W^T + b (N, V), float32 in, for the one product of a training pass: from _PACK_ROWS rows on the
+    CPU, W packed for oneDNN and one product (PackedLinear); below, linear_in_column_blocks. The same sums
+    up to float32 rounding of the summation order."""
+    if o.size(0) >= _PACK_ROWS and o.dtype == torch.float32 and _packable(weight):
+        return PackedLinear(weight, bias, rows_hint=o.size(0))(o)  # (N, V)
+    return linear_in_column_blocks(o, weight, bias)  # (N, V)
 
 
 def linear_in_column_blocks(o, weight, bias):
@@ -133,8 +149,8 @@ class GoldLogSoftmax(torch.autograd.Function):
             else:
                 o_, w_, b_ = o.to(dtype), weight.to(dtype), bias.to(dtype)
                 # (N, V) logits (given: computed earlier from the same o, W, b), then exp(logits - rowmax).
-                # Not packed: packing W for one product costs more than it saves (bench/packing_bench.py)
-                buf = linear_in_column_blocks(o_, w_, b_) if logits is None else logits.to(dtype)
+                # W packed for this one product only from _PACK_ROWS rows (bench/packing_bench.py)
+                buf = training_logits(o_, w_, b_) if logits is None else logits.to(dtype)
             gold_logit, lse, top, top_id, at_cols, total = _row_stats(buf, gold, columns, impossible)
         V = w_.size(0)
         ctx.save_for_backward(o_, w_, buf, total, gold.clamp(max=V - 1), gold < V)

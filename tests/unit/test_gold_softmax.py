@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from onmt.fused import gold_softmax
-from onmt.fused.gold_softmax import gold_log_softmax, linear_in_column_blocks, row_max
+from onmt.fused.gold_softmax import gold_log_softmax, linear_in_column_blocks, row_max, training_logits
 
 
 @pytest.mark.parametrize("block_elements", [None, 2 * 13])
@@ -100,3 +100,31 @@ def test_low_precision_products_are_the_plain_formula_on_rounded_operands():
     z32 = gold_log_softmax(o32, w32, b.detach(), gold, cols, -1e4)[0]
     for got, g32 in zip((g_o, g_w), torch.autograd.grad((z32 * weights).sum(), (o32, w32))):
         assert (got - g32).abs().max() > 1e-4 * g32.abs().max()              # the backward products are low too
+
+
+@pytest.mark.parametrize("rows", [1, 1023, 1024, 1500])
+def test_training_logits_equal_the_float64_product_packed_or_in_blocks(rows):
+    """From _PACK_ROWS rows (1024) the one product of a pass runs on W packed for oneDNN, below in column
+    blocks: both the plain product, to float32 rounding."""
+    torch.manual_seed(rows)
+    o, w, b = torch.randn(rows, 24), torch.randn(2100, 24) * 0.3, torch.randn(2100)
+    got = training_logits(o, w, b)
+    want = torch.addmm(b.double(), o.double(), w.double().t())
+    assert got.shape == (rows, 2100) and got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_gold_log_softmax_of_many_rows_takes_the_packed_product(monkeypatch):
+    """A pass of >= _PACK_ROWS rows computes its logits with one packed product (the same values)."""
+    from onmt.fused import packed_linear
+    built = []
+    original = packed_linear.PackedLinear.__init__
+    monkeypatch.setattr(packed_linear.PackedLinear, "__init__",
+                        lambda self, *a, **k: built.append(1) or original(self, *a, **k))
+    torch.manual_seed(0)
+    N, D, V = 1100, 8, 50
+    o, w, b = torch.randn(N, D), torch.randn(V, D), torch.randn(V)
+    gold, cols = torch.randint(0, V, (N,)), torch.randint(0, V, (N, 3))
+    z = gold_log_softmax(o, w, b, gold, cols, -1e4)[0]
+    ref = torch.log_softmax(torch.addmm(b, o, w.t()).double(), 1).gather(1, gold[:, None]).squeeze(1)
+    assert built and torch.allclose(z.double(), ref, atol=1e-5)
