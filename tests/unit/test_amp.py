@@ -276,38 +276,6 @@ def test_reinforced_model_losses_are_float32_and_close(scheduled_sampling):
     assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
 
 
-@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
-def test_scheduled_sampling_products_run_low_and_feed_the_gold_logits(monkeypatch):
-    """(b') under autocast the pass's small vocabulary products (scheduled sampling's rows, the rollouts)
-    run in autocast's precision on W_out cast and packed once (gold_mixture.training_loop_product), and
-    the gold logits are computed on that packed weight: the same log-likelihoods and gradients as with
-    gold_log_softmax's own bfloat16 product."""
-    from onmt.fused import gold_mixture
-    from onmt.fused.low_precision import CastLinear
-    from onmt.reinforced import model as reinforced_model
-    made = []
-    original = gold_mixture.training_loop_product
-    monkeypatch.setattr(reinforced_model, "training_loop_product",
-                        lambda *a: made.append(original(*a)) or made[-1])
-    batch = make_batch(VOCABS, B=4, S=9, T=8, seed=1)
-    results = []
-    for reuse in (True, False):
-        if not reuse:
-            monkeypatch.setattr(reinforced_model, "logits_on", lambda product, o: None)
-        model = _model(scheduled_sampling=1.0)
-        with bf16_autocast():
-            torch.manual_seed(0)
-            ll, pred, _ = model.gold_log_likelihood(batch)
-        ll.sum().backward()
-        results.append((ll, pred, [p.grad.clone() for p in model.parameters() if p.grad is not None]))
-    assert made and all(isinstance(p, CastLinear) and p.dtype == BF16 for p in made)
-    (ll_a, pred_a, g_a), (ll_b, pred_b, g_b) = results
-    torch.testing.assert_close(ll_a, ll_b, rtol=0, atol=1e-5)
-    assert torch.equal(pred_a, pred_b)
-    for a, b in zip(g_a, g_b):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
-
-
 def test_rollout_rewards_and_mixed_loss_are_float32():
     """(c) the rollouts' log p, the rewards and the mixed loss under autocast."""
     model = _model()

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from helpers.models import build, make_batch, make_opt, make_vocabs
 from helpers.reinforced import V_TGT, _batch, _copy_batch, _model
 from onmt.constants import PAD, UNK
 from onmt.fused import gold_softmax
@@ -170,3 +171,40 @@ def test_training_loop_product_follows_autocast_and_logits_on_equals_the_gold_pr
                                    rtol=0, atol=1e-6)
         assert logits_on(p32, o_low) is None   # a float32 product where the pass's products run low
     assert logits_on(low, o) is None           # a bfloat16 product where they run in float32
+
+
+AMP_VOCABS = make_vocabs(src_vocab_size=60, tgt_vocab_size=40)
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
+def test_scheduled_sampling_products_run_low_and_feed_the_gold_logits(monkeypatch):
+    """Under autocast (-amp) the pass's small vocabulary products (scheduled sampling's rows, the rollouts)
+    run in autocast's precision on W_out cast and packed once (gold_mixture.training_loop_product), and
+    the gold logits are computed on that packed weight: the same log-likelihoods and gradients as with
+    gold_log_softmax's own bfloat16 product."""
+    from onmt.fused import gold_mixture
+    from onmt.fused.low_precision import CastLinear
+    from onmt.reinforced import model as reinforced_model
+    made = []
+    original = gold_mixture.training_loop_product
+    monkeypatch.setattr(reinforced_model, "training_loop_product",
+                        lambda *a: made.append(original(*a)) or made[-1])
+    batch = make_batch(AMP_VOCABS, B=4, S=9, T=8, seed=1)
+    results = []
+    for reuse in (True, False):
+        if not reuse:
+            monkeypatch.setattr(reinforced_model, "logits_on", lambda product, o: None)
+        model = build(make_opt(reinforced=True, rnn_size=32, word_vec_size=16, brnn=True, scheduled_sampling=1.0),
+                      AMP_VOCABS, seed=0)
+        model.train()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            torch.manual_seed(0)
+            ll, pred, _ = model.gold_log_likelihood(batch)
+        ll.sum().backward()
+        results.append((ll, pred, [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    assert made and all(isinstance(p, CastLinear) and p.dtype == torch.bfloat16 for p in made)
+    (ll_a, pred_a, g_a), (ll_b, pred_b, g_b) = results
+    torch.testing.assert_close(ll_a, ll_b, rtol=0, atol=1e-5)
+    assert torch.equal(pred_a, pred_b)
+    for a, b in zip(g_a, g_b):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
