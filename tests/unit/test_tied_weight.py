@@ -32,8 +32,11 @@ def test_tanh_product_values_and_gradients_equal_the_formula(shape):
     d_emb, d_proj = torch.autograd.grad((w * upstream).sum(), (emb, proj))
     e64, p64 = emb.detach().double().requires_grad_(), proj.detach().double().requires_grad_()
     r_emb, r_proj = torch.autograd.grad((_formula(e64, p64) * upstream.double()).sum(), (e64, p64))
-    torch.testing.assert_close(d_emb.double(), r_emb, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(d_proj.double(), r_proj, rtol=1e-5, atol=1e-5)
+    # the float32 formula under autograd: its own rounding sets the scale of the allowed difference
+    p_emb, p_proj = torch.autograd.grad((torch.tanh(emb @ proj) * upstream).sum(), (emb, proj))
+    for got, plain, exact in ((d_emb, p_emb, r_emb), (d_proj, p_proj, r_proj)):
+        torch.testing.assert_close(got.double(), exact, rtol=1e-4, atol=1e-4)
+        assert (got.double() - exact).abs().max() <= 3 * (plain.double() - exact).abs().max() + 1e-6
 
 
 @needs_onednn
