@@ -18,7 +18,6 @@ import torch
 from onmt.fused.kernels import fast_dtype
 from onmt.fused.packed_linear import _PACK_ERRORS, _packable
 
-
 # rows of W_out per block of the backward: dZ = g (1 - W_out^2) of a block (512 x D float32: 1.5 MB at D 768)
 # is made and used by both gradient products while in cache, never written whole (~10 % of that backward
 # at V 10k, D 768, E 128 in a microbenchmark, one thread)
