@@ -99,14 +99,16 @@ def packed_out_weight(generator, weight=None, precision="fp32"):
     return PackedLinear(w_out.detach(), b_out.detach())
 
 
+_CAST_NAMES = {dtype: name for name, dtype in CAST_DTYPES.items()}  # torch.bfloat16 -> "bf16", ...
+
+
 def training_loop_product(generator, weight):
     """W_out, b_out of `generator` (an `out_weight()` result, unpadded) prepared for the many small
     products without gradient of one training pass (scheduled sampling's rows, the rollouts' steps):
     packed float32, or under autocast (-amp) in autocast's precision (low_precision.CastLinear: cast once,
     packed for oneDNN on the CPU), as the pass's other vocabulary products run (gold_softmax.py)."""
     low = autocast_dtype(weight[0])
-    names = {dtype: name for name, dtype in CAST_DTYPES.items()}
-    return packed_out_weight(generator, weight, names[low] if low in names else "fp32")
+    return packed_out_weight(generator, weight, _CAST_NAMES.get(low, "fp32"))
 
 
 def logits_on(product, o):

@@ -200,10 +200,11 @@ class ReinforcedModel(nn.Module):
         sampling = self.training and self.scheduled_sampling > 0
         # W_out once per forward pass; the in-loop choices read it without gradient (same values)
         weight = self.generator.out_weight()  # (V, 3H), (V,)
-        loop_weight = None
-        if sampling:
-            loop_weight = (training_loop_product(self.generator, weight) if self._fused_argmax()
-                           else tuple(w.detach() for w in weight))
+        loop_weight = loop_product = None
+        if sampling and self._fused_argmax():
+            loop_weight = loop_product = training_loop_product(self.generator, weight)
+        elif sampling:
+            loop_weight = tuple(w.detach() for w in weight)
         outputs, attns, fed_back = [], [], []
         embed, source = None, None
         if self.kernels == "fused":  # the per-pass lookups and products (onmt/fused/step_embedding.py, step_source.py)
@@ -222,7 +223,6 @@ class ReinforcedModel(nn.Module):
         extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
         if fed_back:  # (B, T-1): step t's input was the model's own prediction (step 0 never is)
             extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)
-        loop_product = None if loop_weight is None or isinstance(loop_weight, tuple) else loop_weight
         return torch.stack(outputs, dim=1).view(B * n_steps, -1), extra, state, weight, loop_product  # (B*(T-1), 3H)
 
     # ------------------------------------------------------------------ scheduled sampling

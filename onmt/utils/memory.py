@@ -5,8 +5,7 @@ glibc serves large allocations with mmap and returns them to the system on free,
 first touch: at beam 5 and batch 64 that was a third of the decoding time here. Raising the mmap and
 trim thresholds makes freed blocks reusable. The peak memory is unchanged; it is just not returned
 to the system before the process ends. Called by the preprocess, train and translate entry points and by
-Summarizer.load (the API); a no-op
-where the C library is not glibc.
+Summarizer.load (the API); a no-op where the C library is not glibc.
 """
 import ctypes
 import ctypes.util
