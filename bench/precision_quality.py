@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from bench.common import matmul_peak_flops
+from bench.common import exp_seconds_per_element, matmul_peak_flops
 from onmt import opts
 from onmt.evaluation import METRICS, score
 from onmt.evaluation.bootstrap import paired_test
@@ -50,7 +50,6 @@ def floor_seconds(model, rows, device, peak):
     """The fp32 translation's floor: its vocabulary products (rows x D)(D x V) and decoder gate products
     (rows x (in + H))((in + H) x 4H) per layer at `peak` (the measured fp32 FLOP/s), plus one exp pass
     over each step's (rows x V) logits (the encoder, the attention and the top K not counted: a lower bound)."""
-    from bench.common import exp_seconds_per_element
     from onmt.translate.session import model_from_checkpoint
     from onmt.utils.checkpoint import load_checkpoint
     net, _, _ = model_from_checkpoint(load_checkpoint(model, device="cpu"), device)

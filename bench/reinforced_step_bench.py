@@ -58,8 +58,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_size_args(p)
     p.add_argument("-warmup", type=int, default=3,
-                   help="untimed steps before each variant's timed ones (the allocator's heap reaches its "
-                        "steady size: with one, the first variant measured was ~10 %% slower than itself again)")
+                   help="untimed steps before each variant's timed ones (the allocator's heap and the caches "
+                        "settle before the timing)")
     p.add_argument("-variants", nargs="+", default=["optimized", "full", "hoisted"],
                    choices=["optimized", "full", "hoisted", "naive", "compiled", "amp"],
                    help="naive keeps one W_out (V x 3H) per decoder step for backward: ~48 GB at full size")
