@@ -38,9 +38,10 @@ def run(model, precision, src, batch_size, device, more=(), rows=None):
                                                           "-batch_size", str(batch_size), *more])
     opts.update_translate_opts(opt)
     translate_lines(opt, session, src[:batch_size], show_progress=False)   # warm-up (and the weights' preparation)
-    if rows is not None:   # count the rows of each step (a Python wrapper: ~1 us a step)
-        step = session.model.decode_step
-        session.model.decode_step = lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state)
+    if rows is not None:   # count the rows of each step (a Python wrapper: ~1 us a step), whichever the search calls
+        name = "decode_step_scores" if hasattr(session.model, "decode_step_scores") else "decode_step"
+        step = getattr(session.model, name)
+        setattr(session.model, name, lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state))
     t = time.perf_counter()
     results = translate_lines(opt, session, src, show_progress=False)
     return [" ".join(r[0].tokens) for r in results], time.perf_counter() - t

@@ -19,6 +19,12 @@
                      All are what the step computes anyway (returning them costs nothing); the
                      searches keep them per hypothesis only when asked (keep_attn /
                      keep_inspection).
+    scores, state, attns = model.decode_step_scores(inputs, state)   optional: decode_step for the
+             searches, log p as "step scores" (onmt/modules/step_scores.py: bans, a beam's top K, each
+             row's best, the full (B, X) on demand) that need not write the (B, X) tensor (the
+             reinforced model's fused decoding: onmt/fused/mixture_scores.py). Same state and attns;
+             scores.full() equals decode_step's logp. The searches call decode_step where a model
+             lacks it (translate/decoding.py `decode_step_scores`).
     logp, attns = model(batch)                         teacher forcing on batch.tgt
              logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: "std" (B, T-1, S),
              "coverage" (B, T-1, S) for coverage models (the coverage before each step),

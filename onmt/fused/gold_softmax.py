@@ -68,7 +68,7 @@ def _row_blocks(n_rows, n_cols, device):
     return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
 
 
-# Columns per chunk of row_max's first pass (as onmt/translate/beam_topk.py's chunk maxima)
+# Columns per chunk of row_max's first pass (as onmt/modules/beam_topk.py's chunk maxima)
 _MAX_CHUNK = 128
 
 

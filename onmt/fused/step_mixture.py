@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from onmt.fused.kernels import gradients_wanted
+from onmt.fused.mixture_scores import MixtureScores
 from onmt.modules import copy_mixture
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources
 from onmt.modules.precision import float32_region, widen
@@ -65,3 +66,16 @@ def pointer_generator_step_log_probs(generator, o, attn, src_ex, first_pos, n_oo
         gen = generation_log_probs(logits, log_gen_switch, n_oov)  # (N, X) log p(u=0) p(y | u=0)
         logp = scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X) (10) and (12)
         return logp, log_copy_switch.squeeze(1).exp()  # (N, X), (N,)
+
+
+@torch.no_grad()
+def pointer_generator_step_scores(generator, o, attn, src_ex, first_pos, n_oov, packed):
+    """`pointer_generator_step_log_probs` as a mixture_scores.MixtureScores (the searches' top K without the
+    (N, X) log-probabilities written) and p(u=1) (N,)."""
+    with float32_region(o):
+        o, attn = widen(o), widen(attn)
+        logits = packed(o)  # (N, V) (9) W_out o_t + b_out
+        switch = generator.switch(o)  # (N, 1) (11) the logit of p(u=1)
+        log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, 1) x2
+        scores = MixtureScores(logits, log_gen_switch, log_copy_switch, attn, src_ex, first_pos, n_oov)
+        return scores, log_copy_switch.squeeze(1).exp()  # (N,)

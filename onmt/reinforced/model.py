@@ -32,7 +32,7 @@ from onmt.fused.gold_mixture import (
 )
 from onmt.fused.kernels import check_kernels, decoding_only
 from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
-from onmt.fused.step_mixture import pointer_generator_step_log_probs
+from onmt.fused.step_mixture import pointer_generator_step_log_probs, pointer_generator_step_scores
 from onmt.fused.step_source import DecodingSource
 from onmt.interface import gold_targets
 from onmt.models.generic import gold_from_forward
@@ -41,6 +41,7 @@ from onmt.modules.copy_mixture import repeat_per_step
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.sampling import sample_rows
+from onmt.modules.step_scores import DenseScores
 from onmt.reinforced.decoder import ReinforcedDecoder
 from onmt.reinforced.pointer_generator import PointerGenerator
 from onmt.reinforced.rollout import rollout as lockstep_rollout
@@ -129,10 +130,7 @@ class ReinforcedModel(nn.Module):
         attention, "p_copy" (B,) the pointer's probability p(u=1), and (with intra-decoder
         attention) "intra" (B, t) the attention over the t previous decoder states ((B, 0) at the
         first step). All three are by-products of the step: nothing is computed for them."""
-        # fused without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
-        fused = decoding_only(self.kernels)
-        source = DecodingSource(state.enc_keys, state.memory, state.source_rows) if fused else None
-        o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
+        o_t, attn, state, intra, fused = self._decoder_step(inputs, state)
         if fused and state.out_packed is not None:  # the fused decoding path
             logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.src_ex, state.first_pos,
                                                             state.n_oov, state.out_packed)  # (B, X), (B,)
@@ -141,10 +139,28 @@ class ReinforcedModel(nn.Module):
             weight = self.generator.pad_weight(weight, state.n_oov)  # (X, 3H), (X,)
             logp, p_copy = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
                                           weight=weight, return_p_copy=True)  # (B, X), (B,)
-        attns = {"std": attn, "p_copy": p_copy}
-        if intra is not None:
-            attns["intra"] = intra
-        return logp, state, attns
+        return logp, state, _step_attns(attn, p_copy, intra)
+
+    def decode_step_scores(self, inputs, state):
+        """decode_step with log p as a step-scores object (interface.py): on the fused decoding path a
+        mixture_scores.MixtureScores (the searches' top K without the (B, X) log-probabilities written),
+        elsewhere decode_step's tensor as a DenseScores."""
+        if not (decoding_only(self.kernels) and state.out_packed is not None):
+            logp, state, attns = self.decode_step(inputs, state)
+            return DenseScores(logp.float()), state, attns
+        o_t, attn, state, intra, _ = self._decoder_step(inputs, state)
+        scores, p_copy = pointer_generator_step_scores(self.generator, o_t, attn, state.src_ex, state.first_pos,
+                                                       state.n_oov, state.out_packed)  # (B, X) scores, (B,)
+        return scores, state, _step_attns(attn, p_copy, intra)
+
+    def _decoder_step(self, inputs, state):
+        """The decoder's step: (o_t (B, 3H), attn (B, S), new state, intra (B, t) or None, whether the
+        fused decoding path runs)."""
+        # fused without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
+        fused = decoding_only(self.kernels)
+        source = DecodingSource(state.enc_keys, state.memory, state.source_rows) if fused else None
+        o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
+        return o_t, attn, state, intra, fused
 
     def forward(self, batch):
         """Teacher forcing on batch.tgt (with scheduled sampling when training).
@@ -257,3 +273,11 @@ class ReinforcedModel(nn.Module):
             inputs = reference.clone()
             inputs[rows] = chosen
             return inputs, drawn
+
+
+def _step_attns(attn, p_copy, intra):
+    """decode_step's attns: "std" (B, S), "p_copy" (B,) and, with intra-decoder attention, "intra" (B, t)."""
+    attns = {"std": attn, "p_copy": p_copy}
+    if intra is not None:
+        attns["intra"] = intra
+    return attns

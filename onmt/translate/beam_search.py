@@ -33,13 +33,13 @@ import torch
 from onmt.constants import BOS, EOS
 from onmt.interface import extended_size
 from onmt.translate.beam_state import BeamState
-from onmt.translate.beam_topk import beam_topk
 from onmt.translate.decoding import (
     NEG_INF,
     CoverageScorer,
     Hypothesis,
     apply_rules,
     attention_of,
+    decode_step_scores,
     extend_inspection,
     hypothesis_extras,
     inspected_step,
@@ -122,12 +122,13 @@ class BeamSearch:
         backpointers), set aside those that produced </s>. Returns the new beam and (B,) the best final
         score a live hypothesis of each example can still reach."""
         # the W rows of an example decode one source (a state that can use it reads it once)
-        logp, state, attns = self.model.decode_step(beam.inputs, beam.state.grouped(beam.width))  # (R, X)
-        X = logp.size(1)
-        logp = apply_rules(logp.float(), beam.history, step, **self.rules)
+        scores, state, attns = decode_step_scores(self.model, beam.inputs,
+                                                  beam.state.grouped(beam.width))     # log p of (R, X)
+        X = scores.X
+        apply_rules(scores, beam.history, step, **self.rules)
         beam = self._cover(beam, state, attns)
         B, W, K = beam.scores.size(0), beam.width, self.K
-        top_scores, top_ids = beam_topk(logp, beam.scores, K)                          # (B, K) of the (B, W*X)
+        top_scores, top_ids = scores.beam_topk(beam.scores, K)                         # (B, K) of the (B, W*X)
         origin = torch.div(top_ids, X, rounding_mode="floor")                          # (B, K) beam of origin
         token = top_ids - origin * X                                                   # (B, K)
         rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)

@@ -28,6 +28,7 @@ from typing import List, Optional
 import torch
 
 from onmt.constants import BOS, EOS, PAD
+from onmt.modules.step_scores import DenseScores
 
 NEG_INF = float("-inf")
 
@@ -144,16 +145,17 @@ def max_penalty(kind, lo, hi, alpha=0.0):
     return float(length_penalty(kind, lengths, alpha).max())
 
 
-def block_ngrams_(logp, history, n, ignore_ids=None):
-    """-block_ngram_repeat n: -inf written into logp (R, X) where the next token would repeat an
-    n-gram already in the row of history (R, L): where (last n-1 tokens, t) equals some earlier n-gram of
-    the row. N-grams holding a token of `ignore_ids` (1-D tensor) never count; </s> is never blocked.
-    Only the L-n+1 tokens that end a row's n-grams can be blocked, so those candidates (R, L-n+1) are
-    scattered with a minimum, -inf where blocked and +inf (no change) elsewhere: a few hundred values
-    per step, not an (R, X) mask (five passes over (R, X), 7 % of an int8 beam search). Returns `logp`."""
+def block_ngrams_(scores, history, n, ignore_ids=None):
+    """-block_ngram_repeat n: -inf given to the step's scores (a step-scores object, or a log p (R, X)
+    tensor changed in place) where the next token would repeat an n-gram already in the row of history
+    (R, L): where (last n-1 tokens, t) equals some earlier n-gram of the row. N-grams holding a token of
+    `ignore_ids` (1-D tensor) never count; </s> is never blocked. Only the L-n+1 tokens that end a row's
+    n-grams can be blocked, so those candidates (R, L-n+1) are banned where they match: a few hundred
+    values per step, not an (R, X) mask (five passes over (R, X), 7 % of an int8 beam search). Returns
+    `scores`."""
     R, L = history.shape
     if n <= 0 or L < n:
-        return logp
+        return scores
     grams = history.unfold(1, n, 1)                                  # (R, L-n+1, n)
     last = history[:, L - n + 1:]                                    # (R, n-1)
     match = (grams[:, :, :n - 1] == last.unsqueeze(1)).all(-1)       # (R, L-n+1)
@@ -161,24 +163,37 @@ def block_ngrams_(logp, history, n, ignore_ids=None):
         match &= ~torch.isin(grams, ignore_ids.to(history.device)).any(-1)  # (R, L-n+1)
     nxt = grams[:, :, n - 1]                                         # (R, L-n+1) the token each n-gram ends with
     match &= nxt != EOS                                              # </s> is never blocked
-    inf = torch.tensor(float("inf"), dtype=logp.dtype, device=logp.device)
-    return logp.scatter_reduce_(1, nxt, torch.where(match, -inf, inf), reduce="amin")  # (R, X)
+    _as_step_scores(scores).ban_(nxt, match)
+    return scores
 
 
-def apply_rules(logp, history, step, *, min_length, max_length, block_ngram_repeat=0, ignore_ids=None):
-    """The step's token rules (module docstring) applied to logp (R, X); `step` tokens produced so far,
-    history (R, step). Writes into `logp` (the searches own the fresh decode_step output) and returns it."""
-    eos = logp[:, EOS].clone()
-    logp[:, PAD] = NEG_INF
-    logp[:, BOS] = NEG_INF
-    if step < min_length:
-        logp[:, EOS] = NEG_INF
-    if block_ngram_repeat > 0 and step >= block_ngram_repeat:
-        block_ngrams_(logp, history, block_ngram_repeat, ignore_ids)
+def apply_rules(scores, history, step, *, min_length, max_length, block_ngram_repeat=0, ignore_ids=None):
+    """The step's token rules (module docstring) applied to the step's scores (a step-scores object of
+    onmt/modules/step_scores.py, or a log p (R, X) tensor); `step` tokens produced so far, history
+    (R, step). Changes `scores` in place (the searches own the fresh step output) and returns it."""
+    rules = _as_step_scores(scores)
     if step >= max_length:   # wins over min_length
-        logp.fill_(NEG_INF)
-        logp[:, EOS] = eos
-    return logp
+        rules.allow_only_(EOS)
+        return scores
+    banned = [PAD, BOS] + ([EOS] if step < min_length else [])
+    rules.ban_(torch.tensor(banned, device=history.device).expand(history.size(0), len(banned)))  # (R, n)
+    if block_ngram_repeat > 0 and step >= block_ngram_repeat:
+        block_ngrams_(rules, history, block_ngram_repeat, ignore_ids)
+    return scores
+
+
+def _as_step_scores(scores):
+    return DenseScores(scores) if isinstance(scores, torch.Tensor) else scores
+
+
+def decode_step_scores(model, inputs, state):
+    """(step scores, state, attns): the model's `decode_step_scores` where it has one (interface.py),
+    else its decode_step's log p (float32) as a DenseScores."""
+    step = getattr(model, "decode_step_scores", None)
+    if step is not None:
+        return step(inputs, state)
+    logp, state, attns = model.decode_step(inputs, state)
+    return DenseScores(logp.float()), state, attns
 
 
 def attention_of(attns):

@@ -12,6 +12,7 @@ from onmt.translate.decoding import (
     Hypothesis,
     apply_rules,
     attention_of,
+    decode_step_scores,
     extend_inspection,
     hypothesis_extras,
     inspected_step,
@@ -42,10 +43,10 @@ def greedy_search(model, batch, *, min_length=0, max_length=100, length_penalty_
     inspected = None                                                     # keep_inspection histories
     cov = None                                                           # (B, S) attention sums
     for step in range(max_length + 1):
-        logp, state, attns = model.decode_step(inputs, state)            # (B, X)
-        logp = apply_rules(logp.float(), history, step, min_length=min_length, max_length=max_length,
-                           block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
-        best_lp, token = logp.max(dim=1)                                 # (B,), (B,)
+        scores, state, attns = decode_step_scores(model, inputs, state)  # log p of (B, X)
+        apply_rules(scores, history, step, min_length=min_length, max_length=max_length,
+                    block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids)
+        best_lp, token = scores.best()                                   # (B,), (B,)
         if coverage.active:   # a finished row's attention no longer counts
             cov = coverage.accumulate(cov, _unfinished_attention(attns, finished))   # (B, S)
         log_prob += torch.where(finished, torch.zeros_like(best_lp), best_lp)

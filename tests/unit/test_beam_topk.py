@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from onmt.translate.beam_topk import beam_topk
+from onmt.modules.beam_topk import beam_topk
 from onmt.translate.decoding import NEG_INF
 
 

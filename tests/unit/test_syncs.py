@@ -14,9 +14,9 @@ Training step (Trainer.train_step, one batch), every family:
     a second encoder pass for the rollouts (2 more .cpu), losses/rl.py: ONE copy of the RL figures,
     utils/update_norms.py: the two terms' norms (2), reinforced/rollout.py: whether every rollout has
     ended, once per rollout step (bool; the loop stops early instead of running max_gen_length steps)
-Decoding: `decode_step` has none, in every family. A beam-search step has two: whether a hypothesis
-ended (bool, to set it aside on the host) and how many examples are still live (int, to shrink the
-batch); decoding.max_penalty's float is of a host tensor (no device sync).
+Decoding: `decode_step` has none, in every family, nor the searches' `decode_step_scores`. A beam-search
+step has two: whether a hypothesis ended (bool, to set it aside on the host) and how many examples are
+still live (int, to shrink the batch); decoding.max_penalty's float is of a host tensor (no device sync).
 """
 import collections
 
@@ -28,6 +28,7 @@ from helpers.syncs import counting_syncs
 from onmt.model_builder import build_loss
 from onmt.trainer import Trainer
 from onmt.translate.beam_search import beam_search
+from onmt.translate.decoding import decode_step_scores
 
 FAMILIES = {
     "rnn": dict(brnn=True, global_attention="general"),
@@ -88,6 +89,7 @@ def test_decoding_step_has_no_sync_and_a_beam_step_two(family):
         model.decode_step(inputs, state)
         with counting_syncs() as counts:
             model.decode_step(inputs, state)
+            decode_step_scores(model, inputs, state)   # the searches' step (the reinforced model's MixtureScores)
     assert _by_file(counts) == {}
     per_length = []
     for length in (3, 4):   # no hypothesis can end before max_length: the same work per step
