@@ -11,13 +11,17 @@ the machine's drift). Prints, per
 precision: sentences/s (the translation call alone, after one warm-up batch), its speed over fp32's
 (the first fp32 run), ROUGE-1/2/L F1 against -tgt, the difference from fp32 and the paired bootstrap's
 two-sided p-value of that difference (onmt/evaluation/bootstrap.py, 1000 samples), and the share of
-predictions identical to fp32's.
+predictions identical to fp32's. Then the fp32 translation against its float32 floor: every product it
+makes (counted in one more, untimed, fp32 translation: FlopCounterMode's mm / addmm / bmm and oneDNN's
+packed products) at the measured matmul peak, plus one exp pass over each step's (rows x V) logits.
 """
 import argparse
+import math
 import time
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from bench.common import exp_seconds_per_element, matmul_peak_flops
 from onmt import opts
@@ -30,37 +34,44 @@ from onmt.utils.memory import reuse_freed_memory
 SHOWN = ("rouge1", "rouge2", "rougeL")
 
 
-def run(model, precision, src, batch_size, device, more=(), rows=None):
-    """(the first predictions, seconds of the timed translation); `rows`: a list given the rows of each
-    decoding step of the timed translation."""
-    session = load_session(model, torch.device(device), precision)
-    opt = opts.parse_with_given(opts.translate_parser(), ["-model", model, "-src", "-", "-precision", precision,
-                                                          "-batch_size", str(batch_size), *more])
-    opts.update_translate_opts(opt)
+def run(model, precision, src, batch_size, device, more=()):
+    """(the first predictions, seconds of the timed translation)."""
+    session, opt = _session(model, precision, batch_size, device, more)
     translate_lines(opt, session, src[:batch_size], show_progress=False)   # warm-up (and the weights' preparation)
-    if rows is not None:   # count the rows of each step (a Python wrapper: ~1 us a step), whichever the search calls
-        name = "decode_step_scores" if hasattr(session.model, "decode_step_scores") else "decode_step"
-        step = getattr(session.model, name)
-        setattr(session.model, name, lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state))
     t = time.perf_counter()
     results = translate_lines(opt, session, src, show_progress=False)
     return [" ".join(r[0].tokens) for r in results], time.perf_counter() - t
 
 
-def floor_seconds(model, rows, device, peak):
-    """The fp32 translation's floor: its vocabulary products (rows x D)(D x V) and decoder gate products
-    (rows x (in + H))((in + H) x 4H) per layer at `peak` (the measured fp32 FLOP/s), plus one exp pass
-    over each step's (rows x V) logits (the encoder, the attention and the top K not counted: a lower bound)."""
-    from onmt.translate.session import model_from_checkpoint
-    from onmt.utils.checkpoint import load_checkpoint
-    net, _, _ = model_from_checkpoint(load_checkpoint(model, device="cpu"), device)
-    gen, rnn = net.generator, net.decoder.rnn
-    D, V, H = (gen.switch.in_features if hasattr(gen, "switch") else gen.linear.in_features), net.tgt_vocab_size, \
-        rnn.hidden_size
-    gates = sum(2 * 4 * H * ((rnn.input_size if k == 0 else H) + H) for k in range(rnn.num_layers))
-    total = sum(rows)
-    flops = total * (2 * D * V + gates)
-    return flops / peak + total * V * exp_seconds_per_element(device=device)
+def _session(model, precision, batch_size, device, more):
+    session = load_session(model, torch.device(device), precision)
+    opt = opts.parse_with_given(opts.translate_parser(), ["-model", model, "-src", "-", "-precision", precision,
+                                                          "-batch_size", str(batch_size), *more])
+    opts.update_translate_opts(opt)
+    return session, opt
+
+
+def _packed_flops(x_shape, *args, out_shape=None, **kwargs):
+    """oneDNN's packed product x (M, K) -> (M, N): 2 M K N (FlopCounterMode does not know the op)."""
+    return 2 * math.prod(out_shape) * x_shape[-1]
+
+
+def counted_run(model, src, batch_size, device, more=()):
+    """One fp32 translation of `src` as `run` makes it, untimed, counting: (the rows of each decoding step,
+    {op: FLOPs} of every product: mm, addmm and bmm as FlopCounterMode sees them (the encoder's LSTM, the
+    attention keys and scores, the switch) and oneDNN's packed products (the vocabulary, the decoder's
+    gates))."""
+    session, opt = _session(model, "fp32", batch_size, device, more)
+    translate_lines(opt, session, src[:batch_size], show_progress=False)
+    rows = []   # whichever step the search calls
+    name = "decode_step_scores" if hasattr(session.model, "decode_step_scores") else "decode_step"
+    step = getattr(session.model, name)
+    setattr(session.model, name, lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state))
+    counter = FlopCounterMode(display=False, custom_mapping={torch.ops.mkldnn._linear_pointwise: _packed_flops})
+    with counter:
+        translate_lines(opt, session, src, show_progress=False)
+    flops = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    return rows, flops, session.model.tgt_vocab_size
 
 
 def product_ratios(model, precisions, rows, device, repeats=20):
@@ -114,13 +125,11 @@ def main(argv=None):
     order = ["fp32"] + [q for q in wanted if q != "fp32"] + ["fp32"]
     idx = [METRICS.index(m) for m in SHOWN]
     rows, base = [], None
-    step_rows = []
     # the fp32 peak before and after each translation, the largest kept: on a shared host one measurement
     # can be slowed down, and the largest gives the lowest floor (the least flattering time / floor)
     peaks = [matmul_peak_flops(device=a.device)]
     for i, precision in enumerate(order):
-        preds, secs = run(a.model, precision, src, a.batch_size, a.device, a.translate_opts.split(),
-                          rows=step_rows if i == 0 else None)
+        preds, secs = run(a.model, precision, src, a.batch_size, a.device, a.translate_opts.split())
         f = score(preds, ref)[:, idx, 2] * 100   # (n, 3) F1
         if base is None:
             base = (preds, f, secs)
@@ -137,11 +146,16 @@ def main(argv=None):
     print(f"the vocabulary product alone, ({shape[0]} x {shape[1]})(x {shape[2]}), ms per call: "
           + ", ".join(f"{q} {t:.2f} ({ms['fp32'] / t:.2f}x fp32)" for q, t in ms.items())
           + ": a precision's whole speed-up stays below its product's")
-    floor = floor_seconds(a.model, step_rows, a.device, max(peaks))
+    step_rows, flops, V = counted_run(a.model, src, a.batch_size, a.device, a.translate_opts.split())
+    peak, exp_s = max(peaks), exp_seconds_per_element(device=a.device)
+    floor = sum(flops.values()) / peak + sum(step_rows) * V * exp_s
     print(f"fp32 matmul peak measured {len(peaks)} times: {min(peaks) / 1e9:.1f}-{max(peaks) / 1e9:.1f} GFLOP/s "
           "(the largest for the floor)")
+    print("products of the fp32 translation (counted in a separate run): "
+          + ", ".join(f"{op} {n / 1e9:.1f}" for op, n in sorted(flops.items(), key=lambda kv: -kv[1])) + " GFLOP")
     print(f"fp32: {base[2]:.2f} s over {len(step_rows)} decoding steps ({sum(step_rows):,} rows); its float32 floor "
-          f"{floor:.2f} s (vocabulary and gate products at the measured peak, one exp pass): {base[2] / floor:.2f}x")
+          f"{floor:.2f} s (every product at the measured peak, one exp pass over the rows' {V:,} logits): "
+          f"{base[2] / floor:.2f}x")
     print("| precision | sent/s | x fp32 | " + " | ".join(f"{m} F1 (diff, p)" for m in SHOWN) + " | same as fp32 |")
     print("| --- | --- | --- | " + " | ".join("---" for _ in SHOWN) + " | --- |")
     for name, speed, ratio, mean, diff, pv, same in rows:
