@@ -49,10 +49,12 @@
              A model may run the modes in lockstep (the reinforced model shares each step's
              generator product); `rollout_from_steps` runs them one after the other through
              decode_step.
-    state.reorder(index, within_source=False) -> DecoderState
+    state.reorder(index, within_source=False, rows_per_source=1) -> DecoderState
              index: (B',) rows to keep/repeat (beams); within_source=True promises that every new
              row decodes the same source as the row it comes from (beam backpointers), so the
-             source-only fields need no copy.
+             source-only fields need no copy; rows_per_source G: the new rows come in groups of G
+             consecutive rows of one source each (DecoderStateBase: a state keeping its source
+             fields once per source selects each group's, not a copy per row).
 
 Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
 vocabulary). `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
@@ -82,7 +84,7 @@ ATTN_KEYS = {
 class DecoderState(Protocol):
     """What a model's init_state returns and decode_step threads through (DecoderStateBase below)."""
 
-    def reorder(self, index, within_source=False) -> "DecoderState":
+    def reorder(self, index, within_source=False, rows_per_source=1) -> "DecoderState":
         """index (B',): the rows to keep or repeat (beams); see the module docstring."""
 
 
@@ -184,25 +186,50 @@ class DecoderStateBase:
     Fields listed in `_source_fields` depend only on the source (encoder memory, keys, masks,
     extended ids): a reorder `within_source=True` (each new row comes from a row decoding the same
     source, as beam backpointers do) keeps them as they are instead of copying them every step.
+
+    A state with a `source_rows` field G (the reinforced decoder's) keeps its source fields once per
+    source: R/G rows, row r of the state decoding stored source r // G (G = 1: one per row, as
+    others). A reorder told that its new rows come in groups of G' rows of one source (a beam's first
+    step, examples leaving) selects each group's source instead of copying it per row; any other reorder
+    gives one source per row again. `per_row(name)` gives a source field per row.
     """
 
     _batch_dims = {}
     _source_fields = frozenset()
     _shared_fields = frozenset()  # not per row (e.g. a projection evaluated once per batch): never reordered
 
-    def reorder(self, index, within_source=False):
+    def reorder(self, index, within_source=False, rows_per_source=1):
+        """index (R',): new row i is row index[i]. within_source: every new row decodes the source of the row
+        it comes from. rows_per_source G': the new rows come in groups of G' consecutive rows decoding one
+        source each (only a state with `source_rows` uses it: it then keeps G' for its source fields)."""
+        names = {f.name for f in fields(self)}
+        grouped = "source_rows" in names and not within_source
         skip = self._shared_fields | (self._source_fields if within_source else frozenset())
-        changes = {f.name: reorder_value(getattr(self, f.name), index, self._batch_dims.get(f.name, 0))
-                   for f in fields(self) if f.name not in skip}
-        if not within_source and "source_rows" in changes:   # rows from anywhere: no longer in groups
-            changes["source_rows"] = 1
+        changes = {}
+        for name in names - skip:
+            rows = index
+            if grouped and name in self._source_fields:   # stored once per source: each group's source
+                rows = torch.div(index[::rows_per_source], self.source_rows, rounding_mode="floor")
+            changes[name] = reorder_value(getattr(self, name), rows, self._batch_dims.get(name, 0))
+        if grouped:
+            changes["source_rows"] = int(rows_per_source)
         return replace(self, **changes)
 
     def grouped(self, rows_per_source):
-        """This state, told that its rows come in groups of `rows_per_source` consecutive rows decoding
-        one source (a beam search's W rows per example), for a state with a `source_rows` field (the
-        reinforced decoder's: its decoding step then reads each source once); other states as they are.
-        A reorder from rows of other sources (not `within_source`) forgets it."""
-        if "source_rows" not in {f.name for f in fields(self)}:
+        """This state, told that its rows come in groups of `rows_per_source` consecutive rows decoding one
+        source (a beam search's W rows per example), for a state with a `source_rows` field: its source
+        fields kept once per group (each group's first row: views, no copy), so its decoding step reads
+        each source once. Other states, and one already grouped so, as they are."""
+        W = int(rows_per_source)
+        if "source_rows" not in {f.name for f in fields(self)} or self.source_rows == W:
             return self
-        return replace(self, source_rows=int(rows_per_source))
+        if self.source_rows != 1:
+            raise ValueError(f"a state with {self.source_rows} rows per source cannot be regrouped by {W}")
+        return replace(self, source_rows=W, **{name: getattr(self, name)[::W] for name in self._source_fields})
+
+    def per_row(self, name):
+        """The source field `name` with one row per decoding row (a state with `source_rows` G > 1 keeps
+        one per source: repeated here)."""
+        value = getattr(self, name)
+        G = getattr(self, "source_rows", 1)
+        return value if G == 1 else value.repeat_interleave(G, dim=0)

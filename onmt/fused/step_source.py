@@ -88,28 +88,24 @@ class StepSource:
 
 
 class DecodingSource:
-    """keys (R, S, H) and memory (R, S, Hm) read by one decoding step without autograd (beam / greedy
-    search): the scores K q as (1 x H)(H x S) products on a transposed view of K, no copy (bmm's
-    (S x H)(H x 1) layout is ~10x slower on CPU: 1.7 ms against 0.17 at 150 rows, S 40, H 256, one thread),
-    the context as `StepSource` computes it. With `group` G > 1 the rows come in groups of G consecutive
-    rows with the same keys and memory (a beam's K hypotheses of one example: interface.grouped): each
-    group's source is read once, its G queries as one (G x H)(H x S) product, not G copies (at 150 rows,
-    S 35, H 256: 11 MB read per step instead of 55). Same values as the plain products to float32 rounding."""
+    """keys (R/G, S, H) and memory (R/G, S, Hm), one per source, read by one decoding step of R rows
+    without autograd (beam / greedy search): the scores K q as (1 x H)(H x S) products on a transposed
+    view of K, no copy (bmm's (S x H)(H x 1) layout is ~10x slower on CPU: 1.7 ms against 0.17 at 150
+    rows, S 40, H 256, one thread), the context as `StepSource` computes it. With `group` G > 1 the rows
+    come in groups of G consecutive rows decoding one source (a beam's K hypotheses of one example: the
+    state's source_rows, interface.py): each source is read once, its G queries as one (G x H)(H x S)
+    product, not G copies (at 150 rows, S 35, H 256: 11 MB read per step instead of 55). Same values as
+    the plain products over per-row copies, to float32 rounding."""
 
     def __init__(self, keys, memory, group=1):
-        self.keys, self.memory = keys, memory
-        self.group = group if group > 1 and keys.size(0) % group == 0 else 1
+        self.keys, self.memory, self.group = keys, memory, group
 
     def scores(self, query):
         """query (R, H) -> K query (R, S)."""
-        G = self.group
-        keys = self.keys[::G]                                                  # (R/G, S, H) one per source
-        q = query.to(keys.dtype).view(keys.size(0), G, -1)                     # (R/G, G, H)
-        return torch.bmm(q, keys.transpose(1, 2)).view(query.size(0), -1)      # (R, S)
+        q = query.to(self.keys.dtype).view(self.keys.size(0), self.group, -1)            # (R/G, G, H)
+        return torch.bmm(q, self.keys.transpose(1, 2)).view(query.size(0), -1)           # (R, S)
 
     def context(self, attn):
         """attn (R, S) -> attn M (R, Hm)."""
-        G = self.group
-        memory = self.memory[::G]                                              # (R/G, S, Hm)
-        a = attn.to(memory.dtype).view(memory.size(0), G, -1)                  # (R/G, G, S)
-        return torch.bmm(a, memory).view(attn.size(0), -1)                     # (R, Hm)
+        a = attn.to(self.memory.dtype).view(self.memory.size(0), self.group, -1)         # (R/G, G, S)
+        return torch.bmm(a, self.memory).view(attn.size(0), -1)                          # (R, Hm)

@@ -30,7 +30,9 @@ from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporal
 
 @dataclass
 class ReinforcedState(DecoderStateBase):
-    """Everything decoding needs; every tensor has the batch on dim 0 except `hidden` (dim 1)."""
+    """Everything decoding needs; every tensor has the batch on dim 0 except `hidden` (dim 1). The source
+    fields (memory, enc_keys, mask, src_ex, first_pos) hold one row per source: B / source_rows rows
+    (DecoderStateBase.per_row gives them per row)."""
     hidden: Tuple[torch.Tensor, torch.Tensor]  # (h, c), each (L, B, H)
     memory: torch.Tensor                       # (B, S, H) encoder states h^e
     enc_keys: torch.Tensor                     # (B, S, H) W^e_attn h^e, computed once
@@ -41,7 +43,7 @@ class ReinforcedState(DecoderStateBase):
     lse: Optional[torch.Tensor] = None         # (B, S) log sum_{j<t} exp(e_ji); None before step 1
     history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
     step: int = 0                              # decoding steps taken
-    source_rows: int = 1                       # consecutive rows decoding one source (interface.grouped)
+    source_rows: int = 1                       # G: rows per source; the source fields hold B/G rows (interface.py)
     out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (V, 3H), (V,) W_out, b_out once per batch
     out_packed: Optional[Any] = None           # fused, without autograd: out_weight as a PackedLinear
 
@@ -112,7 +114,10 @@ class ReinforcedDecoder(nn.Module):
         emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
         x = emb.squeeze(1)  # (B, E)
         h_t, hidden = lstm_step(self.rnn, x, state.hidden, decoding_gates(self.kernels, self.rnn, x, state.hidden[0]))
-        c_enc, attn, lse = self.enc_attn(h_t, state.enc_keys, state.memory, state.mask, state.lse,
+        # the source fields per row (a beam state keeps them once per example); a `source` reads them as stored
+        keys, memory = (state.enc_keys, state.memory) if source is not None else (
+            state.per_row("enc_keys"), state.per_row("memory"))  # (B, S, H) x2
+        c_enc, attn, lse = self.enc_attn(h_t, keys, memory, state.per_row("mask"), state.lse,
                                         source=source)  # (B, H) c^e_t, (B, S) a^e_t: eqs. 2-5
         intra = None
         if self.dec_attn is not None:

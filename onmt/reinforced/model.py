@@ -132,13 +132,14 @@ class ReinforcedModel(nn.Module):
         first step). All three are by-products of the step: nothing is computed for them."""
         o_t, attn, state, intra, fused = self._decoder_step(inputs, state)
         if fused and state.out_packed is not None:  # the fused decoding path
-            logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.src_ex, state.first_pos,
-                                                            state.n_oov, state.out_packed)  # (B, X), (B,)
+            logp, p_copy = pointer_generator_step_log_probs(self.generator, o_t, attn, state.per_row("src_ex"),
+                                                            state.per_row("first_pos"), state.n_oov,
+                                                            state.out_packed)  # (B, X), (B,)
         else:
             weight = state.out_weight if state.out_weight is not None else self.generator.out_weight()  # (V, 3H), (V,)
             weight = self.generator.pad_weight(weight, state.n_oov)  # (X, 3H), (X,)
-            logp, p_copy = self.generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov,
-                                          weight=weight, return_p_copy=True)  # (B, X), (B,)
+            logp, p_copy = self.generator(o_t, attn, state.per_row("src_ex"), state.per_row("first_pos"),
+                                          state.n_oov, weight=weight, return_p_copy=True)  # (B, X), (B,)
         return logp, state, _step_attns(attn, p_copy, intra)
 
     def decode_step_scores(self, inputs, state):
@@ -149,8 +150,9 @@ class ReinforcedModel(nn.Module):
             logp, state, attns = self.decode_step(inputs, state)
             return DenseScores(logp.float()), state, attns
         o_t, attn, state, intra, _ = self._decoder_step(inputs, state)
-        scores, p_copy = pointer_generator_step_scores(self.generator, o_t, attn, state.src_ex, state.first_pos,
-                                                       state.n_oov, state.out_packed)  # (B, X) scores, (B,)
+        scores, p_copy = pointer_generator_step_scores(self.generator, o_t, attn, state.per_row("src_ex"),
+                                                       state.per_row("first_pos"), state.n_oov,
+                                                       state.out_packed)  # (B, X) scores, (B,)
         return scores, state, _step_attns(attn, p_copy, intra)
 
     def _decoder_step(self, inputs, state):

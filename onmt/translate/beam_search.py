@@ -105,7 +105,8 @@ class BeamSearch:
         state = model.init_state(batch, model.encode(batch))
         W = 1 if extended_size(model, batch) >= K else K
         if W > 1:
-            state = state.reorder(torch.arange(B, device=device).repeat_interleave(W))  # rows (B*W,)
+            state = state.reorder(torch.arange(B, device=device).repeat_interleave(W),
+                                  rows_per_source=W)                                    # rows (B*W,)
         scores = torch.full((B, W), NEG_INF, device=device)                          # (B, W)
         scores[:, 0] = 0.0                    # the W copies of <s> are one hypothesis: expand only one
         return BeamState(
@@ -134,7 +135,7 @@ class BeamSearch:
         rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
         # rows stay within their example; from B rows to B*K the per-source fields grow too; the next
         # inputs are the new tokens, not the old inputs reordered
-        beam = beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)})
+        beam = beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)}, rows_per_source=K)
         pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(B, K) if self.coverage.active else None
         raw = self.coverage.raw(top_scores, pen)                                       # (B, K)
         if self.dump is not None:

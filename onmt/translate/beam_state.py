@@ -47,17 +47,19 @@ class BeamState:
     def row_fields(self):
         return [f.name for f in fields(self) if f.name not in self.EXAMPLE_FIELDS]
 
-    def reorder(self, rows, within_source=False, replacing=None):
+    def reorder(self, rows, within_source=False, replacing=None, rows_per_source=1):
         """The beam whose row i is row rows[i] (rows (R',)); within_source: every new row comes from
         a row of the same example (backpointers), so the source-only fields stay as they are.
         replacing: {row field: its new value, R' rows} for the fields the caller overwrites anyway (a
-        step's next inputs): set, not reordered first, so the beam is never half moved."""
+        step's next inputs): set, not reordered first, so the beam is never half moved. rows_per_source:
+        the new rows come in groups of that many consecutive rows of one example; the model's state then
+        selects its per-source fields instead of copying them per row."""
         replacing = replacing or {}
         unknown = set(replacing) - set(self.row_fields())
         if unknown:
             raise ValueError(f"only row fields can replace their reordered value, not {sorted(unknown)}")
         skip = self.EXAMPLE_FIELDS | set(replacing) | (self.SOURCE_FIELDS if within_source else frozenset())
-        changes = {name: _reordered(getattr(self, name), rows, within_source)
+        changes = {name: _reordered(getattr(self, name), rows, within_source, rows_per_source)
                    for name in self.row_fields() if name not in skip}
         return replace(self, **changes, **replacing)
 
@@ -65,13 +67,13 @@ class BeamState:
         """The beam of the examples `keep` (B',) only, in that order."""
         W = self.width
         rows = (keep.unsqueeze(1) * W + torch.arange(W, device=keep.device)).view(-1)   # (B'*W,)
-        out = self.reorder(rows)
+        out = self.reorder(rows, rows_per_source=W)
         return replace(out, **{name: getattr(self, name)[keep] for name in self.EXAMPLE_FIELDS})
 
 
-def _reordered(value, rows, within_source):
+def _reordered(value, rows, within_source, rows_per_source):
     if hasattr(value, "reorder"):                   # the model's decoder state
-        return value.reorder(rows, within_source=within_source)
+        return value.reorder(rows, within_source=within_source, rows_per_source=rows_per_source)
     if isinstance(value, dict):
         return {k: v.index_select(0, rows) for k, v in value.items()}
     return reorder_value(value, rows)

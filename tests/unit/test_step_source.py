@@ -1,5 +1,6 @@
 """StepSource (onmt/fused/step_source.py) against plain bmm products and the plain intra-temporal
 attention (Paulus et al. eqs. 2-5) under autograd."""
+import pytest
 import torch
 
 from onmt.fused.step_source import StepSource
@@ -99,40 +100,49 @@ def test_decoding_source_equals_the_plain_products():
 
 
 def test_grouped_decoding_source_reads_each_source_once_with_the_same_values():
-    """group G: rows come in groups of G with one source (a beam's K hypotheses); each group's keys and
-    memory are read once (the first row of the group), the values those of the per-row products. A
-    group that does not divide the rows falls back to per-row products."""
+    """group G: rows come in groups of G with one source (a beam's K hypotheses), the keys and memory held
+    once per source; the values those of the per-row products over per-row copies."""
     from onmt.fused.step_source import DecodingSource
     torch.manual_seed(0)
     B, G, S = 4, 3, 9
-    keys, memory = torch.randn(B, S, 8).repeat_interleave(G, 0), torch.randn(B, S, 5).repeat_interleave(G, 0)
+    keys, memory = torch.randn(B, S, 8), torch.randn(B, S, 5)   # (B, S, H), (B, S, Hm) one per source
     q, attn = torch.randn(B * G, 8), torch.softmax(torch.randn(B * G, S), 1)
-    want_s, want_c = torch.bmm(keys, q.unsqueeze(2)).squeeze(2), torch.bmm(attn.unsqueeze(1), memory).squeeze(1)
+    per_row_keys, per_row_memory = keys.repeat_interleave(G, 0), memory.repeat_interleave(G, 0)
+    want_s = torch.bmm(per_row_keys, q.unsqueeze(2)).squeeze(2)                 # (B*G, S)
+    want_c = torch.bmm(attn.unsqueeze(1), per_row_memory).squeeze(1)            # (B*G, Hm)
     source = DecodingSource(keys, memory, G)
-    assert source.group == G
     torch.testing.assert_close(source.scores(q), want_s)
     torch.testing.assert_close(source.context(attn), want_c)
-    poisoned = keys.clone()
-    poisoned[1] += 100.0    # not the group's first row: never read
-    torch.testing.assert_close(DecodingSource(poisoned, memory, G).scores(q), want_s)
-    assert DecodingSource(keys, memory, 5).group == 1   # 12 rows are no groups of 5
+    ungrouped = DecodingSource(per_row_keys, per_row_memory)
+    torch.testing.assert_close(ungrouped.scores(q), want_s)
+    torch.testing.assert_close(ungrouped.context(attn), want_c)
 
 
-def test_a_state_is_grouped_only_while_its_rows_stay_within_their_sources():
-    """interface.grouped: the reinforced state records the rows per source; a reorder within the sources
-    keeps it, any other reorder forgets it (rows could come from anywhere); states without the field
-    are returned as they are."""
+def test_a_state_keeps_its_source_fields_once_per_source_while_its_rows_come_in_groups():
+    """interface.py: the reinforced state's source fields hold one row per source_rows rows; grouped()
+    takes each group's first row (views), a reorder within the sources keeps them, a reorder in groups of
+    one source selects each group's source, any other reorder gives one per row; per_row() repeats them.
+    States without the field are returned as they are."""
     from helpers.toy_models import ToyState
     from onmt.reinforced.decoder import ReinforcedState
     R, S, H = 6, 4, 2
-    t = torch.zeros(R, S, H)
-    state = ReinforcedState(hidden=(torch.zeros(1, R, H), torch.zeros(1, R, H)), memory=t, enc_keys=t,
+    memory = torch.arange(R, dtype=torch.float).view(R, 1, 1).expand(R, S, H).contiguous()  # row r holds r
+    state = ReinforcedState(hidden=(torch.zeros(1, R, H), torch.zeros(1, R, H)), memory=memory, enc_keys=memory,
                             mask=torch.ones(R, S, dtype=torch.bool), src_ex=torch.zeros(R, S, dtype=torch.long),
                             first_pos=torch.zeros(R, S, dtype=torch.long), n_oov=0)
     grouped = state.grouped(3)
     assert state.source_rows == 1 and grouped.source_rows == 3
+    assert grouped.memory[:, 0, 0].tolist() == [0, 3] and grouped.memory.data_ptr() == memory.data_ptr()
+    assert torch.equal(grouped.per_row("memory")[:, 0, 0], torch.tensor([0., 0, 0, 3, 3, 3]))
+    assert grouped.grouped(3) is grouped
     rows = torch.tensor([2, 0, 1, 5, 5, 3])
-    assert grouped.reorder(rows, within_source=True).source_rows == 3
-    assert grouped.reorder(rows).source_rows == 1
+    within = grouped.reorder(rows, within_source=True)
+    assert within.source_rows == 3 and within.memory is grouped.memory
+    regrouped = grouped.reorder(torch.tensor([4, 5, 3, 3, 0, 1, 1, 2]), rows_per_source=4)  # two groups of 4
+    assert regrouped.source_rows == 4 and regrouped.memory[:, 0, 0].tolist() == [3, 0]
+    anywhere = grouped.reorder(rows)
+    assert anywhere.source_rows == 1 and anywhere.memory[:, 0, 0].tolist() == [0, 0, 0, 3, 3, 3]
+    with pytest.raises(ValueError):
+        anywhere.grouped(2).grouped(3)
     toy = ToyState.__new__(ToyState)
     assert toy.grouped(3) is toy
