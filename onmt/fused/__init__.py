@@ -89,8 +89,9 @@ Paulus (9)-(12): log p(y) over the extended vocabulary at one decoding step, wit
     test   tests/unit/test_step_mixture.py::test_step_log_probs_equal_the_plain_generator
 Paulus (9)-(12): a beam step's top K (and bans, best token) of log p, without autograd (beam / greedy search)
     plain  decode_step's log p (R, X) as modules/step_scores.DenseScores     onmt/modules/step_scores.py
-    fused  mixture_scores.MixtureScores (pointer_generator_step_scores): the logits as the product wrote them,
-           one log-softmax pass for the normalizer, the mixture on the source words apart; no (R, X) written
+    fused  mixture_scores.MixtureScores (step_mixture.pointer_generator_step_scores, and See (9):
+           copy_generator_step_scores): the logits as the product wrote them, one log-softmax pass for the
+           normalizer, the mixture on the source words apart; no (R, X) written
     test   tests/unit/test_mixture_scores.py::test_beam_topk_and_best_equal_the_ranking_of_every_candidate
 Paulus (12), See (9): the generation log-probabilities and the mixture without autograd (any generator)
     plain  copy_mixture.generation_log_probs, copy_mixture.scatter_mixture   onmt/modules/copy_mixture.py

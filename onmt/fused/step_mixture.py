@@ -8,7 +8,9 @@ softmax is written in cache-sized row blocks into the (N, X) output (`generation
 the copy mass is scattered in place (`scatter_mixture`). Same values as the plain forward up to float32
 rounding of the product's summation order. See et al.'s CopyGenerator, built with fused kernels,
 decodes through the same two functions (given to it as `generation` and `scatter`); under autograd
-they are the plain formulas of onmt/modules/copy_mixture.py.
+they are the plain formulas of onmt/modules/copy_mixture.py. The searches ask a step for bans, its top K
+and best token only: `pointer_generator_step_scores` and `copy_generator_step_scores` give the same
+step as a mixture_scores.MixtureScores, without the (N, X) output written.
 """
 import torch
 import torch.nn.functional as F
@@ -16,6 +18,7 @@ import torch.nn.functional as F
 from onmt.fused.kernels import gradients_wanted
 from onmt.fused.mixture_scores import MixtureScores
 from onmt.modules import copy_mixture
+from onmt.modules.copy_generator import vocab_logits
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources
 from onmt.modules.precision import float32_region, widen
 
@@ -79,3 +82,18 @@ def pointer_generator_step_scores(generator, o, attn, src_ex, first_pos, n_oov, 
         log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, 1) x2
         scores = MixtureScores(logits, log_gen_switch, log_copy_switch, attn, src_ex, first_pos, n_oov)
         return scores, log_copy_switch.squeeze(1).exp()  # (N,)
+
+
+@torch.no_grad()
+def copy_generator_step_scores(generator, dec, src_ex, first_pos, n_oov, linear):
+    """See et al.'s CopyGenerator at one decoding step (dec: its DecoderOutput, (N, ...)) as a
+    mixture_scores.MixtureScores, and 1 - p_gen (N,). linear: the vocabulary projection to use (decoding's
+    packed copy of generator.linear). The same switch, logits (PAD at the lowest value) and mixture as
+    CopyGenerator.forward (eqs. 4, 8, 9)."""
+    with float32_region(dec.out):
+        features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (N, 2H+E)
+        switch = generator.switch(features).float()  # (N, 1) logit of p_gen (eq. 8)
+        logits = vocab_logits(linear, widen(dec.out))  # (N, V) eq. 4 before the softmax
+        scores = MixtureScores(logits, F.logsigmoid(switch), F.logsigmoid(-switch), dec.attn.float(), src_ex,
+                               first_pos, n_oov)
+        return scores, torch.sigmoid(-switch).squeeze(1)  # (N,)

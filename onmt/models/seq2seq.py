@@ -23,6 +23,7 @@ from onmt.models.rnn_decoder import RNNDecoder
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
+from onmt.modules.step_scores import DenseScores
 
 
 class NMTModel(nn.Module):
@@ -116,6 +117,18 @@ class NMTModel(nn.Module):
         linear = self._decoding_linear() if decoding_only(self.kernels) else None
         logp, attns = self._generate(dec, state, linear)
         return logp, state, attns
+
+    def decode_step_scores(self, inputs, state):
+        """decode_step with log p as step scores (interface.py): the copy model's fused decoding gives a
+        mixture_scores.MixtureScores (the searches' top K without the (B, X) log-probabilities written),
+        every other case decode_step's tensor as a DenseScores."""
+        if not (self.copy and decoding_only(self.kernels)):
+            logp, state, attns = self.decode_step(inputs, state)
+            return DenseScores(logp.float()), state, attns
+        dec, state = self.decoder.step(self.embed_target(inputs), state)
+        scores, p_copy = step_mixture.copy_generator_step_scores(self.generator, dec, state.src_ex, state.first_pos,
+                                                                 state.n_oov, self._decoding_linear())
+        return scores, state, self._attns(dec, p_copy)
 
     def train(self, mode=True):
         if mode:  # no stale or idle packed weight while training; eval() keeps it (translate() calls eval())

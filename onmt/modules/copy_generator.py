@@ -30,7 +30,7 @@ from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, re
 from onmt.modules.precision import float32_region, widen
 
 
-def _vocab_logits(linear, out):
+def vocab_logits(linear, out):
     """W h~ in float32 with the PAD column pushed to the lowest value: (B, [T,] V). Call inside a float32
     region with a widened `out`."""
     logits = linear(out).float()
@@ -78,7 +78,7 @@ class Generator(nn.Module):
         """dec: DecoderOutput -> (B, [T,] V) log-probabilities (the copy arguments are ignored).
         linear: a callable computing what `self.linear` computes (decoding passes a packed copy)."""
         with float32_region(dec.out):
-            return torch.log_softmax(_vocab_logits(self.linear if linear is None else linear, widen(dec.out)), dim=-1)
+            return torch.log_softmax(vocab_logits(self.linear if linear is None else linear, widen(dec.out)), dim=-1)
 
 
 class CopyGenerator(nn.Module):
@@ -113,7 +113,7 @@ class CopyGenerator(nn.Module):
             features = torch.cat([widen(dec.context), widen(dec.rnn_out), widen(dec.emb)], dim=-1)  # (B, [T,] 2H+E)
             switch = self.switch(features).float()  # (B, [T,] 1) logit of p_gen (eq. 8)
             proj = self.linear if linear is None else linear
-            logits = _vocab_logits(proj, widen(dec.out))  # (B, [T,] V) eq. 4 before the softmax
+            logits = vocab_logits(proj, widen(dec.out))  # (B, [T,] V) eq. 4 before the softmax
             shape = logits.shape[:-1]
             V, S = logits.size(-1), src_ex.size(-1)
             logits = logits.reshape(-1, V)  # (N, V)

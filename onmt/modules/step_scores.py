@@ -15,7 +15,6 @@ example's top K continuations over its W rows (beam search) and each row's best 
 step's scores without writing that tensor (interface.py `decode_step_scores`: the reinforced model's
 onmt/fused/mixture_scores.py). Every method works in place: the caller owns the fresh step output.
 """
-import torch
 
 from onmt.modules.beam_topk import beam_topk
 
@@ -23,11 +22,11 @@ NEG_INF = float("-inf")
 
 
 def exclusion(where, shape, like):
-    """-inf where `where` (or everywhere when None), +inf elsewhere: values for scatter_reduce_ "amin"."""
+    """-inf where `where` (or everywhere when None), +inf elsewhere, in like's dtype and device (made there:
+    no host-to-device copy): the values of a scatter_reduce_ "amin" that bans where asked."""
     if where is None:
         return like.new_full(shape, NEG_INF)
-    inf = torch.tensor(float("inf"), dtype=like.dtype, device=like.device)
-    return torch.where(where, -inf, inf)
+    return like.new_full(shape, float("inf")).masked_fill_(where, NEG_INF)
 
 
 class DenseScores:

@@ -175,8 +175,11 @@ def apply_rules(scores, history, step, *, min_length, max_length, block_ngram_re
     if step >= max_length:   # wins over min_length
         rules.allow_only_(EOS)
         return scores
-    banned = [PAD, BOS] + ([EOS] if step < min_length else [])
-    rules.ban_(torch.tensor(banned, device=history.device).expand(history.size(0), len(banned)))  # (R, n)
+    banned = history.new_full((history.size(0), 3 if step < min_length else 2), PAD)  # (R, n) made on the device
+    banned[:, 1] = BOS
+    if step < min_length:
+        banned[:, 2] = EOS
+    rules.ban_(banned)
     if block_ngram_repeat > 0 and step >= block_ngram_repeat:
         block_ngrams_(rules, history, block_ngram_repeat, ignore_ids)
     return scores
