@@ -32,8 +32,10 @@ See (1)-(3), (10)-(11) with the LSTM cell and input feeding: the whole teacher-f
     test   tests/unit/test_decoder_pass.py::test_fused_pass_equals_the_step_loop_values_and_gradients
 The LSTM cell's gates at a decoding step (every decoder), without autograd, the decoding precision set
     plain  lstm_step: x W_ih^T + b_ih + h W_hh^T + b_hh per layer            onmt/modules/lstm_step.py
-    fused  low_precision.decoding_gates: [x ; h] [W_ih ; W_hh]^T prepared once (fp32 packed, bf16, int8)
-    test   tests/unit/test_low_precision.py::test_decoding_gates_are_one_prepared_product_per_layer
+    fused  low_precision.decoding_gates: [x ; h] [W_ih ; W_hh]^T prepared once (fp32 packed, bf16, int8),
+           the g rows doubled so that the cell's tanh(g) and tanh(c) come from sigmoids (DecodingLSTMLayer)
+    test   tests/unit/test_low_precision.py::test_decoding_gates_are_one_prepared_product_per_layer,
+           tests/unit/test_low_precision.py::test_a_prepared_lstm_layer_is_the_cell_with_tanh_from_sigmoids
 The encoder's RNN at -precision bf16 / int8, without autograd
     plain  nn.LSTM / nn.GRU in float32                                        onmt/models/rnn_encoder.py
     fused  low_precision.run_rnn (encoder_lowered): bfloat16 autocast, or quantize_dynamic's int8 module

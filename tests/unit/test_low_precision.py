@@ -233,3 +233,26 @@ def test_cpu_description_names_the_flags_that_decide_the_precisions_speed(monkey
     assert line.endswith("cores, flags avx2 avx512_bf16") and "sse2" not in line
     monkeypatch.setattr(hardware, "cpu_flags", lambda: set())
     assert hardware.cpu_description().endswith("flags none of " + " ".join(hardware.SPEED_FLAGS))
+
+
+def test_a_prepared_lstm_layer_is_the_cell_with_tanh_from_sigmoids():
+    """DecodingLSTMLayer: its product is [x ; h] [W_ih ; W_hh]^T + b with the g rows doubled, its cell the
+    LSTM cell (lstm_step's formula) to float32 rounding, tanh(g) and tanh(c) both from sigmoids; large
+    pre-activations saturate as tanh does."""
+    from onmt.modules.lstm_step import _cell
+    g = torch.Generator().manual_seed(0)
+    H, D = 32, 48
+    w, b = torch.randn(4 * H, D, generator=g) * 0.3, torch.randn(4 * H, generator=g)
+    layer = low_precision.DecodingLSTMLayer(w, b, "fp32")
+    x_h, c_prev = torch.randn(7, D, generator=g) * 2, torch.randn(7, H, generator=g)
+    z = torch.addmm(b, x_h, w.t())                                     # (7, 4H) the plain pre-activations
+    got_z = layer(x_h)
+    torch.testing.assert_close(got_z[:, 2 * H:3 * H], 2 * z[:, 2 * H:3 * H], atol=1e-5, rtol=1e-6)
+    torch.testing.assert_close(got_z[:, :2 * H], z[:, :2 * H], atol=1e-5, rtol=1e-6)
+    h, c = layer.cell(got_z, c_prev)
+    want_h, want_c = _cell(z, c_prev)
+    torch.testing.assert_close(h, want_h, atol=1e-6, rtol=0)
+    torch.testing.assert_close(c, want_c, atol=1e-6, rtol=0)
+    big = torch.full((2, 4 * H), 60.0)
+    h, c = low_precision.DecodingLSTMLayer.cell(big, torch.full((2, H), 50.0))
+    assert torch.equal(h, torch.ones(2, H)) and torch.equal(c, torch.full((2, H), 51.0))
