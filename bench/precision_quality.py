@@ -67,7 +67,8 @@ def counted_run(model, src, batch_size, device, more=()):
     name = "decode_step_scores" if hasattr(session.model, "decode_step_scores") else "decode_step"
     step = getattr(session.model, name)
     setattr(session.model, name, lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state))
-    counter = FlopCounterMode(display=False, custom_mapping={torch.ops.mkldnn._linear_pointwise: _packed_flops})
+    packed = getattr(torch.ops.mkldnn, "_linear_pointwise", None)   # absent from a build without oneDNN
+    counter = FlopCounterMode(display=False, custom_mapping={packed: _packed_flops} if packed is not None else {})
     with counter:
         translate_lines(opt, session, src, show_progress=False)
     flops = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
