@@ -133,8 +133,9 @@ class BeamSearch:
         origin = torch.div(top_ids, X, rounding_mode="floor")                          # (B, K) beam of origin
         token = top_ids - origin * X                                                   # (B, K)
         rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
-        # rows stay within their example; from B rows to B*K the per-source fields grow too; the next
-        # inputs are the new tokens, not the old inputs reordered
+        # rows stay within their example, K of them per example (from B rows to B*K at the first step: a
+        # state keeping its source once per example keeps it); the next inputs are the new tokens, not the
+        # old inputs reordered
         beam = beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)}, rows_per_source=K)
         pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(B, K) if self.coverage.active else None
         raw = self.coverage.raw(top_scores, pen)                                       # (B, K)
