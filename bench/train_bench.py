@@ -83,7 +83,7 @@ def main():
           f"tgt {a.tgt_len}, batch {a.batch_size}, device {a.device}, threads {torch.get_num_threads()}")
     print(f"train: {tok_s:.0f} target tokens/s ({dt / a.steps:.2f} s/step)")
     print(f"model FLOPs per target token (fwd+bwd, analytic): {fpt / 1e6:.1f} MFLOP")
-    print(f"fp32 matmul peak (2048^3 mm): {peak / 1e9:.1f} GFLOP/s")
+    print(f"fp32 matmul peak (2048^3, the faster of torch.mm and oneDNN): {peak / 1e9:.1f} GFLOP/s")
     print(f"model FLOPs utilization: {100 * tok_s * fpt / peak:.1f}%")
     exp_elements = a.batch_size * (a.tgt_len + 1) * a.tgt_vocab   # the gold softmax's one exp over (B*T, V)
     print(floor_line(dt / a.steps, fpt * tokens / a.steps, peak, exp_elements,
