@@ -75,8 +75,10 @@ Paulus (13): W_out = tanh(E_tgt W_proj), once per training pass (float32 on the 
     test   tests/unit/test_tied_weight.py::test_tanh_product_values_and_gradients_equal_the_formula
 Paulus (9), See (4) and (6): log softmax(o W^T + b)[y*]
     plain  log_softmax(F.linear(o, W, b)).gather(1, y*)
-    fused  gold_softmax.gold_log_softmax (and logit_stats): one (N, V) buffer for forward and backward
-    test   tests/unit/test_gold_softmax.py::test_gold_log_softmax_against_autograd
+    fused  gold_softmax.gold_log_softmax (and logit_stats): one (N, V) buffer for forward and backward, the
+           gradient products on the CPU by oneDNN's inner product (gradient_product: faster than sgemm here)
+    test   tests/unit/test_gold_softmax.py::test_gold_log_softmax_against_autograd,
+           tests/unit/test_gold_softmax.py::test_float32_gradients_equal_the_float64_ones_to_float32_rounding
 Paulus (9)-(13): log p(y*) of the mixture
     plain  PointerGenerator.forward(...).gather(1, y*)                       onmt/reinforced/pointer_generator.py
     fused  gold_mixture.pointer_generator_gold_log_prob (gold_mixture): no (N, X) distribution

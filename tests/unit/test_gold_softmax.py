@@ -128,3 +128,31 @@ def test_gold_log_softmax_of_many_rows_takes_the_packed_product(monkeypatch):
     z = gold_log_softmax(o, w, b, gold, cols, -1e4)[0]
     ref = torch.log_softmax(torch.addmm(b, o, w.t()).double(), 1).gather(1, gold[:, None]).squeeze(1)
     assert built and torch.allclose(z.double(), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+def test_float32_gradients_equal_the_float64_ones_to_float32_rounding(onednn, monkeypatch):
+    """In float32 the gradients of o and W come from gradient_product (oneDNN's inner product on the
+    CPU, or plain matmul): both equal float64 autograd's to float32 rounding."""
+    monkeypatch.setattr(gold_softmax, "ONEDNN_GRADIENTS", onednn)
+    g = torch.Generator().manual_seed(1)
+    N, D, V = 37, 24, 700
+    o64, w64, b64 = torch.randn(N, D, generator=g), torch.randn(V, D, generator=g) * 0.3, torch.randn(V, generator=g)
+    gold, cols = torch.randint(0, V, (N,), generator=g), torch.randint(0, V, (N, 3), generator=g)
+    weights = torch.randn(N, generator=g)
+    grads = []
+    for dtype in (torch.float32, torch.float64):
+        o, w, b = (t.to(dtype).requires_grad_() for t in (o64, w64, b64))
+        z = gold_log_softmax(o, w, b, gold, cols, -1e4)[0]
+        grads.append(torch.autograd.grad((z * weights.to(dtype)).sum(), (o, w)))
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got.double(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_product_is_the_product_of_the_views():
+    g = torch.Generator().manual_seed(2)
+    a, b = torch.randn(30, 50, generator=g), torch.randn(50, 20, generator=g)   # a @ b
+    want = a.double() @ b.double()
+    torch.testing.assert_close(gold_softmax.gradient_product(a, b.t()).double(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(gold_softmax.gradient_product(a.t().contiguous().t(), b.t().contiguous()).double(),
+                               want, rtol=1e-5, atol=1e-5)
