@@ -10,9 +10,10 @@ choose; -translate_opts adds translate.py options), fp32 first and again last (t
 the machine's drift). Prints, per precision: sentences/s (the translation call alone, after one warm-up
 batch), its speed over fp32's (the mean time of the two fp32 runs), ROUGE-1/2/L F1 against -tgt, the
 difference from fp32 and the paired bootstrap's two-sided p-value of that difference
-(onmt/evaluation/bootstrap.py, 1000 samples), and the share of predictions identical to fp32's. Then the fp32 translation against its float32 floor: every product it
-makes (counted in one more, untimed, fp32 translation: FlopCounterMode's mm / addmm / bmm and oneDNN's
-packed products) at the measured matmul peak, plus one exp pass over each step's (rows x V) logits.
+(onmt/evaluation/bootstrap.py, 1000 samples), and the share of predictions identical to fp32's. Then the
+fp32 translation against its float32 floor: every product it makes (counted in one more, untimed, fp32
+translation: FlopCounterMode's mm / addmm / bmm and oneDNN's packed products) at the measured matmul
+peak, plus one exp pass over each step's (rows x V) logits.
 """
 import argparse
 import math
