@@ -62,10 +62,7 @@ def pointer_generator_step_log_probs(generator, o, attn, src_ex, first_pos, n_oo
     unpadded W_out, b_out). Returns log p (N, X) and p(u=1) (N,).
     """
     with float32_region(o):
-        o, attn = widen(o), widen(attn)
-        logits = packed(o)  # (N, V) (9) W_out o_t + b_out
-        switch = generator.switch(o)  # (N, 1) (11) the logit of p(u=1)
-        log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, 1) x2
+        logits, attn, log_copy_switch, log_gen_switch = _pointer_generator_step(generator, o, attn, packed)
         gen = generation_log_probs(logits, log_gen_switch, n_oov)  # (N, X) log p(u=0) p(y | u=0)
         logp = scatter_mixture(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X) (10) and (12)
         return logp, log_copy_switch.squeeze(1).exp()  # (N, X), (N,)
@@ -76,12 +73,17 @@ def pointer_generator_step_scores(generator, o, attn, src_ex, first_pos, n_oov, 
     """`pointer_generator_step_log_probs` as a mixture_scores.MixtureScores (the searches' top K without the
     (N, X) log-probabilities written) and p(u=1) (N,)."""
     with float32_region(o):
-        o, attn = widen(o), widen(attn)
-        logits = packed(o)  # (N, V) (9) W_out o_t + b_out
-        switch = generator.switch(o)  # (N, 1) (11) the logit of p(u=1)
-        log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, 1) x2
+        logits, attn, log_copy_switch, log_gen_switch = _pointer_generator_step(generator, o, attn, packed)
         scores = MixtureScores(logits, log_gen_switch, log_copy_switch, attn, src_ex, first_pos, n_oov)
         return scores, log_copy_switch.squeeze(1).exp()  # (N,)
+
+
+def _pointer_generator_step(generator, o, attn, packed):
+    """The step's float32 pieces, inside a float32 region: the logits (N, V) W_out o_t + b_out (eq. 9), the
+    attention (N, S), log p(u=1) and log p(u=0) (N, 1) each (eq. 11)."""
+    o, attn = widen(o), widen(attn)
+    switch = generator.switch(o)  # (N, 1) (11) the logit of p(u=1)
+    return packed(o), attn, F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, V), (N, S), (N, 1) x2
 
 
 @torch.no_grad()

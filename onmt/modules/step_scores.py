@@ -16,9 +16,7 @@ step's scores without writing that tensor (interface.py `decode_step_scores`: th
 onmt/fused/mixture_scores.py). Every method works in place: the caller owns the fresh step output.
 """
 
-from onmt.modules.beam_topk import beam_topk
-
-NEG_INF = float("-inf")
+from onmt.modules.beam_topk import NEG_INF, beam_topk
 
 
 def exclusion(where, shape, like):
