@@ -122,9 +122,9 @@ class BeamSearch:
         """One step: decode the R rows, keep each example's top K continuations (the rows follow the
         backpointers), set aside those that produced </s>. Returns the new beam and (B,) the best final
         score a live hypothesis of each example can still reach."""
-        # the W rows of an example decode one source (a state that can use it reads it once)
-        scores, state, attns = decode_step_scores(self.model, beam.inputs,
-                                                  beam.state.grouped(beam.width))     # log p of (R, X)
+        # the W rows of an example decode one source: the reorders below (and start's) say so with
+        # rows_per_source, so a state that can use it already holds its source once per example
+        scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)  # log p of (R, X)
         X = scores.X
         apply_rules(scores, beam.history, step, **self.rules)
         beam = self._cover(beam, state, attns)
