@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/compare_upstream.py [-steps 300] [-translate_n 500] [-rounds 2]
                                                [-workdir runs/compare_upstream] [-skip_install]
+                                               [-device cuda] [-upstream_python PY -upstream_pythonpath P]
 
 The model is See et al.'s pointer-generator with coverage: a bidirectional LSTM encoder (2 x 128),
 an LSTM decoder of 256, embeddings 128 shared between encoder and decoder, MLP attention, copy
@@ -24,9 +25,15 @@ perplexity (token NLL, no coverage term), and ROUGE of both last-round outputs w
 `onmt_evaluate -pred ours -pred upstream -bootstrap 1000` (paired bootstrap).
 
 Upstream is installed under -workdir/venv_upstream (OpenNMT-py==3.5.1 --no-deps beside torch==2.13.0
-and its other requirements; upstream pins torch<2.3 but runs on this torch), and run through
+and its other requirements; upstream pins torch<2.3 but runs on this torch), or taken as it is from
+-upstream_python with -upstream_pythonpath on its PYTHONPATH (the GPU machine, where nothing can be
+installed from the network: bench/gpu_prepare.sh carries its wheels), and run through
 bench/upstream_wrapper.py, which patches upstream at import time (see its docstring for each
-workaround); nothing in upstream's site-packages is edited.
+workaround); nothing in upstream's site-packages is edited. Our processes keep the caller's PYTHONPATH;
+upstream's get -upstream_pythonpath alone, so neither meets the other's `onmt`.
+
+-device cuda trains and translates both sides on GPU 0 (ours -gpu 0, upstream gpu_ranks [0] and -gpu 0),
+at fp32, fp16 and bf16 where the GPU has it (upstream has no bf16: our bf16 is set against its fp16).
 """
 import argparse
 import glob
@@ -34,6 +41,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -80,11 +88,20 @@ def _rss(pid):
         return 0
 
 
-def run(cmd, log_path, cwd=ROOT, env_extra=None):
-    """Run cmd (stdout+stderr to log_path), one thread; (exit code, wall s, peak RSS of the tree in MiB, log text)."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1",
-               PYTHONWARNINGS="ignore", **(env_extra or {}))
-    env.pop("PYTHONPATH", None)
+def _env(pythonpath=None):
+    """This process's environment with PYTHONPATH `pythonpath` (None: as it is; "": none)."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env.pop("PYTHONPATH", None)
+        env.update({"PYTHONPATH": pythonpath} if pythonpath else {})
+    return env
+
+
+def run(cmd, log_path, cwd=ROOT, pythonpath=None):
+    """Run cmd (stdout+stderr to log_path), one thread; (exit code, wall s, peak RSS of the tree in MiB, log text).
+    pythonpath: the process's PYTHONPATH (None: the caller's; "": none)."""
+    env = dict(_env(pythonpath), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="1",
+               PYTHONWARNINGS="ignore")
     t = time.perf_counter()
     with open(log_path, "w") as log:
         log.write("$ " + " ".join(cmd) + "\n")
@@ -115,6 +132,24 @@ def must(rc, text, what, log_path):
 
 
 # ---------------------------------------------------------------- install and data
+
+def upstream_python(a, w):
+    """(upstream's python, its processes' PYTHONPATH): -upstream_python as it is, or -workdir/venv_upstream,
+    installed there first unless -skip_install."""
+    if a.upstream_python:   # a path (relative to here: upstream runs in -workdir) or a command on PATH
+        upy = shutil.which(a.upstream_python)
+        if upy is None:
+            fail(f"-upstream_python {a.upstream_python}: no such program")
+        return os.path.abspath(upy), a.upstream_pythonpath
+    venv = os.path.join(w, "venv_upstream")
+    upy = os.path.join(venv, "bin", "python")
+    if a.skip_install:
+        if not os.path.exists(upy):
+            fail(f"-skip_install but {upy} does not exist")
+    else:
+        print(f"installing upstream OpenNMT-py 3.5.1 into {venv} ...", flush=True)
+        upy = install(venv)
+    return upy, a.upstream_pythonpath
 
 def install(venv):
     py = os.path.join(venv, "bin", "python")
@@ -159,6 +194,8 @@ def upstream_config(a, w, data, kind):
                   "bucket_size: 10000", "num_workers: 0", "seed: 3435",
                   f"train_steps: {a.steps}", f"valid_steps: {a.steps}", f"save_checkpoint_steps: {a.steps}",
                   f"report_every: {report}", f"save_model: {w}/upstream/model"]
+        if a.device == "cuda":
+            lines += ["world_size: 1", "gpu_ranks: [0]"]
     path = os.path.join(w, f"upstream_{kind}.yaml")
     write_lines(path, lines)
     return path
@@ -213,26 +250,32 @@ def parse(argv):
     p.add_argument("-rounds", type=int, default=2, help="ours, upstream, ours, upstream, ...: this many pairs")
     p.add_argument("-workdir", default=os.path.join(ROOT, "runs", "compare_upstream"))
     p.add_argument("-skip_install", action="store_true", help="use -workdir/venv_upstream as it is")
+    p.add_argument("-upstream_python", default="",
+                   help="run upstream with this python as it is (no venv, no install; implies -skip_install)")
+    p.add_argument("-upstream_pythonpath", default="",
+                   help="upstream's processes' PYTHONPATH (with -upstream_python: where its wheels were installed)")
+    p.add_argument("-device", choices=("cpu", "cuda"), default="cpu", help="both sides train and translate here")
     p.add_argument("-data", default=os.path.join(os.path.dirname(ROOT), "shared", "data", "gigaword"),
                    help="folder with {train,valid}.{src,tgt}.txt")
     p.add_argument("-vocab_size", type=int, default=20000, help="shared vocabulary, words (specials apart)")
     p.add_argument("-length", type=int, default=20, help="-min_length = -max_length of the translations")
     p.add_argument("-bootstrap", type=int, default=1000)
     p.add_argument("-precisions", default="",
-                   help="comma-separated -precision values each side translates at (default: fp32,int8, and bf16 "
-                        "for ours where this CPU has native bfloat16); upstream has no bf16")
+                   help="comma-separated -precision values each side translates at (default: fp32,int8 on the CPU, "
+                        "fp32,fp16 on CUDA, and bf16 for ours where the device runs it fast); upstream has no bf16")
     a = p.parse_args(argv)
-    a.precisions = a.precisions.split(",") if a.precisions else default_precisions()
+    a.precisions = a.precisions.split(",") if a.precisions else default_precisions(a.device)
     return a
 
 
-def default_precisions():
-    """fp32 and int8 (upstream's CPU choices), and bf16 where this host runs it fast (ours only)."""
+def default_precisions(device="cpu"):
+    """fp32 and upstream's fast choice on the device (int8 on the CPU, fp16 on CUDA), and bf16 where the
+    device runs it fast (ours only)."""
     from onmt.hardware import precision_problem
-    return ["fp32", "int8"] + ([] if precision_problem("bf16", "cpu") else ["bf16"])
+    return ["fp32", "int8" if device == "cpu" else "fp16"] + ([] if precision_problem("bf16", device) else ["bf16"])
 
 
-def translate_side(side, base_cmd, pred, fig, a, tag, logs, cwd):
+def translate_side(side, base_cmd, pred, fig, a, tag, logs, cwd, pythonpath):
     """Translate the test sources once per precision (-precision; upstream skips bf16, which it lacks):
     fig gets tr_sents_s_<precision> (the fp32 run also as tr_sents_s, its output in `pred` for ROUGE),
     tr_wall / tr_rss / out_len of the fp32 run."""
@@ -242,7 +285,7 @@ def translate_side(side, base_cmd, pred, fig, a, tag, logs, cwd):
         out = pred if precision == "fp32" else pred.replace(".txt", f"_{precision}.txt")
         cmd = base_cmd + ["-output", out, "-precision", precision]
         print(f"  {side} translating {a.translate_n} sentences at -precision {precision} ...", flush=True)
-        rc, wall, rss, text = run(cmd, f"{logs}/{tag}_translate_{precision}.log", cwd=cwd)
+        rc, wall, rss, text = run(cmd, f"{logs}/{tag}_translate_{precision}.log", cwd=cwd, pythonpath=pythonpath)
         must(rc, text, f"{side} translation at -precision {precision}", f"{logs}/{tag}_translate_{precision}.log")
         m = re.findall(r"COMPARE_TRANSLATE_SECONDS=([0-9.]+)", text)
         fig[f"tr_sents_s_{precision}"] = a.translate_n / (float(m[-1]) if m else wall)
@@ -265,33 +308,28 @@ def main(argv=None):
     for name in ("train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"):
         if not os.path.exists(os.path.join(a.data, name)):
             fail(f"{os.path.join(a.data, name)} is missing (-data)")
-    venv = os.path.join(w, "venv_upstream")
-    upy = os.path.join(venv, "bin", "python")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores; every process runs alone with "
-          f"OMP_NUM_THREADS=1; load before start {os.getloadavg()[0]:.2f}", flush=True)
-    if a.skip_install:
-        if not os.path.exists(upy):
-            fail(f"-skip_install but {upy} does not exist")
+    upy, upath = upstream_python(a, w)
+    if a.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            fail("-device cuda but torch.cuda.is_available() is False")
+        where = f"GPU 0 ({torch.cuda.get_device_name(0)})"
     else:
-        print(f"installing upstream OpenNMT-py 3.5.1 into {venv} ...", flush=True)
-        upy = install(venv)
-    r = subprocess.run([upy, "-c", "import onmt, torch; print(onmt.__version__, torch.__version__)"],
-                       capture_output=True, text=True, cwd=w)
+        where = "the CPU"
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPU cores; both sides on {where}; every process "
+          f"runs alone with OMP_NUM_THREADS=1; load before start {os.getloadavg()[0]:.2f}", flush=True)
+    wrapper = os.path.join(HERE, "upstream_wrapper.py")
+    r = subprocess.run([upy, wrapper, "check"], capture_output=True, text=True, cwd=w, env=_env(upath))
     if r.returncode:
-        fail(f"upstream's python cannot import onmt: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
-    versions = r.stdout.split()
-    print(f"upstream OpenNMT-py {versions[0]} on torch {versions[1]}", flush=True)
-    r = subprocess.run([upy, os.path.join(ROOT, "bench", "upstream_wrapper.py"), "check"],
-                       capture_output=True, text=True, cwd=w)
-    if r.returncode:
-        fail(f"bench/upstream_wrapper.py's patches do not apply to upstream: "
+        fail(f"upstream does not import, or bench/upstream_wrapper.py's patches do not apply to it: "
              f"{(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    print(r.stdout.strip(), flush=True)   # its version, torch's, and the stand-ins
 
     # data: one vocabulary for both, the first translate_n validation pairs for translation
     logs = os.path.join(w, "logs")
     cfg = upstream_config(a, w, a.data, "vocab")
-    rc, _, _, text = run([os.path.join(venv, "bin", "onmt_build_vocab"), "-config", cfg],
-                         f"{logs}/build_vocab.log", cwd=w)
+    rc, _, _, text = run([upy, wrapper, "build_vocab", "-config", cfg], f"{logs}/build_vocab.log", cwd=w,
+                         pythonpath=upath)
     must(rc, text, "upstream onmt_build_vocab", f"{logs}/build_vocab.log")
     cmd = [sys.executable, os.path.join(ROOT, "preprocess.py"), "-train_src", f"{a.data}/train.src.txt",
            "-train_tgt", f"{a.data}/train.tgt.txt", "-valid_src", f"{a.data}/valid.src.txt",
@@ -309,7 +347,8 @@ def main(argv=None):
 
     results = {"ours": [], "upstream": []}
     report = max(1, a.steps // 10)
-    tr_opts = ["-beam_size", "5", "-batch_size", "32", "-min_length", str(a.length), "-max_length", str(a.length)]
+    tr_opts = ["-beam_size", "5", "-batch_size", "32", "-min_length", str(a.length), "-max_length", str(a.length),
+               "-gpu", "0" if a.device == "cuda" else "-1"]
     for rnd in range(a.rounds):
         for side in ("ours", "upstream"):
             tag = f"{side}_r{rnd + 1}"
@@ -321,28 +360,27 @@ def main(argv=None):
                        "-lambda_coverage", "1", "-dropout", "0.3", "-param_init", "0.1", "-max_grad_norm", "5",
                        "-normalization", "tokens", "-seed", "3435", "-train_steps", str(a.steps),
                        "-valid_steps", str(a.steps), "-save_checkpoint_steps", str(a.steps),
-                       "-report_every", str(report)]
+                       "-report_every", str(report), "-gpu", "0" if a.device == "cuda" else "-1"]
                 model = f"{w}/ours/model_step_{a.steps}.pt"
                 tcmd = [sys.executable, os.path.abspath(__file__), "--ours-translate", "-model", model,
                         "-src", test_src] + tr_opts
-                cwd = ROOT
+                cwd, pythonpath = ROOT, None
             else:
-                wrapper = os.path.join(HERE, "upstream_wrapper.py")
                 cmd = [upy, wrapper, "train", "-config", train_cfg]
                 model = f"{w}/upstream/model_step_{a.steps}.pt"
-                tcmd = [upy, wrapper, "translate", "-model", model, "-src", test_src,
-                        "-batch_type", "sents", "-gpu", "-1"] + tr_opts
-                cwd = w  # not the repository root: upstream's `onmt` must not meet this project's
+                tcmd = [upy, wrapper, "translate", "-model", model, "-src", test_src, "-batch_type", "sents"] + tr_opts
+                # not the repository root, and its own PYTHONPATH: upstream's `onmt` must not meet this project's
+                cwd, pythonpath = w, upath
             for old in glob.glob(f"{w}/{side}/model_step_*.pt") + glob.glob(f"{w}/{side}/model_best.pt"):
                 os.remove(old)   # train.py refuses a -save_model holding an earlier run's best checkpoint
             print(f"round {rnd + 1}: {side} training {a.steps} steps ...", flush=True)
-            rc, wall, rss, text = run(cmd, f"{logs}/{tag}_train.log", cwd=cwd)
+            rc, wall, rss, text = run(cmd, f"{logs}/{tag}_train.log", cwd=cwd, pythonpath=pythonpath)
             must(rc, text, f"{side} training", f"{logs}/{tag}_train.log")
             fig = train_figures(text, side)
             if side == "ours":
                 fig["vocab"] = ours_vocab
             fig.update(train_wall=wall, train_rss=rss)
-            translate_side(side, tcmd, f"{w}/{side}/pred.txt", fig, a, tag, logs, cwd)
+            translate_side(side, tcmd, f"{w}/{side}/pred.txt", fig, a, tag, logs, cwd, pythonpath)
             results[side].append(fig)
             print(f"  {json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in fig.items()})}",
                   flush=True)

@@ -4,16 +4,18 @@ per -precision."""
 
 def precision_rows(a, res):
     """The table's rows of translation speed per -precision: ours against upstream at the same precision
-    (upstream has no bf16: ours against upstream's int8, its fastest CPU setting, there)."""
+    (upstream has no bf16: ours against upstream's fastest setting on the device there, int8 on the CPU,
+    fp16 on CUDA)."""
     def mean(side, key):
         vals = [r.get(key) for r in res[side]]
         return sum(vals) / len(vals) if vals and None not in vals else None
+    fastest = "fp16" if getattr(a, "device", "cpu") == "cuda" else "int8"
     lines = []
     for precision in a.precisions:
         key = f"tr_sents_s_{precision}"
         ours, theirs = mean("ours", key), mean("upstream", key)
-        against = "" if theirs else " (upstream: none; ratio to its int8)"
-        theirs = theirs or mean("upstream", "tr_sents_s_int8")
+        against = "" if theirs else f" (upstream: none; ratio to its {fastest})"
+        theirs = theirs or mean("upstream", f"tr_sents_s_{fastest}")
         cell = lambda side: " / ".join(f"{r[key]:.2f}" if key in r else "-" for r in res[side])  # noqa: E731
         lines.append(f"| translation sentences/s at -precision {precision}{against} | {cell('ours')} | "
                      f"{cell('upstream')} | {f'{ours / theirs:.2f}×' if ours and theirs else ''} |")
@@ -43,8 +45,9 @@ def print_table(a, res, ev):
         ("translation output length (tokens, mean)", "out_len", "{:.1f}", False),
     ]
     print()
-    print(f"Ours vs upstream OpenNMT-py 3.5.1, {a.steps} steps, {a.translate_n} sentences, {a.rounds} round(s) "
-          f"A B{' A B' * (a.rounds - 1)} (values per round)")
+    print(f"Ours vs upstream OpenNMT-py 3.5.1 on {'GPU 0' if getattr(a, 'device', 'cpu') == 'cuda' else 'the CPU'}, "
+          f"{a.steps} steps, {a.translate_n} sentences, {a.rounds} round(s) A B{' A B' * (a.rounds - 1)} "
+          "(values per round)")
     print("| figure | ours | upstream | ours / upstream |")
     print("| --- | --- | --- | --- |")
     for label, key, fmt, show_ratio in rows:

@@ -12,7 +12,11 @@
 #    step against the ML step (bench/mixed_step_bench.py, rollouts of 100 tokens);
 # 4. beam translation of the toy test set at each precision this GPU runs (fp32, bf16, fp16;
 #    onmt/hardware.py refuses int8 on CUDA), sentences/s and ROUGE against fp32 (bench/precision_quality.py);
-# 5. a 1-GPU torchrun of the reinforced model (100 steps).
+# 5. a 1-GPU torchrun of the reinforced model (100 steps);
+# 6. ours against upstream OpenNMT-py 3.5.1 (bench/compare_upstream.py -device, 100 steps, 200 sentences at
+#    each precision) where SUITE_UPSTREAM_PYTHON names a python that runs upstream.
+# On the lent GPU machine run it through bench/gpu_device.sh (which installs the wheels bench/gpu_prepare.sh
+# fetched here and sets the SUITE_ variables).
 # Each piece runs under `timeout` within what is left of SUITE_BUDGET seconds (default 570 on CUDA): a piece
 # cut off is a TIMED OUT row, a piece with no time left a skipped one, so the suite ends within the budget.
 # With no CUDA device it stops at once with one line saying so (exit status 2). NOT YET RUN ON A GPU:
@@ -121,6 +125,22 @@ if [ "$DEVICE" = cuda ]; then
     -data "$WORK/prep/data" -save_model "$WORK/torchrun" -reinforced -gpu 0 -train_steps 100 -valid_steps 100 \
     -save_checkpoint_steps 100 -rnn_size 128 -word_vec_size 64 -batch_size 32; rc=$?
   row "torchrun 1 GPU" "$(outcome $rc "$WORK/torchrun.log")"
+fi
+# 6. the upstream comparison (bench/compare_upstream.py) on this device, where upstream can be run: SUITE_UPSTREAM_PYTHON
+#    (with SUITE_UPSTREAM_PYTHONPATH; bench/gpu_device.sh sets both) on SUITE_COMPARE_DATA
+if [ -n "${SUITE_UPSTREAM_PYTHON:-}" ]; then
+  piece 150 "$WORK/compare_upstream.log" "$PY" bench/compare_upstream.py -device "$DEVICE" \
+    -upstream_python "$SUITE_UPSTREAM_PYTHON" -upstream_pythonpath "${SUITE_UPSTREAM_PYTHONPATH:-}" \
+    -data "${SUITE_COMPARE_DATA:-../shared/data/gigaword}" -workdir "$WORK/compare_upstream" \
+    -steps "${SUITE_COMPARE_STEPS:-100}" -translate_n 200 -rounds 1 -bootstrap 100; rc=$?
+  # its table's speed rows, "| figure | ours | upstream | ratio |", as "figure: ours A, upstream B, ratio"
+  found=$(grep -E "^\| (training target tokens/s|translation sentences/s at)" "$WORK/compare_upstream.log" |
+    awk -F'|' '{for (i = 2; i <= 5; i++) gsub(/^ +| +$/, "", $i); print $2 ": ours " $3 ", upstream " $4 ", " $5}' |
+    paste -sd '\t' | sed 's/\t/; /g')
+  if [ $rc = 0 ]; then res="$found"; else res="$(outcome $rc "$WORK/compare_upstream.log")${found:+; $found}"; fi
+  row "upstream comparison (bench/compare_upstream.py -steps ${SUITE_COMPARE_STEPS:-100}, 200 sentences)" "$res"
+else
+  row "upstream comparison" "not run: SUITE_UPSTREAM_PYTHON unset (bench/gpu_device.sh sets it)"
 fi
 row "suite" "$(( $(date +%s) - T0 )) s of the budget's $BUDGET s"
 echo; cat "$TABLE"

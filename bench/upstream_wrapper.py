@@ -1,9 +1,10 @@
 """Runs upstream OpenNMT-py 3.5.1 (with ITS python, from bench/compare_upstream.py) with the harness's
 workarounds, patched at import time; nothing in upstream's site-packages is changed.
 
+    <upstream venv>/bin/python bench/upstream_wrapper.py build_vocab -config C.yaml
     <upstream venv>/bin/python bench/upstream_wrapper.py train -config C.yaml
     <upstream venv>/bin/python bench/upstream_wrapper.py translate -model M.pt -src S -output O ...
-    <upstream venv>/bin/python bench/upstream_wrapper.py check   # every patch applies, nothing runs
+    <upstream venv>/bin/python bench/upstream_wrapper.py check   # versions; every patch applies, nothing runs
 
 Every `onmt` imported here is upstream's package (onmt.utils.loss, onmt.models.model, ...), never this
 project's: tests/unit/test_upstream_wrapper.py keeps a rename in this project from reaching this file.
@@ -21,12 +22,47 @@ Workarounds:
 - translating a copy model fails with KeyError: 'src_map': the inference iterator is built without
   copy support; the wrapper builds it with copy=True.
 - timing: prints `COMPARE_TRANSLATE_SECONDS=<s>` for the file inference alone (no start-up, no model load).
+- upstream imports every transform and its CTranslate2 engine at start-up, and with them spacy
+  (terminology), ahocorasick and rapidfuzz (fuzzy matching), fasttext (clean) and ctranslate2: where one
+  is not installed (the GPU machine's image has none, and carrying them all would not fit,
+  bench/gpu_prepare.sh), the wrapper puts a stand-in module in its place that fails, naming it, as soon
+  as anything in it is called. The comparison uses no transform and no CTranslate2, so nothing calls them.
 """
+import importlib.util
 import os
 import sys
 import time
+import types
 
 os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+
+
+# upstream's imports at start-up that the comparison never calls (see the docstring)
+UNUSED_MODULES = ("spacy", "ahocorasick", "rapidfuzz", "fasttext", "ctranslate2")
+
+
+class _Absent(types.ModuleType):
+    """A module that is not installed: any name in it is another _Absent; calling one fails, naming it."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Absent(f"{self.__name__}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"upstream_wrapper: {self.__name__} was called, but {self.__name__.split('.')[0]} is "
+                           "not installed (a stand-in: bench/upstream_wrapper.py)")
+
+
+def stub_unused_modules():
+    """Puts an _Absent stand-in in sys.modules for each of UNUSED_MODULES that is not installed (upstream
+    imports them as `import spacy`, `from rapidfuzz import fuzz, process`: no submodules); their names."""
+    stubbed = []
+    for name in UNUSED_MODULES:
+        if name not in sys.modules and importlib.util.find_spec(name) is None:
+            sys.modules[name] = _Absent(name)
+            stubbed.append(name)
+    return stubbed
 
 
 def patch_statistics():
@@ -83,13 +119,21 @@ def patch_inference():
 
 def main():
     what, rest = sys.argv[1], sys.argv[2:]
+    stubbed = stub_unused_modules()
     patch_statistics()
     if what == "check":
         patch_checkpoint_keys()
         patch_inference()
-        print("upstream_wrapper: every patch applies")
+        import torch
+
+        import onmt
+        print(f"upstream OpenNMT-py {onmt.__version__} on torch {torch.__version__}: every patch applies"
+              + (f"; stand-ins for {', '.join(stubbed)}" if stubbed else ""))
         return
-    if what == "train":
+    if what == "build_vocab":
+        from onmt.bin.build_vocab import main as entry
+        sys.argv = ["onmt_build_vocab"] + rest
+    elif what == "train":
         from onmt.bin.train import main as entry
         sys.argv = ["onmt_train"] + rest
     elif what == "translate":
@@ -98,7 +142,7 @@ def main():
         from onmt.bin.translate import main as entry
         sys.argv = ["onmt_translate"] + rest
     else:
-        sys.exit(f"upstream_wrapper: unknown command {what!r} (train, translate, check)")
+        sys.exit(f"upstream_wrapper: unknown command {what!r} (build_vocab, train, translate, check)")
     entry()
 
 

@@ -19,6 +19,19 @@ def test_gpu_suite_fails_loudly_without_cuda(tmp_path):
     assert not (tmp_path / "work").exists()   # nothing done before the check
 
 
+def test_gpu_device_refuses_without_the_prepared_wheels_and_data(tmp_path):
+    """bench/gpu_device.sh (the suite as one device call) needs bench/gpu_prepare.sh's folder first: one line."""
+    out = tmp_path / "out"
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "gpu_device.sh")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "GPU_DIR": str(tmp_path / "no_gpu_dir"),
+                                                   "OUT": str(out)})
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"gpu_device: {tmp_path / 'no_gpu_dir'} holds no wheels or data: run bash bench/gpu_prepare.sh first, "
+        f"and carry {tmp_path / 'no_gpu_dir'}"]
+    assert not out.exists()
+
+
 @pytest.mark.slow   # ~2 minutes: six short trainings, the three step benchmarks, translation at each precision
 def test_gpu_suite_cpu_pieces_end_in_one_table_of_passes(tmp_path):
     """SUITE_DEVICE=cpu runs every piece but the CUDA tests, fp16 and torchrun: each has its row, nothing
@@ -44,4 +57,5 @@ def test_gpu_suite_cpu_pieces_end_in_one_table_of_passes(tmp_path):
                           ("| See et al. step", "target tokens/s"), ("| mixed step / ML step", "mixed step / ML step:"),
                           ("| translate (reinforced)  fp32 ", "100.0%")):
         assert any(row.startswith(label) and figure in row for row in rows), label
+    assert "| upstream comparison | not run: SUITE_UPSTREAM_PYTHON unset" in text   # bench/gpu_device.sh sets it
     assert rows[-1].startswith("| suite | ")

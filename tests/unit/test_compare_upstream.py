@@ -2,6 +2,7 @@
 against upstream's int8 (upstream has no bf16), and the default precisions of the host."""
 import importlib.util
 import os
+import shutil
 
 import onmt.hardware as hardware
 
@@ -33,3 +34,29 @@ def test_default_precisions_follow_the_host(monkeypatch):
     assert mod.parse([]).precisions == ["fp32", "int8"]
     monkeypatch.setattr(hardware, "native_bf16_cpu", lambda: True)
     assert mod.parse([]).precisions == ["fp32", "int8", "bf16"]
+
+
+def test_on_cuda_our_bf16_is_set_against_upstreams_fp16(monkeypatch):
+    mod = _module()
+    monkeypatch.setattr(hardware, "precision_problem", lambda precision, device: None)
+    a = mod.parse(["-device", "cuda"])
+    assert a.precisions == ["fp32", "fp16", "bf16"]
+    res = {"ours": [{"tr_sents_s_fp32": 300.0, "tr_sents_s_fp16": 500.0, "tr_sents_s_bf16": 450.0}],
+           "upstream": [{"tr_sents_s_fp32": 100.0, "tr_sents_s_fp16": 150.0}]}
+    rows = mod.precision_rows(a, res)
+    assert rows[1].endswith("| 3.33× |")
+    assert "upstream: none; ratio to its fp16" in rows[2] and rows[2].endswith("| 3.00× |")
+
+
+def test_upstream_runs_with_its_own_pythonpath_and_ours_with_the_callers(tmp_path, monkeypatch):
+    mod = _module()
+    monkeypatch.setenv("PYTHONPATH", "/ours/site")
+    script = "import os; print(os.environ.get('PYTHONPATH', '<none>'))"
+    for pythonpath, seen in ((None, "/ours/site"), ("/upstream/site", "/upstream/site"), ("", "<none>")):
+        rc, _, _, text = mod.run(["python3", "-c", script], str(tmp_path / "log"), pythonpath=pythonpath)
+        assert rc == 0 and text.splitlines()[-1] == seen
+    a = mod.parse(["-upstream_python", "python3", "-upstream_pythonpath", "/upstream/site"])
+    assert mod.upstream_python(a, str(tmp_path)) == (shutil.which("python3"), "/upstream/site")   # nothing installed
+    assert not (tmp_path / "venv_upstream").exists()
+    assert "PYTHONPATH" not in mod._env("") and mod._env("/u")["PYTHONPATH"] == "/u"
+    assert mod._env()["PYTHONPATH"] == "/ours/site"

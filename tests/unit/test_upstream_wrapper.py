@@ -10,8 +10,8 @@ WRAPPER = os.path.join(ROOT, "bench", "upstream_wrapper.py")
 
 # what the wrapper imports from upstream OpenNMT-py 3.5.1's package (`from onmt.models import model`
 # reads as onmt.models); a rename in this project that reaches the wrapper changes this set
-UPSTREAM_IMPORTS = {"onmt.utils.loss", "onmt.models", "onmt.inference_engine",
-                    "onmt.bin.train", "onmt.bin.translate"}
+UPSTREAM_IMPORTS = {"onmt", "onmt.utils.loss", "onmt.models", "onmt.inference_engine",
+                    "onmt.bin.build_vocab", "onmt.bin.train", "onmt.bin.translate"}
 
 
 def _onmt_imports(path):
@@ -35,3 +35,32 @@ def test_a_renamed_import_is_caught(tmp_path):
     bad.write_text("import onmt.inference_engine as ie\n\n\ndef f():\n    from onmt.losses.ml import LossCompute\n")
     found = _onmt_imports(str(bad))
     assert found == {"onmt.inference_engine", "onmt.losses.ml"} and found != UPSTREAM_IMPORTS
+
+
+def _wrapper_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("upstream_wrapper", WRAPPER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_missing_optional_module_gets_a_stand_in_that_fails_when_called(monkeypatch):
+    import sys
+
+    import pytest
+    mod = _wrapper_module()
+    monkeypatch.setattr(mod, "UNUSED_MODULES", ("no_such_module_xyz", "json"))
+    monkeypatch.delitem(sys.modules, "no_such_module_xyz", raising=False)
+    try:
+        assert mod.stub_unused_modules() == ["no_such_module_xyz"]   # json is installed: left alone
+        import json
+
+        from no_such_module_xyz import fuzz, process  # upstream's import form
+        assert not isinstance(json, mod._Absent)
+        with pytest.raises(RuntimeError, match="no_such_module_xyz.process.extract was called, but "
+                                               "no_such_module_xyz is not installed"):
+            process.extract("a", ["b"])
+        assert fuzz.ratio.__class__ is mod._Absent
+    finally:
+        sys.modules.pop("no_such_module_xyz", None)
