@@ -65,10 +65,11 @@ class Summarizer:
         self.session, self.device = session, device
 
     @classmethod
-    def load(cls, path, device="cpu", precision="fp32"):
+    def load(cls, path, device="cpu", precision="fp32", compile=False):
         """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
         decoding in `precision` (translate.py's -precision: "fp32", "bf16", "fp16" or "int8"; one
-        OptionError where the device cannot run it fast). As translate.py does, the process then keeps
+        OptionError where the device cannot run it fast); `compile`: translate.py's -compile (the mlp
+        attention's scores through torch.compile). As translate.py does, the process then keeps
         freed memory for reuse (onmt/utils/memory.py: each decoding step's (rows x X) scores are not
         mapped afresh; without it int8 decoding ran ~15 % slower here)."""
         from onmt.translate.session import load_session
@@ -81,7 +82,7 @@ class Summarizer:
             raise opts.OptionError(f"device={str(device)!r}: CUDA is not available here; use device='cpu'")
         if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
             raise opts.OptionError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s)")
-        session = load_session(path, device, precision)
+        session = load_session(path, device, precision, compile)
         reuse_freed_memory()
         return cls(session, device)
 

@@ -172,6 +172,20 @@ def compile_decoder_step(model):
     return model
 
 
+def compile_decoding(model):
+    """translate -compile: every mlp attention's scores (See et al.'s, Bahdanau's) through torch.compile
+    (onmt/fused/step_attention.compiled_mlp_scores), put on the attention instances; nothing else of the
+    model changes. Returns how many attentions now score compiled (0: the model has no mlp attention)."""
+    from onmt.fused.step_attention import compiled_mlp_scores
+    from onmt.modules.global_attention import GlobalAttention
+    attentions = [m for m in model.modules() if isinstance(m, GlobalAttention) and m.attn_type == "mlp"]
+    if attentions:
+        score = compiled_mlp_scores()
+        for attention in attentions:
+            attention._mlp_score = score
+    return len(attentions)
+
+
 def _shape(t):
     return "x".join(map(str, t.shape)) or "a scalar"
 

@@ -84,7 +84,7 @@ def main(argv=None):
     tgt_lines = list(read_lines(opt.tgt, "-tgt")) if opt.tgt else None
     if tgt_lines is not None:
         check_line_counts("-src", len(src_lines), "-tgt", len(tgt_lines))
-    session = load_session(opt.model, device, opt.precision)
+    session = load_session(opt.model, device, opt.precision, opt.compile)
     beam_history = [] if opt.dump_beam else None
     with Inspection(opt) as inspection:
         profiler = None

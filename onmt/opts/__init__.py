@@ -66,6 +66,7 @@ from onmt.opts.update import (
     update_translate_opts,
 )
 from onmt.opts.validate import (
+    check_compile,
     check_model_numbers,
     check_precision,
     check_saved_model_types,
@@ -92,7 +93,8 @@ __all__ = [
     "option_names", "resolve_train_run", "resolve_translate_run", "resume_adds_parameters", "update_evaluate_opts",
     "update_model_opts", "update_plot_attention_opts", "update_prepare_opts", "update_preprocess_opts",
     "update_saved_model_opts", "update_train_opts", "update_translate_opts", "check_model_numbers",
-    "check_precision", "check_saved_model_types", "paper_differences", "paper_note", "validate_evaluate_opts",
+    "check_compile", "check_precision", "check_saved_model_types", "paper_differences", "paper_note",
+    "validate_evaluate_opts",
     "validate_model_opts", "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts",
     "validate_train_opts", "validate_train_run", "validate_translate_opts", "validate_translate_run",
 ]

@@ -207,10 +207,7 @@ def validate_train_opts(opt):
         if not torch.cuda.is_available():
             raise OptionError("-gpu_ranks given but CUDA is not available")
     if opt.compile:
-        from onmt.hardware import compile_problem
-        problem = compile_problem("cuda" if opt.gpu >= 0 or opt.gpu_ranks else "cpu")
-        if problem:
-            raise OptionError(f"-compile: {problem}")
+        check_compile("cuda" if opt.gpu >= 0 or opt.gpu_ranks else "cpu")
 
 
 def validate_train_run(opt):
@@ -248,6 +245,8 @@ def validate_translate_opts(opt):
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
     _check_gpu(opt.gpu)
     check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
+    if opt.compile:
+        check_compile("cuda" if opt.gpu >= 0 else "cpu")
 
 
 def validate_translate_run(opt):
@@ -265,6 +264,14 @@ def check_precision(precision, device_type):
     problem = precision_problem(precision, device_type)
     if problem:
         raise OptionError(f"-precision {precision}: {problem}")
+
+
+def check_compile(device_type):
+    """-compile on a device of `device_type`: one OptionError saying why where torch.compile cannot build."""
+    from onmt.hardware import compile_problem
+    problem = compile_problem(device_type)
+    if problem:
+        raise OptionError(f"-compile: {problem}")
 
 
 MIN_BOOTSTRAP = 100   # fewer resamples cannot place the 2.5% and 97.5% percentiles (nor a p-value of 0.01)

@@ -67,15 +67,22 @@ def model_from_checkpoint(ckpt, device, name=None):
     return model, vocabs, model_opt
 
 
-def load_session(path, device, precision="fp32"):
+def load_session(path, device, precision="fp32", compile=False):
     """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
-    (-precision: checked first, one OptionError where the device cannot run it fast)."""
+    (-precision: checked first, one OptionError where the device cannot run it fast); `compile`
+    (-compile): its mlp attention scores through torch.compile (model_builder.compile_decoding)."""
     from onmt.fused.packed_linear import set_decoding_precision
     from onmt.utils.checkpoint import load_checkpoint
     opts.check_precision(precision, torch.device(device).type)
     ckpt = load_checkpoint(path, device="cpu")
     model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path)
     set_decoding_precision(model, precision)
+    if compile:
+        from onmt.model_builder import compile_decoding
+        opts.check_compile(torch.device(device).type)
+        n = compile_decoding(model)
+        logger.info(f"-compile: {n} mlp attention(s) score through torch.compile, compiled on first use" if n else
+                    "-compile: this model has no mlp attention; nothing is compiled")
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 

@@ -33,12 +33,13 @@ def trained(tmp_path_factory):
     return models, src
 
 
-def _translate(ckpt, src, precision):
+def _translate(ckpt, src, precision, compile=False):
     opt = opts.parse_with_given(opts.translate_parser(), ["-model", ckpt, "-src", "-", "-beam_size", "3", "-n_best",
                                                           "2", "-precision", precision])
     opts.update_translate_opts(opt)
     with torch_threads(1):
-        return translate_lines(opt, load_session(ckpt, torch.device("cpu"), precision), src, show_progress=False)
+        session = load_session(ckpt, torch.device("cpu"), precision, compile)
+        return translate_lines(opt, session, src, show_progress=False)
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -54,3 +55,19 @@ def test_low_precision_keeps_clear_predictions(monkeypatch, trained, family, pre
     diffs = [abs(low[i][0].score - ref[i][0].score) for i in clear]
     assert max(diffs) < 0.1 and 0 < sum(diffs)   # close, and really computed in low precision
 
+
+
+def test_compiled_mlp_attention_gives_the_same_predictions(trained, caplog):
+    """translate -compile on See et al.'s family (mlp attention with copy): every prediction as without it,
+    scores to float32 rounding; on the reinforced model (no mlp attention) nothing is compiled, said once."""
+    from onmt.hardware import compile_problem
+    if compile_problem("cpu"):
+        pytest.skip(compile_problem("cpu"))
+    models, src = trained
+    ref, got = _translate(models["copy"], src, "fp32"), _translate(models["copy"], src, "fp32", compile=True)
+    assert "-compile: 1 mlp attention(s) score through torch.compile" in caplog.text
+    assert [r[0].tokens for r in got] == [r[0].tokens for r in ref]
+    assert max(abs(g[0].score - r[0].score) for g, r in zip(got, ref)) < 1e-4
+    caplog.clear()
+    _translate(models["reinforced"], src[:2], "fp32", compile=True)
+    assert "-compile: this model has no mlp attention; nothing is compiled" in caplog.text

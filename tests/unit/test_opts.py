@@ -308,3 +308,15 @@ def test_compile_without_a_compiler_is_refused_in_one_line(monkeypatch):
     with pytest.raises(OptionError, match=re.escape("-compile: torch.compile needs a C++ compiler on the CPU")):
         _train_opt("-compile")
     assert _train_opt().compile is False   # off by default: nothing is checked
+
+
+def test_translate_compile_without_a_compiler_is_refused_in_one_line(monkeypatch):
+    import shutil
+    monkeypatch.delenv("CXX", raising=False)
+    parse = lambda *extra: opts.translate_parser().parse_args(["-model", "m", "-src", "s", *extra])  # noqa: E731
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/g++" if name == "g++" else None)
+    opts.validate_translate_opts(parse("-compile"))   # a compiler: accepted
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(OptionError, match=re.escape("-compile: torch.compile needs a C++ compiler on the CPU")):
+        opts.validate_translate_opts(parse("-compile"))
+    opts.validate_translate_opts(parse())   # off by default: nothing is checked

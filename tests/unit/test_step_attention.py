@@ -119,3 +119,30 @@ def test_blocked_mlp_scores_equal_the_plain_formula(coverage, grad, monkeypatch)
             got = fused.score(query, keys, cov)
         assert got.requires_grad == grad
         assert torch.allclose(got, want, atol=1e-12)
+
+
+def test_compiled_mlp_scores_equal_the_plain_formula_at_every_shape():
+    """translate -compile's scorer (compiled_mlp_scores): the plain tanh formula's scores without autograd,
+    at several batch and source sizes with and without coverage (one dynamic graph each); under autograd
+    it is mlp_scores_blocked, gradients and all."""
+    from onmt.fused.step_attention import compiled_mlp_scores
+    from onmt.hardware import compile_problem
+    if compile_problem("cpu"):
+        pytest.skip(compile_problem("cpu"))
+    torch.manual_seed(0)
+    plain = GlobalAttention(16, attn_type="mlp", coverage=True)
+    compiled = GlobalAttention(16, attn_type="mlp", coverage=True, mlp_score=compiled_mlp_scores())
+    compiled.load_state_dict(plain.state_dict())
+    for rows, src_len, coverage in ((6, 5, True), (15, 9, True), (4, 3, False), (10, 12, False)):
+        query, keys = torch.randn(rows, 16), 3 * torch.randn(rows, src_len, 16)
+        cov = torch.rand(rows, src_len) if coverage else None
+        with torch.no_grad():
+            want, got = plain.score(query, keys, cov), compiled.score(query, keys, cov)
+        assert got.shape == (rows, src_len) and torch.allclose(got, want, atol=1e-5), (rows, src_len, coverage)
+    query = torch.randn(3, 16, requires_grad=True)
+    keys, cov = torch.randn(3, 4, 16), torch.rand(3, 4)
+    got = compiled.score(query, keys, cov)
+    assert got.requires_grad
+    (g_got,) = torch.autograd.grad(got.sum(), query)
+    (g_want,) = torch.autograd.grad(plain.score(query, keys, cov).sum(), query)
+    assert torch.allclose(g_got, g_want, atol=1e-6)
