@@ -187,7 +187,7 @@ class DecoderStateBase:
     extended ids): a reorder `within_source=True` (each new row comes from a row decoding the same
     source, as beam backpointers do) keeps them as they are instead of copying them every step.
 
-    A state with a `source_rows` field G (the reinforced decoder's) keeps its source fields once per
+    A state with a `source_rows` field G (the reinforced and the RNN decoders') keeps its source fields once per
     source: R/G rows, row r of the state decoding stored source r // G (G = 1: one per row, as
     others). A reorder told that its new rows come in groups of G' rows of one source (a beam's first
     step, examples leaving) selects each group's source instead of copying it per row; any other reorder
@@ -232,4 +232,4 @@ class DecoderStateBase:
         one per source: repeated here)."""
         value = getattr(self, name)
         G = getattr(self, "source_rows", 1)
-        return value if G == 1 else value.repeat_interleave(G, dim=0)
+        return value if G == 1 or value is None else value.repeat_interleave(G, dim=0)

@@ -42,13 +42,37 @@ def mlp_scores_blocked(q, keys, cov, v, w_c):
     """GlobalAttention.mlp_score, v . tanh(keys + q [+ w_c cov]) (B, S), in cache-sized row blocks (the
     (B, S, H) temporaries of a large beam batch would not fit in cache), each block without autograd as
     2 v . sigmoid(2x) - sum(v) (mlp_sigmoids), under autograd with the tanh (one new (b, S, H) tensor,
-    the rest in place). q (B, H), keys (B, S, H), cov (B, S) or None, v (H,), w_c (H,) or None."""
+    the rest in place). q (B, H), keys (B, S, H) or (B/G, S, H) (one source per G consecutive queries: a
+    beam's decoding state, _mlp_grouped), cov (B, S) or None, v (H,), w_c (H,) or None."""
     B, S, H = keys.shape
+    if B != q.size(0):
+        return _mlp_grouped(q, keys, cov, v, w_c)
     rows = max(1, BLOCK // (S * H))
     if rows >= B:
         return _mlp_block(q, keys, cov, v, w_c)
     return torch.cat([_mlp_block(q[i:i + rows], keys[i:i + rows], None if cov is None else cov[i:i + rows], v, w_c)
                       for i in range(0, B, rows)])  # (B, S)
+
+
+def _mlp_grouped(q, keys, cov, v, w_c):
+    """mlp_scores_blocked with keys (N, S, H) for the N G queries q (N G, H), G consecutive ones per source:
+    without autograd in blocks of sources, each source's keys read once for its G queries (the sigmoid
+    form); under autograd with the keys repeated per query. -> (N G, S)."""
+    N, S, H = keys.shape
+    G = q.size(0) // N
+    if gradients_wanted():
+        return mlp_scores_blocked(q, keys.repeat_interleave(G, 0), cov, v, w_c)
+    n = max(1, BLOCK // (G * S * H))
+    out = q.new_empty(N, G, S)  # (N, G, S)
+    q2 = (2 * q).view(N, G, 1, H)  # (N, G, 1, H)
+    cov4 = None if cov is None else cov.view(N, G, S, 1)  # (N, G, S, 1)
+    for i in range(0, N, n):   # blocks of sources: cache blocking
+        j = min(N, i + n)
+        x = torch.add(q2[i:j], keys[i:j].unsqueeze(1), alpha=2)  # (n, G, S, H) 2 (keys + q)
+        if cov4 is not None:
+            x.addcmul_(cov4[i:j].to(x.dtype), w_c, value=2)
+        torch.matmul(x.sigmoid_(), v, out=out[i:j])
+    return out.view(N * G, S).mul_(2).sub_(v.sum())
 
 
 def _mlp_block(q, keys, cov, v, w_c):
@@ -79,12 +103,14 @@ def compiled_mlp_scores():
 
 
 def _mlp_sigmoid_scores(q, keys, cov, v, w_c):
-    """v . tanh(keys + q [+ cov w_c]) as one expression for torch.compile: (b, H), (b, S, H), (b, S) or None,
-    (H,), (H,) or None -> (b, S)."""
-    x = keys + q.unsqueeze(1)  # (b, S, H)
+    """v . tanh(keys + q [+ cov w_c]) as one expression for torch.compile: q (N G, H), keys (N, S, H) (G
+    consecutive queries per source; G = 1: one each), cov (N G, S) or None, v (H,), w_c (H,) or None
+    -> (N G, S)."""
+    N, S, H = keys.shape
+    x = keys.unsqueeze(1) + q.view(N, -1, 1, H)  # (N, G, S, H)
     if cov is not None:
-        x = x + cov.unsqueeze(-1).to(x.dtype) * w_c
-    return (torch.sigmoid(2 * x) * v).sum(-1) * 2 - v.sum()  # (b, S)
+        x = x + cov.view(N, -1, S, 1).to(x.dtype) * w_c
+    return ((torch.sigmoid(2 * x) * v).sum(-1) * 2 - v.sum()).reshape(-1, S)  # (N G, S)
 
 
 def _rows(keys):

@@ -42,6 +42,7 @@ class RNNDecoderState(DecoderStateBase):
     src_ex: Optional[torch.Tensor] = None     # (B, S) extended-vocabulary ids (copy)
     first_pos: Optional[torch.Tensor] = None  # (B, S) first position holding the same word (copy)
     n_oov: int = 0                            # X = V_tgt + n_oov
+    source_rows: int = 1                      # G: rows decoding each stored source (a beam's: its width)
 
     _batch_dims = {"hidden": 1}
     _source_fields = frozenset({"memory", "mask", "keys", "context", "src_ex", "first_pos"})
@@ -136,7 +137,7 @@ class RNNDecoder(nn.Module):
 
     def _rnn_input(self, emb, state):
         """emb (B, [T,] E) -> RNN input (B, [T,] E [+ H])."""
-        feed = state.input_feed if self.input_feed else state.context
+        feed = state.input_feed if self.input_feed else state.per_row("context")
         if feed is None:
             return emb
         if emb.dim() == 3:
@@ -147,7 +148,7 @@ class RNNDecoder(nn.Module):
         """One step's output from the top-layer RNN output rnn_out (B, H); step: a StepAttention of this
         pass (onmt/fused/step_attention.py) or None."""
         if self.attn is None:
-            context = state.context
+            context = state.per_row("context")  # (B, H)
             out = torch.tanh(self.linear_out(torch.cat([context, rnn_out], dim=-1)))  # (B, H)
             return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb)
         out, attn, context = self.attn(rnn_out, state.memory, state.mask, keys=state.keys, coverage=coverage,

@@ -104,10 +104,11 @@ class NMTModel(nn.Module):
         """log-probs (B, [T,] X) and the attns; copy models add "p_copy" (B, [T]) = 1 - p_gen.
         linear: the vocabulary projection to use instead of the generator's own (same values)."""
         if self.copy:
-            logp, p_copy = self.generator(dec, state.src_ex, state.n_oov, state.first_pos, return_p_copy=True,
-                                          linear=linear)
+            logp, p_copy = self.generator(dec, state.per_row("src_ex"), state.n_oov, state.per_row("first_pos"),
+                                          return_p_copy=True, linear=linear)
             return logp, self._attns(dec, p_copy)
-        return self.generator(dec, state.src_ex, state.n_oov, state.first_pos, linear=linear), self._attns(dec)
+        return (self.generator(dec, state.per_row("src_ex"), state.n_oov, state.per_row("first_pos"), linear=linear),
+                self._attns(dec))
 
     def decode_step(self, inputs, state):
         """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S) (and "p_copy" (B,) with copy)).
@@ -126,8 +127,9 @@ class NMTModel(nn.Module):
             logp, state, attns = self.decode_step(inputs, state)
             return DenseScores(logp.float()), state, attns
         dec, state = self.decoder.step(self.embed_target(inputs), state)
-        scores, p_copy = step_mixture.copy_generator_step_scores(self.generator, dec, state.src_ex, state.first_pos,
-                                                                 state.n_oov, self._decoding_linear())
+        scores, p_copy = step_mixture.copy_generator_step_scores(
+            self.generator, dec, state.per_row("src_ex"), state.per_row("first_pos"), state.n_oov,
+            self._decoding_linear())
         return scores, state, self._attns(dec, p_copy)
 
     def train(self, mode=True):

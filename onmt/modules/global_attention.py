@@ -7,6 +7,8 @@
     a        = masked softmax over real source positions (padding gets exactly 0)    See et al. eq. 2
     c        = sum_i a_i m_i                                                         See et al. eq. 3
     h~       = tanh(W_out [c; h])                       Luong's attentional vector
+A beam's decoder state keeps the source once per example (RNNDecoderState.source_rows G): the memory,
+keys and mask then have one row per G queries, each source read once per step for its G queries.
 The coverage cov = sum of the previous steps' a (See et al. eq. 10) is the decoder's
 (onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's. This is the plain formula; a
 decoder built with fused kernels gives the module a faster mlp score (`mlp_score`: row blocks, the
@@ -60,21 +62,32 @@ class GlobalAttention(nn.Module):
         return memory
 
     def score(self, query, keys, coverage=None):
-        """query (B, H), keys (B, S, H), coverage (B, S) or None -> raw scores (B, S)."""
+        """query (B, H), keys (B, S, H) or (B/G, S, H): one source per G consecutive queries, coverage
+        (B, S) or None -> raw scores (B, S)."""
         if self.attn_type == "mlp":
             q = self.linear_query(query)  # (B, H)
             cov = coverage if self.coverage else None
             w_c = self.linear_cover.weight.view(-1) if cov is not None else None  # (H,)
             return self._mlp_score(q, keys, cov, self.v.weight.view(-1), w_c)  # (B, S)
-        scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
+        N, S, H = keys.shape
+        if N == query.size(0):
+            scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
+        else:  # each source's G queries as one (S x H)(H x G) product
+            scores = torch.bmm(keys, query.view(N, -1, H).transpose(1, 2)).transpose(1, 2).reshape(-1, S)  # (B, S)
         if self.coverage and coverage is not None:
             scores = scores + self.cover_weight * coverage
         return scores
 
     @staticmethod
     def mlp_score(q, keys, cov, v, w_c):
-        """v . tanh(keys + q [+ w_c cov]) (See et al. eqs. 1, 11): (B, H), (B, S, H), (B, S) or None,
-        (H,), (H,) or None -> (B, S)."""
+        """v . tanh(keys + q [+ w_c cov]) (See et al. eqs. 1, 11): (B, H), (B, S, H) or (B/G, S, H) (one
+        source per G consecutive queries), (B, S) or None, (H,), (H,) or None -> (B, S)."""
+        N, S, H = keys.shape
+        if N != q.size(0):   # (N, G, S, H): each source's keys broadcast over its G queries
+            hidden = keys.unsqueeze(1) + q.view(N, -1, 1, H)
+            if cov is not None:
+                hidden = hidden + cov.view(N, -1, S, 1).to(hidden.dtype) * w_c
+            return torch.matmul(torch.tanh(hidden), v).reshape(-1, S)  # (B, S)
         hidden = keys + q.unsqueeze(1)  # (B, S, H)
         if cov is not None:
             hidden = hidden + cov.unsqueeze(-1).to(hidden.dtype) * w_c.view(1, 1, -1)  # (B, S, H)
@@ -99,6 +112,12 @@ class GlobalAttention(nn.Module):
         if step is not None:
             align = masked_softmax(step.score(self, query, keys, coverage), mask)  # (B, S)
             context = step.context(align)  # (B, H)
+        elif memory.size(0) != query.size(0):   # one source per G consecutive queries (a beam's state)
+            N, S, _ = memory.shape
+            scores = self.score(query, keys, coverage).view(N, -1, S)  # (N, G, S)
+            align = masked_softmax(scores, mask.unsqueeze(1))  # (N, G, S)
+            context = torch.bmm(align.to(memory.dtype), memory).flatten(0, 1)  # (B, H): each source read once
+            align = align.flatten(0, 1)  # (B, S)
         else:
             align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S) See et al. eq. 2
             context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H) eq. 3

@@ -71,3 +71,33 @@ def test_compiled_mlp_attention_gives_the_same_predictions(trained, caplog):
     caplog.clear()
     _translate(models["reinforced"], src[:2], "fp32", compile=True)
     assert "-compile: this model has no mlp attention; nothing is compiled" in caplog.text
+
+
+@pytest.mark.parametrize("family", ["rnn", "copy"])
+def test_a_beam_keeping_each_source_once_gives_the_per_row_predictions(trained, family, monkeypatch):
+    """The RNN decoders' beam state keeps the source (memory, keys, mask, copy ids) once per example
+    (RNNDecoderState.source_rows): the same n-best lists and scores as the state with one copy per
+    hypothesis (forced here by expanding it after every reorder), and it really was kept once."""
+    from dataclasses import replace
+
+    from onmt.models.rnn_decoder import RNNDecoderState
+    models, src = trained
+    grouped_reorder, seen = RNNDecoderState.reorder, []
+
+    def recording(self, *args, **kwargs):
+        state = grouped_reorder(self, *args, **kwargs)
+        seen.append((state.source_rows, state.memory.size(0), state.hidden[0].size(1)))
+        return state
+
+    def per_row(self, *args, **kwargs):
+        state = grouped_reorder(self, *args, **kwargs)
+        return replace(state, source_rows=1, **{name: state.per_row(name) for name in state._source_fields})
+
+    monkeypatch.setattr(RNNDecoderState, "reorder", recording)
+    grouped = _translate(models[family], src, "fp32")
+    assert any(g == 3 and rows * 3 == hyps for g, rows, hyps in seen)   # beam 3: one source per 3 rows
+    monkeypatch.setattr(RNNDecoderState, "reorder", per_row)
+    ref = _translate(models[family], src, "fp32")
+    for got, want in zip(grouped, ref):
+        assert [h.tokens for h in got] == [h.tokens for h in want]
+        assert max(abs(g.score - w.score) for g, w in zip(got, want)) < 1e-4
