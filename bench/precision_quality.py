@@ -84,7 +84,10 @@ def product_ratios(model, precisions, rows, device, repeats=20):
     from onmt.utils.checkpoint import load_checkpoint
     net, _, _ = model_from_checkpoint(load_checkpoint(model, device="cpu"), device)
     gen = net.generator
-    D = gen.switch.in_features if hasattr(gen, "switch") else gen.linear.in_features
+    # the product's width: the copy generator's (and the plain one's) linear layer; the reinforced
+    # model's W_out = tanh(E W_proj) is (V x D) with D its projection's width (the switch's input once
+    # took its place for every model: See et al.'s switch reads 2H + E = 640, its vocabulary product H = 256)
+    D = gen.linear.in_features if hasattr(gen, "linear") else gen.proj.size(1)
     g = torch.Generator().manual_seed(0)
     w, b = torch.randn(net.tgt_vocab_size, D, generator=g) * 0.05, torch.randn(net.tgt_vocab_size, generator=g)
     x = torch.randn(rows, D, generator=g)
