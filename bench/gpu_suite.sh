@@ -10,8 +10,9 @@
 #    (bench/reinforced_step_bench.py, batch 32, 400 / 100 tokens, V 150k / 50k, against the per-step
 #    generator and against train.py -compile's step, its compilation timed apart), See et al.'s step (bench/train_bench.py, batch 16, 400 / 100, V 50k) and the mixed-objective
 #    step against the ML step (bench/mixed_step_bench.py, rollouts of 100 tokens);
-# 4. beam translation of the toy test set at each precision this GPU runs (fp32, bf16, fp16;
-#    onmt/hardware.py refuses int8 on CUDA), sentences/s and ROUGE against fp32 (bench/precision_quality.py);
+# 4. beam translation of the toy test set with the reinforced and the See et al. (copy) models at each precision
+#    this GPU runs (fp32, bf16, fp16; onmt/hardware.py refuses int8 on CUDA), sentences/s and ROUGE against fp32
+#    (bench/precision_quality.py);
 # 5. a 1-GPU torchrun of the reinforced model (100 steps);
 # 6. ours against upstream OpenNMT-py 3.5.1 (bench/compare_upstream.py -device, 100 steps, 200 sentences at
 #    each precision) where SUITE_UPSTREAM_PYTHON names a python that runs upstream.
@@ -108,16 +109,19 @@ piece 120 "$WORK/bench_mixed_step.log" "$PY" -m bench.mixed_step_bench -device "
 bench_row "mixed step / ML step (bench/mixed_step_bench.py ${MIXED_STEP[*]})" "$WORK/bench_mixed_step.log" \
   "^ML |^mixed" $rc
 
-CKPT="$WORK/reinforced_fp32_step_${STEPS}.pt"
-if [ -f "$CKPT" ]; then
-  prec_args=(); [ -n "$PRECISIONS" ] && prec_args=(-precisions "$PRECISIONS")
-  piece 90 "$WORK/precision.log" "$PY" -m bench.precision_quality -model "$CKPT" -src "$WORK/data/test.src.txt" \
+# beam translation at each precision: the reinforced model's decoding and See et al.'s (copy, mlp attention,
+# a beam keeping each source once), from the fp32 training runs above
+prec_args=(); [ -n "$PRECISIONS" ] && prec_args=(-precisions "$PRECISIONS")
+for fam in reinforced copy; do
+  CKPT="$WORK/${fam}_fp32_step_${STEPS}.pt"
+  [ -f "$CKPT" ] || continue
+  piece 90 "$WORK/precision_${fam}.log" "$PY" -m bench.precision_quality -model "$CKPT" -src "$WORK/data/test.src.txt" \
     -tgt "$WORK/data/test.tgt.txt" -n 200 -device "$DEVICE" "${prec_args[@]}"; rc=$?
   if [ $rc = 0 ]; then
-    grep "^| [a-z]" "$WORK/precision.log" | grep -v "^| precision" | while read -r line; do
-      row "translate (reinforced) $(echo "$line" | cut -d'|' -f2)" "$(echo "$line" | cut -d'|' -f3-8 | tr '|' ';')"; done
-  else row "translate at each precision" "$(outcome $rc "$WORK/precision.log")"; fi
-fi
+    grep "^| [a-z]" "$WORK/precision_${fam}.log" | grep -v "^| precision" | while read -r line; do
+      row "translate ($fam) $(echo "$line" | cut -d'|' -f2)" "$(echo "$line" | cut -d'|' -f3-8 | tr '|' ';')"; done
+  else row "translate ($fam) at each precision" "$(outcome $rc "$WORK/precision_${fam}.log")"; fi
+done
 
 if [ "$DEVICE" = cuda ]; then
   rm -f "$WORK"/torchrun_step_*.pt "$WORK/torchrun_best.pt"

@@ -55,7 +55,8 @@ def test_gpu_suite_cpu_pieces_end_in_one_table_of_passes(tmp_path):
         assert any(row.startswith(f"| loss parity {fam} -amp bf16 vs fp32 ") and "| PASS: " in row for row in rows)
     for label, figure in (("| reinforced ML step", "speed-up of compiled over the optimized step"),
                           ("| See et al. step", "target tokens/s"), ("| mixed step / ML step", "mixed step / ML step:"),
-                          ("| translate (reinforced)  fp32 ", "100.0%")):
+                          ("| translate (reinforced)  fp32 ", "100.0%"), ("| translate (copy)  fp32 ", "100.0%"),
+                          ("| translate (copy)  int8 ", "%")):
         assert any(row.startswith(label) and figure in row for row in rows), label
     assert "| upstream comparison | not run: SUITE_UPSTREAM_PYTHON unset" in text   # bench/gpu_device.sh sets it
     assert rows[-1].startswith("| suite | ")
