@@ -11,38 +11,18 @@ translation with the state expanded to one source per hypothesis after every reo
 Prints the host, each translation's time (the translation call alone, after a warm-up batch), the
 speed-up and the share of identical first predictions.
 """
-import argparse
-import time
 from dataclasses import replace
 
 import torch
 
-from onmt import opts
-from onmt.hardware import cpu_description
+from bench.translation_ab import alternate, lines_and_opt, parser, report
 from onmt.models.rnn_decoder import RNNDecoderState
-from onmt.translate.session import load_session, translate_lines
-from onmt.utils.memory import reuse_freed_memory
+from onmt.translate.session import load_session
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-model", required=True)
-    p.add_argument("-src", required=True)
-    p.add_argument("-n", type=int, default=1000, help="lines translated")
-    p.add_argument("-src_words", type=int, default=400, help="each line cut to its first words")
-    p.add_argument("-batch_size", type=int, default=30)
-    p.add_argument("-beam_size", type=int, default=5)
-    p.add_argument("-min_length", type=int, default=0)
-    p.add_argument("-max_length", type=int, default=100)
-    p.add_argument("-rounds", type=int, default=2)
-    a = p.parse_args(argv)
-    reuse_freed_memory()   # as translate.py does
-    with open(a.src, encoding="utf-8") as f:
-        src = [" ".join(line.split()[:a.src_words]) for line, _ in zip(f, range(a.n))]
-    opt = opts.parse_with_given(opts.translate_parser(), [
-        "-model", a.model, "-src", "-", "-batch_size", str(a.batch_size), "-beam_size", str(a.beam_size),
-        "-min_length", str(a.min_length), "-max_length", str(a.max_length)])
-    opts.update_translate_opts(opt)
+    a = parser(__doc__, n=1000).parse_args(argv)
+    src, opt = lines_and_opt(a)
     session = load_session(a.model, torch.device("cpu"))
     once = RNNDecoderState.reorder
 
@@ -50,24 +30,15 @@ def main(argv=None):
         state = once(self, *args, **kwargs)
         return replace(state, source_rows=1, **{name: state.per_row(name) for name in state._source_fields})
 
-    print(f"host: {cpu_description()}; {torch.get_num_threads()} thread(s)", flush=True)
-    translate_lines(opt, session, src[:a.batch_size], show_progress=False)   # warm-up
-    times, outputs = {"once": [], "per row": []}, {}
+    def use(reorder):
+        return lambda: setattr(RNNDecoderState, "reorder", reorder)
+
     try:
-        for _ in range(a.rounds):
-            for mode in times:
-                RNNDecoderState.reorder = once if mode == "once" else per_row
-                t = time.perf_counter()
-                results = translate_lines(opt, session, src, show_progress=False)
-                times[mode].append(time.perf_counter() - t)
-                outputs[mode] = [" ".join(r[0].tokens) for r in results]
+        times, outputs = alternate(opt, src, {"source once": (session, use(once)),
+                                              "source per row": (session, use(per_row))}, a.rounds)
     finally:
         RNNDecoderState.reorder = once
-    same = sum(x == y for x, y in zip(outputs["once"], outputs["per row"])) / len(src)
-    for mode, ts in times.items():
-        print(f"source {mode}: {' / '.join(f'{t:.2f}' for t in ts)} s for {len(src)} lines")
-    print(f"speed-up of one source per example: {sum(times['per row']) / sum(times['once']):.3f}x; "
-          f"identical predictions: {100 * same:.1f}%")
+    report(times, outputs, "one source per example", "source per row", "source once")
 
 
 if __name__ == "__main__":
