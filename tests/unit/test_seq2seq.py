@@ -162,3 +162,31 @@ def test_decoding_packs_the_generator_weight_once_and_follows_its_updates(varian
     assert model._decoding_linear() is packed
     model.train()
     assert "_decoding_weight_cache" not in model.__dict__  # no idle packed copy while training
+
+
+@pytest.mark.parametrize("variant", [dict(copy_attn=True, coverage_attn=True, brnn=True),
+                                     dict(global_attention="dot"), dict(global_attention="general"),
+                                     dict(global_attention="none", rnn_type="GRU", layers=2)],
+                         ids=["copy_coverage_mlp", "dot", "general", "none"])
+def test_a_state_holding_each_source_once_steps_as_one_holding_it_per_row(variant):
+    """A beam's reorder in groups of K rows per source keeps the source once per example (source_rows K);
+    two decoding steps from it give the log-probabilities and states of the state with a copy per row."""
+    vocabs = make_vocabs()
+    model = build(make_opt(**variant), vocabs).eval()
+    batch = make_batch(vocabs, B=3, S=6, T=4, seed=7)
+    K = 4
+    with torch.no_grad():
+        state = model.init_state(batch, model.encode(batch))
+        rows = torch.arange(3).repeat_interleave(K)  # (3K,) each example's K hypotheses
+        grouped, per_row = state.reorder(rows, rows_per_source=K), state.reorder(rows)
+        assert grouped.source_rows == K and grouped.memory.size(0) == 3 and per_row.memory.size(0) == 3 * K
+        inp = torch.arange(4, 4 + 3 * K) % 10 + 4
+        for _ in range(2):
+            logp_g, grouped, _ = model.decode_step(inp, grouped)
+            logp_r, per_row, _ = model.decode_step(inp, per_row)
+            assert torch.allclose(logp_g, logp_r, atol=1e-5)
+            inp = logp_g.argmax(-1).clamp(max=model.tgt_vocab_size - 1)
+        assert grouped.source_rows == K
+        h_g = grouped.hidden[0] if isinstance(grouped.hidden, tuple) else grouped.hidden
+        h_r = per_row.hidden[0] if isinstance(per_row.hidden, tuple) else per_row.hidden
+        assert torch.allclose(h_g, h_r, atol=1e-5)
