@@ -4,12 +4,11 @@ Every step calls the real entry point (`onmt.bin.*.main`) with command-line styl
 tests exercise option parsing and validation exactly as `train.py` / `translate.py` users do.
 """
 import contextlib
-import importlib.util
 import os
 import subprocess
 import sys
 
-from helpers.paths import ROOT
+from helpers.paths import ROOT, load_module
 
 PYTHON = sys.executable
 
@@ -28,10 +27,7 @@ def torch_threads(n=1):
 
 
 def _load_tool(name):
-    spec = importlib.util.spec_from_file_location(f"_tool_{name}", os.path.join(ROOT, "tools", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(os.path.join("tools", f"{name}.py"), f"_tool_{name}")
 
 
 def make_data(task, folder, seed=1, **sizes):

@@ -2,13 +2,12 @@
 vocabulary, and copy-only batches whose targets only the pointer can produce; the per-step-generator
 reference of bench/reinforced_step_bench.py."""
 import functools
-import importlib.util
 import os
 
 import configargparse
 import torch
 
-from helpers.paths import ROOT
+from helpers.paths import load_module
 from onmt import opts
 from onmt.constants import BOS, EOS, PAD, SPECIALS, UNK
 from onmt.inputters.batch import Batch
@@ -45,11 +44,7 @@ def _model(*more_args, seed=0):
 
 @functools.lru_cache(maxsize=None)
 def _step_bench():
-    path = os.path.join(ROOT, "bench", "reinforced_step_bench.py")
-    spec = importlib.util.spec_from_file_location("_reinforced_step_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(os.path.join("bench", "reinforced_step_bench.py"), "_reinforced_step_bench")
 
 
 def per_step_forward(model, batch, hoisted=False):

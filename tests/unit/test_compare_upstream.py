@@ -1,19 +1,16 @@
 """bench/compare_upstream.py's -precision rows: ours against upstream at the same precision, our bf16
 against upstream's int8 (upstream has no bf16), and the default precisions of the host."""
-import importlib.util
 import os
 import shutil
 
 import onmt.hardware as hardware
+from helpers.paths import load_module
 
 _PATH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "compare_upstream.py")
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("compare_upstream", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(_PATH, "compare_upstream")
 
 
 def test_precision_rows_compare_at_the_same_precision():

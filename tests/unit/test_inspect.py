@@ -1,6 +1,5 @@
 """Inspection: the attns keys "p_copy" / "intra", kept per hypothesis by the searches, the records,
 the plots and the -attn_debug dump (onmt/inspection)."""
-import importlib.util
 import os
 import random
 
@@ -9,7 +8,7 @@ import pytest
 import torch
 
 from helpers.checkpoints import VOCABS, build_tiny, save_tiny_checkpoint
-from helpers.paths import ROOT
+from helpers.paths import load_module
 from helpers.toy_models import toy_batches
 from onmt.constants import BOS, PAD
 from onmt.inspection.sample import select_example
@@ -304,9 +303,7 @@ def test_translate_plots_and_dumps_without_changing_predictions(cli_setup, tmp_p
         assert r["p_copy"].shape == (n,) and r["copied"].dtype == bool
         assert r["copied"].tolist() == copied_marks(r["ids"], r["p_copy"], V).tolist()
     # the tool re-plots the dump: the same images
-    spec = importlib.util.spec_from_file_location("plot_attention", os.path.join(ROOT, "tools", "plot_attention.py"))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_module(os.path.join("tools", "plot_attention.py"), "plot_attention")
     again = tmp_path / "again"
     tool.main(["-attn_debug", str(dump), "-attn_plot", str(again), "-attn_plot_n", "3"])
     assert sorted(os.listdir(again)) == sorted(os.listdir(plots))

@@ -12,13 +12,12 @@ Files stay under MAX_LINES lines (LONG_FILES: the ones that are longer, each wit
 folders and top-level modules of onmt/ import only the ones listed above them in DESIGN §5's layout.
 """
 import ast
-import importlib.util
 import os
 import re
 
 import pytest
 
-from helpers.paths import ROOT
+from helpers.paths import ROOT, load_module
 
 # module -> the test files that import it, for every module without a same-named test file that does
 TESTED_IN = {
@@ -236,9 +235,7 @@ def design_layout():
 
 
 def test_onmt_imports_go_down_the_design_layout():
-    spec = importlib.util.spec_from_file_location("_import_graph", os.path.join(ROOT, "tools", "import_graph.py"))
-    graph = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(graph)
+    graph = load_module(os.path.join("tools", "import_graph.py"), "_import_graph")
     edges = graph.graph()
     order = design_layout()
     units = set(edges) | {u for targets in edges.values() for u in targets}

@@ -1,18 +1,16 @@
 """bench/suite_parity.py: bench/gpu_suite.sh's loss parity of each -amp run against the float32 run."""
-import importlib.util
 import os
 
 import pytest
+
+from helpers.paths import load_module
 
 _PATH = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "suite_parity.py")
 
 
 @pytest.fixture(scope="module")
 def mod():
-    spec = importlib.util.spec_from_file_location("suite_parity", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(_PATH, "suite_parity")
 
 
 def _log(path, *ppls):

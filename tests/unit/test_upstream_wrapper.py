@@ -38,11 +38,8 @@ def test_a_renamed_import_is_caught(tmp_path):
 
 
 def _wrapper_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("upstream_wrapper", WRAPPER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from helpers.paths import load_module
+    return load_module(WRAPPER, "upstream_wrapper")
 
 
 def test_a_missing_optional_module_gets_a_stand_in_that_fails_when_called(monkeypatch):
