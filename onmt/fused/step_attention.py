@@ -39,29 +39,29 @@ def mlp_sigmoids(keys, q, cov, w_c, out=None):
 
 
 def mlp_scores_blocked(q, keys, cov, v, w_c):
-    """GlobalAttention.mlp_score, v . tanh(keys + q [+ w_c cov]) (B, S), in cache-sized row blocks (the
-    (B, S, H) temporaries of a large beam batch would not fit in cache), each block without autograd as
-    2 v . sigmoid(2x) - sum(v) (mlp_sigmoids), under autograd with the tanh (one new (b, S, H) tensor,
-    the rest in place). q (B, H), keys (B, S, H) or (B/G, S, H) (one source per G consecutive queries: a
-    beam's decoding state, _mlp_grouped), cov (B, S) or None, v (H,), w_c (H,) or None."""
+    """GlobalAttention.mlp_score, v . tanh(keys + q [+ w_c cov]) (B, S), in cache-sized blocks (the
+    (B, S, H) temporaries of a large beam batch would not fit in cache): without autograd as
+    2 v . sigmoid(2x) - sum(v) (_mlp_sigmoid_blocks), under autograd with the tanh (one new (b, S, H)
+    tensor a block, the rest in place). q (B, H), keys (B, S, H) or (B/G, S, H) (one source per G
+    consecutive queries: a beam's decoding state), cov (B, S) or None, v (H,), w_c (H,) or None."""
+    if not gradients_wanted():
+        return _mlp_sigmoid_blocks(q, keys, cov, v, w_c)
     B, S, H = keys.shape
-    if B != q.size(0):
-        return _mlp_grouped(q, keys, cov, v, w_c)
+    if B != q.size(0):   # one source per G queries under autograd (no training pass has it): per query
+        keys, B = keys.repeat_interleave(q.size(0) // B, 0), q.size(0)
     rows = max(1, BLOCK // (S * H))
     if rows >= B:
-        return _mlp_block(q, keys, cov, v, w_c)
-    return torch.cat([_mlp_block(q[i:i + rows], keys[i:i + rows], None if cov is None else cov[i:i + rows], v, w_c)
-                      for i in range(0, B, rows)])  # (B, S)
+        return _mlp_tanh_block(q, keys, cov, v, w_c)
+    return torch.cat([_mlp_tanh_block(q[i:i + rows], keys[i:i + rows], None if cov is None else cov[i:i + rows],
+                                      v, w_c) for i in range(0, B, rows)])  # (B, S)
 
 
-def _mlp_grouped(q, keys, cov, v, w_c):
-    """mlp_scores_blocked with keys (N, S, H) for the N G queries q (N G, H), G consecutive ones per source:
-    without autograd in blocks of sources, each source's keys read once for its G queries (the sigmoid
-    form); under autograd with the keys repeated per query. -> (N G, S)."""
+def _mlp_sigmoid_blocks(q, keys, cov, v, w_c):
+    """mlp_scores_blocked without autograd: keys (N, S, H) for the N G queries q (N G, H), G consecutive
+    ones per source (G = 1: one each), in blocks of sources, each source's keys read once for its G
+    queries, as 2 v . sigmoid(2x) - sum(v) (one sigmoid pass instead of PyTorch's float32 tanh). -> (N G, S)."""
     N, S, H = keys.shape
     G = q.size(0) // N
-    if gradients_wanted():
-        return mlp_scores_blocked(q, keys.repeat_interleave(G, 0), cov, v, w_c)
     n = max(1, BLOCK // (G * S * H))
     out = q.new_empty(N, G, S)  # (N, G, S)
     q2 = (2 * q).view(N, G, 1, H)  # (N, G, 1, H)
@@ -75,10 +75,8 @@ def _mlp_grouped(q, keys, cov, v, w_c):
     return out.view(N * G, S).mul_(2).sub_(v.sum())
 
 
-def _mlp_block(q, keys, cov, v, w_c):
-    """mlp_scores_blocked for one block of rows: (b, H), (b, S, H), (b, S) -> (b, S)."""
-    if not gradients_wanted():  # decoding: v . tanh(x) = 2 v . sigmoid(2x) - sum(v)
-        return torch.matmul(mlp_sigmoids(keys, q, cov, w_c), v).mul_(2).sub_(v.sum())  # (b, S)
+def _mlp_tanh_block(q, keys, cov, v, w_c):
+    """mlp_scores_blocked under autograd for one block of rows: (b, H), (b, S, H), (b, S) -> (b, S)."""
     hidden = keys + q.unsqueeze(1)  # (b, S, H)
     if cov is not None:
         hidden.addcmul_(cov.unsqueeze(-1).to(hidden.dtype), w_c.view(1, 1, -1))

@@ -74,12 +74,13 @@ def load_session(path, device, precision="fp32", compile=False):
     from onmt.fused.packed_linear import set_decoding_precision
     from onmt.utils.checkpoint import load_checkpoint
     opts.check_precision(precision, torch.device(device).type)
+    if compile:
+        opts.check_compile(torch.device(device).type)
     ckpt = load_checkpoint(path, device="cpu")
     model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path)
     set_decoding_precision(model, precision)
     if compile:
         from onmt.model_builder import compile_decoding
-        opts.check_compile(torch.device(device).type)
         n = compile_decoding(model)
         logger.info(f"-compile: {n} mlp attention(s) score through torch.compile, compiled on first use" if n else
                     "-compile: this model has no mlp attention; nothing is compiled")
