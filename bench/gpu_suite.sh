@@ -96,9 +96,11 @@ done
 # shellcheck disable=SC2086
 "$PY" -m bench.suite_parity -work "$WORK" -families rnn copy reinforced -amps $AMPS >> "$TABLE"
 
+found_row() {  # found_row LABEL LOG STATUS FOUND: FOUND, after the outcome where the piece did not pass
+  if [ "$3" = 0 ]; then row "$1" "$4"; else row "$1" "$(outcome "$3" "$2")${4:+; $4}"; fi
+}
 bench_row() {  # bench_row LABEL LOG PATTERN STATUS: the benchmark's lines matching PATTERN, joined by "; "
-  local found; found=$(grep -E "$3" "$2" 2>/dev/null | sed 's/  */ /g' | paste -sd ';' | sed 's/;/; /g')
-  if [ "$4" = 0 ]; then row "$1" "$found"; else row "$1" "$(outcome "$4" "$2")${found:+; $found}"; fi
+  found_row "$1" "$2" "$4" "$(grep -E "$3" "$2" 2>/dev/null | sed 's/  */ /g' | paste -sd ';' | sed 's/;/; /g')"
 }
 piece 180 "$WORK/bench_reinforced_step.log" "$PY" -m bench.reinforced_step_bench -device "$DEVICE" "${RL_STEP[@]}"; rc=$?
 bench_row "reinforced ML step (bench/reinforced_step_bench.py ${RL_STEP[*]})" "$WORK/bench_reinforced_step.log" \
@@ -141,8 +143,8 @@ if [ -n "${SUITE_UPSTREAM_PYTHON:-}" ]; then
   found=$(grep -E "^\| (training target tokens/s|translation sentences/s at)" "$WORK/compare_upstream.log" |
     awk -F'|' '{for (i = 2; i <= 5; i++) gsub(/^ +| +$/, "", $i); print $2 ": ours " $3 ", upstream " $4 ", " $5}' |
     paste -sd '\t' | sed 's/\t/; /g')
-  if [ $rc = 0 ]; then res="$found"; else res="$(outcome $rc "$WORK/compare_upstream.log")${found:+; $found}"; fi
-  row "upstream comparison (bench/compare_upstream.py -steps ${SUITE_COMPARE_STEPS:-100}, 200 sentences)" "$res"
+  found_row "upstream comparison (bench/compare_upstream.py -steps ${SUITE_COMPARE_STEPS:-100}, 200 sentences)" \
+    "$WORK/compare_upstream.log" $rc "$found"
 else
   row "upstream comparison" "not run: SUITE_UPSTREAM_PYTHON unset (bench/gpu_device.sh sets it)"
 fi
