@@ -43,11 +43,12 @@ from onmt.opts.parse import (
     saved_options,
     train_parser,
     translate_parser,
+    tune_decoding_parser,
     unknown_option_message,
     write_config,
 )
 from onmt.opts.train import train_opts
-from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts
+from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts, tune_decoding_opts
 from onmt.opts.update import (
     distributed_choices,
     fill_defaults,
@@ -64,6 +65,7 @@ from onmt.opts.update import (
     update_saved_model_opts,
     update_train_opts,
     update_translate_opts,
+    update_tune_decoding_opts,
 )
 from onmt.opts.validate import (
     check_compile,
@@ -81,6 +83,7 @@ from onmt.opts.validate import (
     validate_train_run,
     validate_translate_opts,
     validate_translate_run,
+    validate_tune_decoding_opts,
 )
 
 __all__ = [
@@ -97,4 +100,5 @@ __all__ = [
     "validate_evaluate_opts",
     "validate_model_opts", "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts",
     "validate_train_opts", "validate_train_run", "validate_translate_opts", "validate_translate_run",
+    "tune_decoding_parser", "tune_decoding_opts", "update_tune_decoding_opts", "validate_tune_decoding_opts",
 ]

@@ -5,7 +5,7 @@ import configargparse
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
 from onmt.opts.model import model_opts
 from onmt.opts.train import train_opts
-from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts
+from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts, tune_decoding_opts
 
 # Upstream OpenNMT-py options a user may bring: -> (this project's option, or None when there is no
 # counterpart, and a few words on it). Used only to explain an unknown option.
@@ -260,6 +260,13 @@ def translate_parser():
     p = make_parser("Checkpoint + source -> predictions")
     config_opts(p)
     translate_opts(p)
+    return p
+
+
+def tune_decoding_parser():
+    p = make_parser("Checkpoints + a tuning set -> the best checkpoint and length rule")
+    config_opts(p)
+    tune_decoding_opts(p)
     return p
 
 

@@ -1,4 +1,6 @@
-"""The options of what comes after training: translate.py, evaluate.py and tools/plot_attention.py."""
+"""The options of what comes after training: translate.py, onmt_tune_decoding, evaluate.py and
+tools/plot_attention.py."""
+
 
 def translate_opts(parser):
     g = parser.add_argument_group("Data")
@@ -6,17 +8,7 @@ def translate_opts(parser):
     g.add("-src", "--src", required=True, help="source file, one example per line")
     g.add("-tgt", "--tgt", default=None, help="score these targets (gold score, perplexity)")
     g.add("-output", "--output", default="pred.txt", help="predictions, one line per input line")
-    g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
-    g.add("-batch_size", "--batch_size", type=int, default=30, help="examples per batch")
-    g.add("-precision", "--precision", default="fp32", choices=["fp32", "bf16", "fp16", "int8"],
-          help="the decoding's vocabulary product (the largest of a step) in this precision, its weight prepared "
-               "once: bf16 on CUDA or a CPU with native bfloat16 (avx512_bf16 / amx_bf16), fp16 on CUDA, int8 "
-               "(PyTorch's dynamic quantization, as upstream's) on the CPU; the log-softmax and the copy mixture "
-               "stay float32; a precision the device cannot run fast is refused")
-    g.add("-compile", "--compile", action="store_true",
-          help="torch.compile the mlp attention's scores (See et al.'s and Bahdanau's models; other models have "
-               "nothing compiled) on their first call (a few seconds): 8-10 %% faster at CNN/DM's source lengths "
-               "on the CPU, no faster at Gigaword's; the same predictions")
+    device_opts(g)
     g.add("-verbose", "--verbose", action="store_true", help="print source, prediction and score")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g.add("-seed", "--seed", type=int, default=829, help="random seed")
@@ -27,23 +19,10 @@ def translate_opts(parser):
     g.add("-max_length", "--max_length", type=int, default=100, help="maximum prediction length")
     g.add("-length_penalty", "--length_penalty", default="none", choices=["none", "avg", "wu"], help="length penalty")
     g.add("-alpha", "--alpha", type=float, default=0.0, help="length penalty parameter for wu")
-    g.add("-coverage_penalty", "--coverage_penalty", default="none", choices=["none", "wu", "summary"],
-          help="coverage penalty of a hypothesis's summed attention cov_i: wu: -beta*sum_i log(min(cov_i, 1)); "
-               "summary: beta*(sum_i max(cov_i, 1) - S) (onmt/translate/decoding.py)")
-    g.add("-beta", "--beta", type=float, default=0.0, help="coverage penalty parameter")
-    g.add("-stepwise_penalty", "--stepwise_penalty", action="store_true",
-          help="apply the coverage penalty to the running scores at every step, not only to finished hypotheses")
+    search_opts(g)
     g.add("-dump_beam", "--dump_beam", default="",
           help="write the beam search's history (per example and step: token ids, words, scores, backpointers) "
                "to this JSON file")
-    g.add("-block_ngram_repeat", "--block_ngram_repeat", type=int, default=0,
-          help="never repeat an n-gram of this size (0: off)")
-    g.add("-avoid_trigram_repetition", "--avoid_trigram_repetition", action="store_true",
-          help="same as -block_ngram_repeat 3")
-    g.add("-ignore_when_blocking", "--ignore_when_blocking", nargs="+", default=[],
-          help="tokens ignored by n-gram blocking")
-    g.add("-replace_unk", "--replace_unk", action="store_true",
-          help="replace <unk> with the source word of highest attention")
     g = parser.add_argument_group("Inspection")
     g.add("-attn_plot", "--attn_plot", default="",
           help="write a PNG per example into this folder: encoder attention, intra-decoder attention and "
@@ -57,17 +36,83 @@ def translate_opts(parser):
                "CUDA) time and write a Chrome trace to -profile_trace; the translation goes on (0: off)")
     g.add("-profile_trace", "--profile_trace", default="",
           help="the -profile Chrome trace (JSON; default: the -output path without extension + _profile.json)")
-    g = parser.add_argument_group("Input as in training (defaults: the checkpoint's preprocessing)")
-    g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
-          help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
-    g.add("-tgt_seq_length_trunc", "--tgt_seq_length_trunc", type=int, default=0,
-          help="cut -tgt lines to N tokens for gold scoring (default: as the training data was cut; 0: not cut)")
+    input_rule_opts(parser)
+    g = parser.add_argument_group("Output")
     g.add("-report_rouge", "--report_rouge", action="store_true",
           help="score the predictions against -tgt with ROUGE (built-in scorer) at the end")
     g.add("-detokenize", "--detokenize", action="store_true",
           help="write readable text (he's, (, sentence case where the data was lowercased: "
                "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still scores the tokens")
 
+
+def device_opts(g):
+    """Where and how a checkpoint decodes: translate.py's and onmt_tune_decoding's."""
+    g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
+    g.add("-batch_size", "--batch_size", type=int, default=30, help="examples per batch")
+    g.add("-precision", "--precision", default="fp32", choices=["fp32", "bf16", "fp16", "int8"],
+          help="the decoding's vocabulary product (the largest of a step) in this precision, its weight prepared "
+               "once: bf16 on CUDA or a CPU with native bfloat16 (avx512_bf16 / amx_bf16), fp16 on CUDA, int8 "
+               "(PyTorch's dynamic quantization, as upstream's) on the CPU; the log-softmax and the copy mixture "
+               "stay float32; a precision the device cannot run fast is refused")
+    g.add("-compile", "--compile", action="store_true",
+          help="torch.compile the mlp attention's scores (See et al.'s and Bahdanau's models; other models have "
+               "nothing compiled) on their first call (a few seconds): 8-10 %% faster at CNN/DM's source lengths "
+               "on the CPU, no faster at Gigaword's; the same predictions")
+
+
+def search_opts(g):
+    """The search settings that onmt_tune_decoding holds fixed while it tunes the length rule."""
+    g.add("-coverage_penalty", "--coverage_penalty", default="none", choices=["none", "wu", "summary"],
+          help="coverage penalty of a hypothesis's summed attention cov_i: wu: -beta*sum_i log(min(cov_i, 1)); "
+               "summary: beta*(sum_i max(cov_i, 1) - S) (onmt/translate/decoding.py)")
+    g.add("-beta", "--beta", type=float, default=0.0, help="coverage penalty parameter")
+    g.add("-stepwise_penalty", "--stepwise_penalty", action="store_true",
+          help="apply the coverage penalty to the running scores at every step, not only to finished hypotheses")
+    g.add("-block_ngram_repeat", "--block_ngram_repeat", type=int, default=0,
+          help="never repeat an n-gram of this size (0: off)")
+    g.add("-avoid_trigram_repetition", "--avoid_trigram_repetition", action="store_true",
+          help="same as -block_ngram_repeat 3")
+    g.add("-ignore_when_blocking", "--ignore_when_blocking", nargs="+", default=[],
+          help="tokens ignored by n-gram blocking")
+    g.add("-replace_unk", "--replace_unk", action="store_true",
+          help="replace <unk> with the source word of highest attention")
+
+
+def input_rule_opts(parser):
+    g = parser.add_argument_group("Input as in training (defaults: the checkpoint's preprocessing)")
+    g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
+          help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
+    g.add("-tgt_seq_length_trunc", "--tgt_seq_length_trunc", type=int, default=0,
+          help="cut -tgt lines to N tokens for gold scoring (default: as the training data was cut; 0: not cut)")
+
+
+
+def tune_decoding_opts(parser):
+    g = parser.add_argument_group("Data")
+    g.add("-model", "--model", required=True, nargs="+", action="extend",
+          help="checkpoint(s) to choose from (each decoded with every length rule of the grid)")
+    g.add("-src", "--src", required=True, help="the tuning set's sources, one example per line")
+    g.add("-tgt", "--tgt", required=True, help="the tuning set's reference summaries, one per line")
+    g.add("-output", "--output", required=True,
+          help="YAML of the best checkpoint and search settings, read back by translate.py -config")
+    g.add("-report", "--report", default="", help="also write every setting's scores and length to this JSON file")
+    g.add("-metric", "--metric", default="rougeL", choices=["rouge1", "rouge2", "rougeL", "rougeLsum"],
+          help="the ROUGE F1 (built-in scorer) the best setting maximizes; ties go to the earlier setting")
+    device_opts(g)
+    g.add("-log_file", "--log_file", default="", help="also log to this file")
+    g.add("-seed", "--seed", type=int, default=829, help="random seed")
+    g = parser.add_argument_group("The grid of length rules (every combination is decoded)")
+    g.add("-length_penalty", "--length_penalty", default="wu", choices=["none", "avg", "wu"],
+          help="the length penalty of every setting")
+    g.add("-alpha", "--alpha", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0],
+          help="values of wu's alpha (0: no penalty)")
+    g.add("-min_length", "--min_length", type=int, nargs="+", default=[0], help="values of the minimum length")
+    g = parser.add_argument_group("Search, the same in every setting")
+    g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
+    g.add("-max_length", "--max_length", type=int, default=100,
+          help="maximum prediction length (default: the checkpoint's own rule, as translate.py)")
+    search_opts(g)
+    input_rule_opts(parser)
 
 def evaluate_opts(parser):
     g = parser.add_argument_group("Evaluate")

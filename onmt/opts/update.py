@@ -18,7 +18,7 @@ from onmt.opts.families import FAMILIES, RESUME_ADDS_PARAMETERS, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, model_opts
 from onmt.opts.parse import given, make_parser
 from onmt.opts.train import train_opts
-from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts
+from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts, tune_decoding_opts
 
 
 @functools.lru_cache(maxsize=None)
@@ -115,6 +115,14 @@ def update_translate_opts(opt):
     fill_defaults(opt, translate_opts)
     if opt.avoid_trigram_repetition:
         opt.block_ngram_repeat = 3
+
+
+def update_tune_decoding_opts(opt):
+    """Defaults for what `opt` lacks; each grid's values once, in the order given."""
+    fill_defaults(opt, tune_decoding_opts)
+    opt.model = list(dict.fromkeys(opt.model))
+    opt.alpha = list(dict.fromkeys(opt.alpha))
+    opt.min_length = list(dict.fromkeys(opt.min_length))
 
 
 def update_preprocess_opts(opt):

@@ -290,6 +290,13 @@ def validate_evaluate_opts(opt):
         raise OptionError("give -limit_bytes or -limit_words, not both")
 
 
+def validate_tune_decoding_opts(opt):
+    """The grid's own checks; each setting is checked as translate.py's options when the tuner builds it."""
+    if opt.length_penalty != "wu" and opt.alpha != [0.0] and given(opt, "alpha"):
+        raise OptionError(f"-alpha is wu's parameter: give -length_penalty wu, or leave -alpha out with "
+                          f"-length_penalty {opt.length_penalty}")
+
+
 def validate_plot_attention_opts(opt):
     if opt.attn_plot_n < 0:
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")

@@ -1,0 +1,302 @@
+"""The paper's claim with equal decoding, scored once on the standard Gigaword test set.
+
+    python experiments/rl_vs_ml_tuned.py [-workdir runs/rl_vs_ml] [-seeds 1,2,3] [-jobs 2] [-arm_seconds 720]
+    python experiments/rl_vs_ml_tuned.py -report      # the tables and the figure again from the JSONs
+
+One command, resumable: every job writes its output atomically and is skipped when that exists, so it
+goes on after an interruption (or in a later session, on a fresh machine, from the committed figures
+and whatever checkpoints survive). Up to -jobs one-thread processes run side by side.
+
+Protocol, the same for every arm:
+  - data and the ML start: experiments/rl_vs_ml.py's (same -workdir: its ML phase is this one's start;
+    early stopping on validation pairs 1-1,000).
+  - splits: tuning = validation pairs 1-1,000 (the choices), development = 1,001-4,000 (figures),
+    test = Rush et al.'s 1,951 pairs (../shared/data/gigaword/test.*), scored once with what tuning chose.
+  - arms, from the ML start, -arm_seconds CPU seconds each (validation excluded), a checkpoint every 50
+    steps: a<s> the mixed objective (gamma 0.9984, lr 1e-4, fresh Adam), b<s> ML at lr 1e-4 (fresh
+    Adam), m<s> the ML phase's own continuation (lr 1e-3, its Adam state); seeds s = -seeds.
+  - views (what is tuned and scored): an arm's candidates are its checkpoints at 1/3, 2/3 and all of its
+    CPU time; b<s>_steps, the equal-steps control, b<s>'s at 1/3, 2/3 and all of a<s>'s last step;
+    ml_best the start alone. onmt_tune_decoding chooses each view's checkpoint and length rule (wu
+    alpha in ALPHAS) on tuning ROUGE-L (beam 5, at most 30 words, the model's trigram blocking).
+  - scores: development and test with the chosen settings (built-in ROUGE-1.5.5 scorer, official to 4
+    decimals; the test set also with the Perl script), per-example ROUGE-L kept for the paired
+    bootstrap; each view against the strongest ML control of its seed (the ML view with the highest
+    tuning ROUGE-L among b<s>, b<s>_steps, m<s>), and the gain of a<s> over it by source-reference
+    overlap, reference length and copy share (experiments/rl_vs_ml_tuned_report.py).
+Figures go to experiments/results/rl_vs_ml_tuned/ (commit them; never the checkpoints).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+from experiments import rl_vs_ml  # noqa: E402
+from experiments.common import run  # noqa: E402
+
+RESULTS = os.path.join(HERE, "results", "rl_vs_ml_tuned")
+ALPHAS = ["0", "0.5", "1", "1.5", "2"]
+SEARCH = ["-beam_size", "5", "-max_length", "30"]
+FRACTIONS = (1 / 3, 2 / 3, 1.0)
+# arm kind -> (-rl_gamma or None, learning rate, fresh Adam, description)
+KINDS = {"a": (0.9984, "0.0001", True, "mixed objective, gamma 0.9984, lr 1e-4"),
+         "b": (None, "0.0001", True, "ML continued at lr 1e-4, equal CPU time"),
+         "m": (None, "0.001", False, "ML phase continued at its own lr 1e-3 and Adam state, equal CPU time")}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-workdir", default=os.path.join(ROOT, "runs", "rl_vs_ml"))
+    p.add_argument("-data", default=os.path.join(ROOT, "..", "shared", "data", "gigaword"))
+    p.add_argument("-seeds", default="1,2,3")
+    p.add_argument("-tune_pairs", type=int, default=1000, help="validation's first N pairs tune, the rest score")
+    p.add_argument("-jobs", type=int, default=2, help="one-thread processes side by side")
+    p.add_argument("-ml_seconds", type=float, default=2700.0)
+    p.add_argument("-arm_seconds", type=float, default=720.0)
+    p.add_argument("-results", default=RESULTS, help="where the figures go (commit them)")
+    p.add_argument("-report", action="store_true", help="only write the report from the results")
+    p.add_argument("-job", default="", help=argparse.SUPPRESS)     # internal: run one job (tune:VIEW, score:VIEW)
+    return p.parse_args(argv)
+
+
+# --------------------------------------------------------------------------- data
+def splits(a):
+    """{"tune", "dev", "test"} -> (src, tgt) paths: validation's first -tune_pairs pairs and the rest, written
+    once into -workdir/data, and the test files of -data."""
+    data = os.path.join(a.workdir, "data")
+    out = {"tune": (f"{data}/tune.src.txt", f"{data}/tune.tgt.txt"),
+           "dev": (f"{data}/dev.src.txt", f"{data}/dev.tgt.txt"),
+           "test": (os.path.join(a.data, "test.src.txt"), os.path.join(a.data, "test.tgt.txt"))}
+    os.makedirs(data, exist_ok=True)
+    for i, side in enumerate(("src", "tgt")):
+        if os.path.exists(out["dev"][i]):
+            continue
+        with open(os.path.join(a.data, f"valid.{side}.txt"), encoding="utf-8") as f:
+            lines = f.readlines()
+        for split, part in (("tune", lines[:a.tune_pairs]), ("dev", lines[a.tune_pairs:])):
+            with open(out[split][i] + ".tmp", "w", encoding="utf-8") as f:
+                f.writelines(part)
+            os.replace(out[split][i] + ".tmp", out[split][i])
+    return out
+
+
+# --------------------------------------------------------------------------- arms and views
+def arm_folder(a, name):
+    return os.path.join(a.workdir, "arms", name)
+
+
+def arm_done(a, name):
+    return os.path.exists(os.path.join(arm_folder(a, name), "done"))
+
+
+def arm_command(a, prep, base, name):
+    """train.py's command for arm `name` (kind + seed), resuming its last checkpoint; None when done."""
+    gamma, lr, fresh, _ = KINDS[name[0]]
+    prefix = os.path.join(arm_folder(a, name), "model")
+    os.makedirs(arm_folder(a, name), exist_ok=True)
+    last = rl_vs_ml.latest_checkpoint(prefix)
+    spent = rl_vs_ml.train_seconds(last) - rl_vs_ml.train_seconds(base) if last else 0.0
+    if arm_done(a, name) or spent >= a.arm_seconds:
+        return None
+    cmd = ["train.py", "-data", prep, "-save_model", prefix, *rl_vs_ml.MODEL, "-seed", name[1:],
+           "-train_steps", "1000000", "-learning_rate", lr, "-valid_steps", "300", "-save_checkpoint_steps", "50",
+           "-train_time_limit", str(a.arm_seconds - spent)]
+    cmd += ["-rl_gamma", str(gamma)] if gamma is not None else []
+    if last:
+        cmd += ["-train_from", last]
+    else:
+        cmd += ["-train_from", base] + (["-reset_optim", "all"] if fresh else [])
+    return cmd
+
+
+def checkpoints(prefix):
+    """[(step, path)] of the checkpoints of `prefix`, by step."""
+    from onmt.utils.checkpoint import saved_steps
+    return sorted(saved_steps(prefix).items())
+
+
+def at_fractions(points, total, fractions=FRACTIONS):
+    """The candidates: for each fraction f, the last of `points` [(x, item)] (sorted by x) with
+    x <= f * total (each once, in order)."""
+    out = []
+    for f in fractions:
+        below = [item for x, item in points if x <= f * total + 1e-9]
+        if below and below[-1] not in out:
+            out.append(below[-1])
+    return out
+
+
+def view_candidates(a, view, base):
+    """The checkpoint paths a view chooses among."""
+    if view == "ml_best":
+        return [base]
+    arm = view.split("_")[0]
+    ckpts = checkpoints(os.path.join(arm_folder(a, arm), "model"))
+    if view.endswith("_steps"):      # b<s>'s checkpoints up to a<s>'s last step
+        a_last = checkpoints(os.path.join(arm_folder(a, "a" + arm[1:]), "model"))[-1][0]
+        return at_fractions([(s, p) for s, p in ckpts], a_last)
+    start = rl_vs_ml.train_seconds(base)
+    return at_fractions([(rl_vs_ml.train_seconds(p) - start, p) for _, p in ckpts], a.arm_seconds)
+
+
+def view_folder(a, view):
+    return os.path.join(a.workdir, "tuned", view)
+
+
+# --------------------------------------------------------------------------- jobs
+def tune_view(a, view, base):
+    """onmt_tune_decoding over the view's candidates x ALPHAS on the tuning split -> chosen.yaml, grid.json."""
+    folder = view_folder(a, view)
+    os.makedirs(folder, exist_ok=True)
+    src, tgt = splits(a)["tune"]
+    run(["-m", "onmt.bin.tune_decoding", "-model", *view_candidates(a, view, base), "-src", src, "-tgt", tgt,
+         "-alpha", *ALPHAS, *SEARCH, "-batch_size", "64", "-output", f"{folder}/chosen.yaml",
+         "-report", f"{folder}/grid.json"], log=f"{folder}/tune.log")
+
+
+def score_view(a, view):
+    """Development and test predictions with chosen.yaml; the view's figures into -results/VIEW.json."""
+    import torch
+    folder = view_folder(a, view)
+    result = {"view": view, "tune_pairs": a.tune_pairs, "tuning": rl_vs_ml.read_json(f"{folder}/grid.json")}
+    chosen = result["tuning"]["chosen"]
+    ck = torch.load(chosen["model"], map_location="cpu", weights_only=True)
+    result.update(step=int(ck["step"]), train_seconds=float(ck.get("train_seconds", 0.0)))
+    for split, (src, tgt) in splits(a).items():
+        if split == "tune":
+            continue
+        pred = f"{folder}/{split}.txt"
+        if not os.path.exists(pred):
+            run(["translate.py", "-config", f"{folder}/chosen.yaml", "-src", src, "-output", pred,
+                 "-batch_size", "64", "-attn_debug", f"{folder}/{split}.npz"], log=f"{folder}/{split}.log")
+        result[split] = split_figures(pred, f"{folder}/{split}.npz", src, tgt, official=split == "test")
+    rl_vs_ml.write_json(os.path.join(a.results, f"{view}.json"), result)
+
+
+def split_figures(pred, dump, src, tgt, official=False):
+    """ROUGE F1 (built-in; with `official` also ROUGE-1.5.5's own), per-example ROUGE-L F1, diagnostics."""
+    from onmt.evaluation import METRICS, score, summarize
+    from onmt.evaluation.diagnostics import summary_diagnostics
+    from onmt.translate.records import read_dump
+    read = lambda p: open(p, encoding="utf-8").read().splitlines()  # noqa: E731
+    preds, srcs, refs = read(pred), read(src), read(tgt)
+    scores = score(preds, refs)                                              # (n, 4, 3)
+    copied = [list(map(bool, r["copied"])) for r in read_dump(dump)]
+    out = {"rouge": {m: v["f"] for m, v in summarize(scores).items()},
+           "rougeL_f_per_example": [round(float(x), 5) for x in scores[:, METRICS.index("rougeL"), 2]],
+           "copy_share_per_example": [round(sum(c) / len(c), 4) if c else 0.0 for c in copied],
+           **summary_diagnostics(preds, srcs, refs, copied)}
+    if official:
+        from onmt.evaluation.official import OfficialUnavailable
+        try:
+            out["rouge_official"] = {m: v["f"] for m, v in summarize(score(preds, refs, official=True)).items()}
+        except OfficialUnavailable as e:
+            out["rouge_official"] = str(e)
+    return out
+
+
+def views(seeds):
+    """Every view, in the order its jobs are wanted (seed by seed)."""
+    out = ["ml_best"]
+    for s in seeds:
+        out += [f"a{s}", f"b{s}", f"b{s}_steps", f"m{s}"]
+    return out
+
+
+def view_needs(view):
+    """The arms that must be trained before the view is tuned."""
+    if view == "ml_best":
+        return []
+    arm = view.split("_")[0]
+    return [arm, "a" + arm[1:]] if view.endswith("_steps") else [arm]
+
+
+def job_list(a, seeds):
+    """[(name, needs, command or None when done)]: training, tuning and scoring, seed by seed."""
+    jobs, me = [], [sys.executable, os.path.abspath(__file__), "-workdir", a.workdir, "-data", a.data,
+                    "-arm_seconds", str(a.arm_seconds), "-results", a.results, "-tune_pairs", str(a.tune_pairs)]
+    for s in seeds:
+        for kind in "abm":
+            jobs.append((f"train:{kind}{s}", [], None if arm_done(a, f"{kind}{s}") else "train"))
+    for v in views(seeds):
+        tuned = os.path.exists(os.path.join(view_folder(a, v), "chosen.yaml"))
+        scored = os.path.exists(os.path.join(a.results, f"{v}.json"))
+        jobs.append((f"tune:{v}", [f"train:{n}" for n in view_needs(v)], None if tuned else me + ["-job", f"tune:{v}"]))
+        jobs.append((f"score:{v}", [f"tune:{v}"], None if scored else me + ["-job", f"score:{v}"]))
+    order = {name: i for i, name in enumerate(n for n, _, _ in jobs)}
+    # a seed's views right after its arms keep the pipeline full; the m<s> of later seeds come last
+    return sorted(jobs, key=lambda j: (_seed_of(j[0], int(seeds[0])), order[j[0]]))
+
+
+def _seed_of(job, first):
+    """The job's place: the ML start, then seed by seed, the m<s> control of later seeds after every a, b."""
+    view = job.split(":")[1]
+    if view == "ml_best":
+        return 0
+    s = int(view.split("_")[0][1:])
+    return 1000 + s if view[0] == "m" and s != first else s
+
+
+def schedule(a, prep, base, seeds):
+    """Run every job not done, up to -jobs at a time, each when what it needs is done."""
+    jobs = job_list(a, seeds)
+    done = {name for name, _, cmd in jobs if cmd is None}
+    running = {}
+    while len(done) < len(jobs):
+        for name, needs, cmd in jobs:
+            if len(running) >= a.jobs:
+                break
+            if name in done or name in running or not all(n in done for n in needs):
+                continue
+            if cmd == "train":
+                arm = name.split(":")[1]
+                tcmd = arm_command(a, prep, base, arm)
+                if tcmd is None:
+                    done.add(name)
+                    continue
+                running[name] = run(tcmd, log=os.path.join(arm_folder(a, arm), "train.log"), wait=False)
+            else:
+                log = os.path.join(a.workdir, "jobs.log")
+                running[name] = subprocess.Popen(cmd, cwd=ROOT, stdout=open(log, "a"), stderr=subprocess.STDOUT)
+        if not running:
+            raise SystemExit("jobs left that can never start: " + ", ".join(n for n, _, _ in jobs if n not in done))
+        time.sleep(5)
+        for name, proc in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[name]
+            if proc.returncode != 0:
+                for p in running.values():
+                    p.terminate()
+                raise SystemExit(f"{name} failed ({proc.returncode}); see {a.workdir}/jobs.log or its log")
+            if name.startswith("train:"):
+                open(os.path.join(arm_folder(a, name.split(":")[1]), "done"), "w").close()
+            done.add(name)
+            print(f"{time.strftime('%H:%M:%S')} done {name}", flush=True)
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    seeds = [s for s in a.seeds.split(",") if s]
+    from experiments.rl_vs_ml_tuned_report import write_report
+    if a.report:
+        return write_report(a.results)
+    base = os.path.join(a.workdir, "ml", "model_best.pt")
+    if a.job:
+        what, view = a.job.split(":")
+        return tune_view(a, view, base) if what == "tune" else score_view(a, view)
+    rl_vs_ml.RESULTS = a.results
+    os.makedirs(a.workdir, exist_ok=True)
+    prep = rl_vs_ml.prepare_data(argparse.Namespace(workdir=a.workdir, data=a.data))
+    base = rl_vs_ml.ml_phase(argparse.Namespace(workdir=a.workdir, ml_seconds=a.ml_seconds), prep)
+    splits(a)
+    schedule(a, prep, base, seeds)
+    write_report(a.results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""onmt_tune_decoding (onmt/bin/tune_decoding.py): the grid, the choice on a planted grid, the YAML that
+translate.py -config reads back to the same predictions, and one-line errors."""
+import json
+import os
+
+import pytest
+import yaml
+
+from helpers.checkpoints import save_tiny_checkpoint
+from helpers.e2e import read_lines, run_cli
+from onmt.bin import tune_decoding as td
+from onmt.opts import OptionError
+
+REFS = ["a b c d e f", "g h i j"]
+
+
+def planted(model, setting):
+    """Predictions whose ROUGE-L peaks at model "good" with alpha 1.5: shorter below, padded above."""
+    keep = {0.0: 1, 0.5: 2, 1.0: 3, 1.5: 6, 2.0: 6}[setting["alpha"]]
+    extra = ["x", "y", "z"] if setting["alpha"] == 2.0 else []
+    if model == "bad":
+        keep = 1
+    return [" ".join(r.split()[:keep] + extra) for r in REFS]
+
+
+def test_grid_is_every_alpha_times_every_min_length_in_order():
+    opt = td.opts.parse_values(td.opts.tune_decoding_parser(), {"model": ["m"], "src": "s", "tgt": "t", "output": "o",
+                                                                 "alpha": [0, 1.5], "min_length": [0, 4]})
+    td.opts.update_tune_decoding_opts(opt)
+    assert td.grid(opt) == [{"length_penalty": "wu", "alpha": 0.0, "min_length": 0},
+                            {"length_penalty": "wu", "alpha": 0.0, "min_length": 4},
+                            {"length_penalty": "wu", "alpha": 1.5, "min_length": 0},
+                            {"length_penalty": "wu", "alpha": 1.5, "min_length": 4}]
+    opt.length_penalty = "none"
+    assert td.grid(opt) == [{"length_penalty": "none", "min_length": 0}, {"length_penalty": "none", "min_length": 4}]
+
+
+def test_tuner_picks_the_planted_best_model_and_setting():
+    settings = [{"length_penalty": "wu", "alpha": a, "min_length": 0} for a in (0.0, 0.5, 1.0, 1.5, 2.0)]
+    rows, best = td.tune(["bad", "good"], settings, planted, REFS, "rougeL")
+    assert len(rows) == 10
+    assert rows[best]["model"] == "good" and rows[best]["setting"]["alpha"] == 1.5
+    assert rows[best]["rouge"]["rougeL"] == pytest.approx(100.0)
+    assert rows[best]["length"] == pytest.approx(5.0) and rows[best]["ref_length"] == pytest.approx(5.0)
+    # the padded setting is longer and scores lower
+    assert rows[9]["length"] == pytest.approx(8.0) and rows[9]["rouge"]["rougeL"] < 100.0
+
+
+def test_ties_go_to_the_earlier_row():
+    rows = [{"rouge": {"rougeL": 30.0}}, {"rouge": {"rougeL": 31.0}}, {"rouge": {"rougeL": 31.0}}]
+    assert td.best_index(rows, "rougeL") == 1
+
+
+def test_a_bad_setting_is_one_option_error_before_any_decoding():
+    with pytest.raises(OptionError, match="-min_length"):
+        td.translate_namespace({"beam_size": 5, "min_length": 40, "max_length": 30, "length_penalty": "wu",
+                                "alpha": 1.0})
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tune")
+    models = [save_tiny_checkpoint(d / f"m{i}.pt", "reinforced", seed=i) for i in range(2)]
+    src = ["w1 w2 w3 w4 w5", "w3 w3 w9 w1", "w5 w4 w3 w2 w1 w0", "w2 w7"]
+    tgt = ["w1 w2 w3", "w3 w9", "w5 w4 w3", "w2"]
+    (d / "s.txt").write_text("\n".join(src) + "\n")
+    (d / "t.txt").write_text("\n".join(tgt) + "\n")
+    return d, models
+
+
+def test_the_yaml_decodes_as_the_chosen_row(toy):
+    d, models = toy
+    r = run_cli("tools/tune_decoding.py", "-model", *models, "-src", d / "s.txt", "-tgt", d / "t.txt",
+                "-alpha", "0", "1", "3", "-min_length", "0", "2", "-beam_size", "3", "-max_length", "6",
+                "-output", d / "best.yaml", "-report", d / "grid.json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads((d / "grid.json").read_text())
+    rows = report["rows"]
+    assert len(rows) == 2 * 3 * 2
+    best = report["best"]
+    assert rows[best]["rouge"]["rougeL"] == max(row["rouge"]["rougeL"] for row in rows)
+    assert best == min(i for i, row in enumerate(rows) if row["rouge"]["rougeL"] == rows[best]["rouge"]["rougeL"])
+    chosen = yaml.safe_load((d / "best.yaml").read_text())
+    assert chosen == {"model": os.path.abspath(rows[best]["model"]), "beam_size": 3, "max_length": 6,
+                      **rows[best]["setting"]}
+    assert "| checkpoint | setting |" in r.stdout and "<- rougeL" in r.stdout
+    # translate.py -config reads it and writes what the tuner scored
+    t = run_cli("translate.py", "-config", d / "best.yaml", "-src", d / "s.txt", "-tgt", d / "t.txt",
+                "-output", d / "pred.txt", "-report_rouge")
+    assert t.returncode == 0, t.stderr
+    from onmt.evaluation import score, summarize
+    res = summarize(score(read_lines(d / "pred.txt"), read_lines(d / "t.txt")))
+    assert res["rougeL"]["f"] == pytest.approx(rows[best]["rouge"]["rougeL"], abs=1e-3)
+    assert sum(len(p.split()) for p in read_lines(d / "pred.txt")) / 4 == pytest.approx(rows[best]["length"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-length_penalty", "avg", "-alpha", "1"], "-alpha is wu's parameter"),
+    (["-min_length", "9", "-max_length", "5"], "-min_length 9 is above -max_length 5"),
+    (["-beam_size", "0"], "-beam_size must be >= 1"),
+])
+def test_bad_options_are_one_line(toy, args, message):
+    d, models = toy
+    r = run_cli("tools/tune_decoding.py", "-model", models[0], "-src", d / "s.txt", "-tgt", d / "t.txt",
+                "-output", d / "x.yaml", *args)
+    assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (d / "x.yaml").exists()
+
+
+def test_bad_files_are_one_line(toy, tmp_path):
+    d, models = toy
+    (tmp_path / "short.txt").write_text("w1\n")
+    cases = [(["-tgt", tmp_path / "short.txt", "-output", tmp_path / "o.yaml"], "has 4 lines but -tgt has 1"),
+             (["-tgt", d / "t.txt", "-output", d / "s.txt"], "-output"),
+             (["-tgt", d / "t.txt", "-output", tmp_path / "o.yaml", "-report", tmp_path / "o.yaml"], "-report")]
+    for args, message in cases:
+        r = run_cli("tools/tune_decoding.py", "-model", models[0], "-src", d / "s.txt", *args)
+        assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert not (tmp_path / "o.yaml").exists()
+    assert read_lines(d / "s.txt")[0] == "w1 w2 w3 w4 w5"
