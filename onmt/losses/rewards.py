@@ -19,6 +19,9 @@ with tensor operations over the whole batch on the inputs' device:
               the overlap sums min(count in hyp, count in ref) over the distinct hyp n-grams.
               O(B L log L): no (L1, L2) matrix, so L of a few hundred stays cheap.
   mix         the mean of the ROUGE-1, ROUGE-2 and ROUGE-L F1 scores.
+  rouge_l_recall   LCS / len(ref): what the reference keeps, whatever the hypothesis adds.
+  rouge_l_bp  ROUGE-L F1 times BLEU's brevity penalty min(1, exp(1 - len(ref) / len(hyp))): F1 with a
+              hypothesis shorter than its reference paid less (length-aware; 0 for an empty one).
 
 F1 = 2PR / (P + R) = 2 overlap / (n_hyp + n_ref), and 0 when a side is empty or nothing matches.
 """
@@ -142,12 +145,29 @@ def rouge_mix(hyp, hyp_len, ref, ref_len):
     return (rouge_1(*args) + rouge_2(*args) + rouge_l(*args)) / 3
 
 
-REWARDS = {"rougeL": rouge_l, "rouge1": rouge_1, "rouge2": rouge_2, "mix": rouge_mix}
+def rouge_l_recall(hyp, hyp_len, ref, ref_len):
+    """(B,) float32 ROUGE-L recall, LCS / len(ref); 0 for an empty reference."""
+    lcs = lcs_length(hyp, hyp_len, ref, ref_len).double()
+    return torch.where(ref_len > 0, lcs / ref_len.clamp_min(1).double(), torch.zeros_like(lcs)).float()
+
+
+def rouge_l_bp(hyp, hyp_len, ref, ref_len):
+    """(B,) float32 ROUGE-L F1 x min(1, exp(1 - len(ref) / len(hyp))), BLEU's brevity penalty; 0 for an
+    empty hypothesis."""
+    h, r = hyp_len.double(), ref_len.double()
+    bp = torch.exp((1 - r / h.clamp_min(1)).clamp_max(0))                 # (B,) in (0, 1]
+    bp = torch.where(hyp_len > 0, bp, torch.zeros_like(bp))
+    return (rouge_l(hyp, hyp_len, ref, ref_len).double() * bp).float()
+
+
+REWARDS = {"rougeL": rouge_l, "rouge1": rouge_1, "rouge2": rouge_2, "mix": rouge_mix,
+           "rougeL_recall": rouge_l_recall, "rougeL_bp": rouge_l_bp}
 
 
 def reward_function(name):
     """The reward `(hyp, hyp_len, ref, ref_len) -> (B,) float32` called `name`, one of REWARDS:
-    "rougeL", "rouge1", "rouge2" (F1 scores) or "mix" (the mean of the three F1 scores)."""
+    "rougeL", "rouge1", "rouge2" (F1 scores), "mix" (the mean of the three F1 scores), "rougeL_recall"
+    or "rougeL_bp" (ROUGE-L F1 with BLEU's brevity penalty)."""
     if name not in REWARDS:
         raise ValueError(f"unknown reward {name!r}; known rewards: {', '.join(REWARDS)}")
     return REWARDS[name]

@@ -108,8 +108,10 @@ def train_opts(parser):
                "sequence (both divided by the batch's reference tokens, so their ratio is the paper's); "
                "tokens = each term per token of its own sequences (ML per reference token, RL per sampled "
                "token), as many reimplementations do")
-    g.add("-rl_reward", "--rl_reward", default="rougeL", choices=["rougeL", "rouge1", "rouge2", "mix"],
-          help="reward of a sequence against the reference (F1; mix: mean of the three)")
+    g.add("-rl_reward", "--rl_reward", default="rougeL",
+          choices=["rougeL", "rouge1", "rouge2", "mix", "rougeL_recall", "rougeL_bp"],
+          help="reward of a sequence against the reference: ROUGE F1 (mix: the mean of the three), ROUGE-L "
+               "recall, or ROUGE-L F1 times BLEU's brevity penalty min(1, exp(1 - len(ref) / len(hyp)))")
     g.add("-max_gen_length", "--max_gen_length", type=int, default=0,
           help="longest sampled / greedy sequence, </s> excluded (0: the data's target truncation or limit)")
     g.add("-valid_rouge", "--valid_rouge", dest="valid_rouge", action="store_const", const=True, default=None,

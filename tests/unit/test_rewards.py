@@ -168,6 +168,25 @@ def test_mix_is_mean_of_the_three():
     assert reward_function("mix")(*args).dtype == torch.float32
 
 
+def test_recall_and_brevity_penalty_against_references():
+    import math
+    g = torch.Generator().manual_seed(5)
+    hyp, ref = torch.randint(-1, 5, (64, 9), generator=g), torch.randint(-1, 5, (64, 12), generator=g)
+    hyp_len, ref_len = torch.randint(0, 10, (64,), generator=g), torch.randint(0, 13, (64,), generator=g)
+    recall, bp = [], []
+    for a, b in zip(lists(hyp, hyp_len), lists(ref, ref_len)):
+        lcs = ref_lcs(a, b)
+        recall.append(lcs / len(b) if b else 0.0)
+        penalty = 0.0 if not a else (1.0 if len(a) >= len(b) else math.exp(1 - len(b) / len(a)))
+        bp.append(ref_f1(lcs, len(a), len(b)) * penalty)
+    assert_close(reward_function("rougeL_recall")(hyp, hyp_len, ref, ref_len), recall)
+    assert_close(reward_function("rougeL_bp")(hyp, hyp_len, ref, ref_len), bp)
+    # a hypothesis half its reference's length, all in it: recall 1/2, F1 2/3, penalty exp(-1)
+    h, r = t([[1, 2, 0, 0]]), t([[1, 2, 3, 4]])
+    assert_close(reward_function("rougeL_recall")(h, lens(2), r, lens(4)), [0.5])
+    assert_close(reward_function("rougeL_bp")(h, lens(2), r, lens(4)), [2 / 3 * math.exp(-1)])
+
+
 def test_unknown_reward_name():
     with pytest.raises(ValueError, match="rougeL.*rouge1.*rouge2.*mix"):
         reward_function("bleu")
