@@ -42,17 +42,31 @@ RESULTS = os.path.join(HERE, "results", "rl_vs_ml_tuned")
 ALPHAS = ["0", "0.5", "1", "1.5", "2"]
 SEARCH = ["-beam_size", "5", "-max_length", "30"]
 FRACTIONS = (1 / 3, 2 / 3, 1.0)
-# arm kind -> (-rl_gamma or None, learning rate, fresh Adam, description)
-KINDS = {"a": (0.9984, "0.0001", True, "mixed objective, gamma 0.9984, lr 1e-4"),
-         "b": (None, "0.0001", True, "ML continued at lr 1e-4, equal CPU time"),
-         "m": (None, "0.001", False, "ML phase continued at its own lr 1e-3 and Adam state, equal CPU time")}
-
+# arm kind -> (-rl_gamma or None, learning rate, fresh Adam, more train.py options, description); kinds in
+# MATCHED train on the pairs resampled to the test set's source-reference overlap (matched_data)
+KINDS = {"a": (0.9984, "0.0001", True, [], "mixed objective, gamma 0.9984, lr 1e-4 (the paper's)"),
+         "b": (None, "0.0001", True, [], "ML continued at lr 1e-4, equal CPU time"),
+         "m": (None, "0.001", False, [], "ML phase continued at its own lr 1e-3 and Adam state, equal CPU time"),
+         # the variants of the mixed objective (-variants): what might make it help on the test set
+         "r": (0.9984, "0.0001", True, ["-rl_reward", "rougeL_recall"], "mixed, reward ROUGE-L recall"),
+         "x": (0.9984, "0.0001", True, ["-rl_reward", "mix"], "mixed, reward mean of ROUGE-1/2/L F1"),
+         "l": (0.9984, "0.0001", True, ["-rl_reward", "rougeL_bp"],
+               "mixed, reward ROUGE-L F1 x brevity penalty (length-aware)"),
+         "g": (0.9, "0.0001", True, [], "mixed, gamma 0.9"),
+         "h": (0.9984, "0.0003", True, [], "mixed, lr 3e-4"),
+         "o": (0.9984, "0.0001", True, [], "mixed, training pairs resampled to the test set's overlap"),
+         "p": (None, "0.0001", True, [], "ML at lr 1e-4, training pairs resampled to the test set's overlap")}
+MAIN = "abm"
+MATCHED = "op"
+OVERLAP_BINS = 10
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("-workdir", default=os.path.join(ROOT, "runs", "rl_vs_ml"))
     p.add_argument("-data", default=os.path.join(ROOT, "..", "shared", "data", "gigaword"))
     p.add_argument("-seeds", default="1,2,3")
+    p.add_argument("-variants", default="", help="variant kinds of KINDS to run after the main arms (e.g. r,x,l)")
+    p.add_argument("-variant_seeds", default="1")
     p.add_argument("-tune_pairs", type=int, default=1000, help="validation's first N pairs tune, the rest score")
     p.add_argument("-jobs", type=int, default=2, help="one-thread processes side by side")
     p.add_argument("-ml_seconds", type=float, default=2700.0)
@@ -84,6 +98,52 @@ def splits(a):
     return out
 
 
+def matched_weights(train_overlap, test_overlap, bins=OVERLAP_BINS):
+    """Per training pair, the probability of keeping it so that the kept pairs' overlap histogram
+    (`bins` equal bins of [0, 1]) is the test set's, keeping as many pairs as that allows: in the bin
+    where training is scarcest relative to test, every pair is kept."""
+    import numpy as np
+    edges = np.linspace(0, 1, bins + 1)
+    tr = np.clip(np.digitize(train_overlap, edges[1:-1]), 0, bins - 1)         # (n,) bin per pair
+    te = np.clip(np.digitize(test_overlap, edges[1:-1]), 0, bins - 1)
+    n_tr, n_te = np.bincount(tr, minlength=bins), np.bincount(te, minlength=bins) / len(te)
+    share_tr = n_tr / len(tr)
+    ok = share_tr > 0
+    both = ok & (n_te > 0)
+    if not both.any():
+        raise ValueError("the training and test overlaps share no bin")
+    scale = np.min(share_tr[both] / n_te[both])                                # kept share = scale * test share
+    keep = np.where(ok, np.minimum(1.0, scale * n_te / np.where(ok, share_tr, 1)), 0.0)
+    return keep[tr]
+
+
+def matched_data(a, prep):
+    """The training pairs (train + extra) resampled to the test set's overlap histogram (seed 1),
+    preprocessed with the ML start's vocabulary; validation as the ML phase's. Returns the -data prefix."""
+    import numpy as np
+
+    from onmt.evaluation.breakdown import reference_overlap
+    out = os.path.join(a.workdir, "prep_matched", "data")
+    if os.path.exists(out + ".meta.json"):
+        return out
+    text = os.path.join(a.workdir, "data")
+    read = lambda p: open(p, encoding="utf-8").read().splitlines()  # noqa: E731
+    src, tgt = read(f"{text}/train.src.txt"), read(f"{text}/train.tgt.txt")
+    test = zip(*(read(p) for p in splits(a)["test"]))
+    w = matched_weights([reference_overlap(s, t) for s, t in zip(src, tgt)],
+                        [reference_overlap(s, t) for s, t in test])
+    kept = np.random.default_rng(1).random(len(w)) < w                        # (n,) bool
+    for side, lines in (("src", src), ("tgt", tgt)):
+        with open(f"{text}/matched.{side}.txt", "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line, k in zip(lines, kept) if k)
+    run(["preprocess.py", "-config", "config/gigaword_preprocess.yaml", "-num_threads", "1",
+         "-train_src", f"{text}/matched.src.txt", "-train_tgt", f"{text}/matched.tgt.txt",
+         "-valid_src", f"{text}/valid1k.src.txt", "-valid_tgt", f"{text}/valid1k.tgt.txt", "-save_data", out,
+         "-src_vocab", prep + ".vocab.txt", "-src_vocab_size", "25000", "-tgt_vocab_size", "10000"],
+        log=os.path.join(a.workdir, "preprocess_matched.log"))
+    return out
+
+
 # --------------------------------------------------------------------------- arms and views
 def arm_folder(a, name):
     return os.path.join(a.workdir, "arms", name)
@@ -95,17 +155,19 @@ def arm_done(a, name):
 
 def arm_command(a, prep, base, name):
     """train.py's command for arm `name` (kind + seed), resuming its last checkpoint; None when done."""
-    gamma, lr, fresh, _ = KINDS[name[0]]
+    gamma, lr, fresh, more, _ = KINDS[name[0]]
     prefix = os.path.join(arm_folder(a, name), "model")
     os.makedirs(arm_folder(a, name), exist_ok=True)
     last = rl_vs_ml.latest_checkpoint(prefix)
     spent = rl_vs_ml.train_seconds(last) - rl_vs_ml.train_seconds(base) if last else 0.0
     if arm_done(a, name) or spent >= a.arm_seconds:
         return None
+    if name[0] in MATCHED:
+        prep = matched_data(a, prep)
     cmd = ["train.py", "-data", prep, "-save_model", prefix, *rl_vs_ml.MODEL, "-seed", name[1:],
            "-train_steps", "1000000", "-learning_rate", lr, "-valid_steps", "300", "-save_checkpoint_steps", "50",
            "-train_time_limit", str(a.arm_seconds - spent)]
-    cmd += ["-rl_gamma", str(gamma)] if gamma is not None else []
+    cmd += (["-rl_gamma", str(gamma)] if gamma is not None else []) + more
     if last:
         cmd += ["-train_from", last]
     else:
@@ -199,12 +261,12 @@ def split_figures(pred, dump, src, tgt, official=False):
     return out
 
 
-def views(seeds):
-    """Every view, in the order its jobs are wanted (seed by seed)."""
+def views(seeds, variants=(), variant_seeds=()):
+    """Every view, in the order its jobs are wanted (seed by seed, the variants last)."""
     out = ["ml_best"]
     for s in seeds:
         out += [f"a{s}", f"b{s}", f"b{s}_steps", f"m{s}"]
-    return out
+    return out + [f"{k}{s}" for k in variants for s in variant_seeds]
 
 
 def view_needs(view):
@@ -215,35 +277,36 @@ def view_needs(view):
     return [arm, "a" + arm[1:]] if view.endswith("_steps") else [arm]
 
 
-def job_list(a, seeds):
+def job_list(a, seeds, variants=(), variant_seeds=()):
     """[(name, needs, command or None when done)]: training, tuning and scoring, seed by seed."""
     jobs, me = [], [sys.executable, os.path.abspath(__file__), "-workdir", a.workdir, "-data", a.data,
                     "-arm_seconds", str(a.arm_seconds), "-results", a.results, "-tune_pairs", str(a.tune_pairs)]
-    for s in seeds:
-        for kind in "abm":
-            jobs.append((f"train:{kind}{s}", [], None if arm_done(a, f"{kind}{s}") else "train"))
-    for v in views(seeds):
+    arms = [f"{k}{s}" for s in seeds for k in MAIN] + [f"{k}{s}" for k in variants for s in variant_seeds]
+    for arm in arms:
+        jobs.append((f"train:{arm}", [], None if arm_done(a, arm) else "train"))
+    for v in views(seeds, variants, variant_seeds):
         tuned = os.path.exists(os.path.join(view_folder(a, v), "chosen.yaml"))
         scored = os.path.exists(os.path.join(a.results, f"{v}.json"))
         jobs.append((f"tune:{v}", [f"train:{n}" for n in view_needs(v)], None if tuned else me + ["-job", f"tune:{v}"]))
         jobs.append((f"score:{v}", [f"tune:{v}"], None if scored else me + ["-job", f"score:{v}"]))
     order = {name: i for i, name in enumerate(n for n, _, _ in jobs)}
-    # a seed's views right after its arms keep the pipeline full; the m<s> of later seeds come last
-    return sorted(jobs, key=lambda j: (_seed_of(j[0], int(seeds[0])), order[j[0]]))
+    # a seed's views right after its arms keep the pipeline full; later seeds' m<s> and the variants last
+    return sorted(jobs, key=lambda j: (_place(j[0], int(seeds[0])), order[j[0]]))
 
 
-def _seed_of(job, first):
-    """The job's place: the ML start, then seed by seed, the m<s> control of later seeds after every a, b."""
+def _place(job, first):
     view = job.split(":")[1]
     if view == "ml_best":
         return 0
     s = int(view.split("_")[0][1:])
+    if view[0] not in MAIN:
+        return 10_000 + s
     return 1000 + s if view[0] == "m" and s != first else s
 
 
-def schedule(a, prep, base, seeds):
+def schedule(a, prep, base, seeds, variants=(), variant_seeds=()):
     """Run every job not done, up to -jobs at a time, each when what it needs is done."""
-    jobs = job_list(a, seeds)
+    jobs = job_list(a, seeds, variants, variant_seeds)
     done = {name for name, _, cmd in jobs if cmd is None}
     running = {}
     while len(done) < len(jobs):
@@ -294,7 +357,11 @@ def main(argv=None):
     prep = rl_vs_ml.prepare_data(argparse.Namespace(workdir=a.workdir, data=a.data))
     base = rl_vs_ml.ml_phase(argparse.Namespace(workdir=a.workdir, ml_seconds=a.ml_seconds), prep)
     splits(a)
-    schedule(a, prep, base, seeds)
+    split_list = lambda x: [v for v in x.split(",") if v]  # noqa: E731
+    unknown = [k for k in split_list(a.variants) if k not in KINDS or k in MAIN]
+    if unknown:
+        raise SystemExit(f"-variants: unknown kind(s) {', '.join(unknown)}; known: {', '.join(set(KINDS) - set(MAIN))}")
+    schedule(a, prep, base, seeds, split_list(a.variants), split_list(a.variant_seeds))
     write_report(a.results)
 
 

@@ -21,9 +21,10 @@ from onmt.evaluation.breakdown import OVERLAP_EDGES, gain_by_bucket, reference_o
 
 SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "gigaword")
 CONTROLS = ("b{s}", "b{s}_steps", "m{s}")
-KIND = {"ml_best": "ML start (best validation perplexity)", "a": "(a) mixed objective, gamma 0.9984, lr 1e-4",
-        "b": "(b) ML continued at 1e-4, equal CPU time", "b_steps": "(b) ML continued at 1e-4, equal steps",
-        "m": "(m) ML phase continued at its own lr 1e-3, equal CPU time"}
+from experiments.rl_vs_ml_tuned import KINDS  # noqa: E402
+
+KIND = {"ml_best": "ML start (best validation perplexity)", "b_steps": "(b) ML continued at 1e-4, equal steps",
+        **{k: f"({k}) {v[4]}" for k, v in KINDS.items()}}
 LENGTH_EDGES = (0, 7, 10, 100)
 COPY_EDGES = (0.0, 0.5, 0.9, 1.0)
 
@@ -73,7 +74,7 @@ def table(results, split):
     heads = ["view", "step / length rule", "tuning R-L", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)",
              "control", "length / ref", "copy share %", "novel bigrams %"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-    order = {"ml_best": 0, "a": 1, "b": 2, "b_steps": 3, "m": 4}
+    order = {k: i for i, k in enumerate(["ml_best", "a", "b", "b_steps", "m", *KINDS])}
     for name in sorted(results, key=lambda n: (order[kind(n)], n)):
         r = results[name]
         fig = r[split]

@@ -35,7 +35,7 @@ def test_splits_are_validation_head_and_tail(tmp_path):
 
 def test_jobs_follow_seeds_and_what_they_need(tmp_path):
     a = exp.parse_args(["-workdir", str(tmp_path)])
-    jobs = exp.job_list(a, ["1", "2"])
+    jobs = exp.job_list(a, ["1", "2"], ["r", "l"], ["1"])
     names = [n for n, _, _ in jobs]
     needs = {n: set(d) for n, d, _ in jobs}
     assert names[:2] == ["tune:ml_best", "score:ml_best"]
@@ -43,6 +43,7 @@ def test_jobs_follow_seeds_and_what_they_need(tmp_path):
     assert names.index("score:b2_steps") < names.index("train:m2")      # later seeds' m controls last
     assert needs["tune:b1_steps"] == {"train:b1", "train:a1"} and needs["score:a2"] == {"tune:a2"}
     assert all(cmd is not None for _, _, cmd in jobs)                   # nothing done yet
+    assert names.index("score:m2") < names.index("train:r1") and names[-1] == "score:l1"   # variants last
 
 
 def _result(view, tuning_rl, per_example, split_len=2.0):
@@ -111,3 +112,26 @@ def test_tiny_run_tunes_scores_and_reports(tiny_run):
     assert f"| {delta:+.2f} |" in a_row and f"| {control} |" in a_row
     assert "overlap" in open(os.path.join(a.results, "breakdown.md")).read()
     assert os.path.getsize(os.path.join(a.results, "gain_by_overlap.png")) > 0
+
+
+def test_arm_commands_differ_only_where_the_arms_do(tiny_run):
+    a, base, _ = tiny_run
+    cmd = {}
+    for arm in ("a2", "b2", "m2", "r2"):
+        c = exp.arm_command(a, "PREP", base, arm)
+        cmd[arm] = c
+        assert c[c.index("-train_from") + 1] == base and c[c.index("-seed") + 1] == "2"
+    assert cmd["a2"][cmd["a2"].index("-rl_gamma") + 1] == "0.9984" and "-rl_gamma" not in cmd["b2"]
+    assert "-reset_optim" in cmd["a2"] and "-reset_optim" in cmd["b2"] and "-reset_optim" not in cmd["m2"]
+    assert cmd["m2"][cmd["m2"].index("-learning_rate") + 1] == "0.001"
+    assert cmd["r2"][cmd["r2"].index("-rl_reward") + 1] == "rougeL_recall"
+    assert exp.arm_command(a, "PREP", base, "a1") is None                # done
+
+
+def test_matched_weights_give_the_test_histogram_keeping_the_scarce_bin_whole():
+    rng = np.random.default_rng(0)
+    train = np.concatenate([rng.uniform(0.0, 0.1, 100), rng.uniform(0.9, 1.0, 900)])   # 10 % low, 90 % high
+    test = np.concatenate([np.full(50, 0.05), np.full(50, 0.95)])                         # half and half
+    w = exp.matched_weights(train, test)
+    assert np.all(w[:100] == 1.0)                               # the scarce bin kept whole
+    assert np.allclose(w[100:], 100 / 900)                      # the other down to as many: 50 % / 50 %
