@@ -20,7 +20,7 @@ from onmt.evaluation.bootstrap import paired_test  # noqa: E402
 from onmt.evaluation.breakdown import OVERLAP_EDGES, gain_by_bucket, reference_overlap  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "gigaword")
-CONTROLS = ("b{s}", "b{s}_steps", "m{s}")
+CONTROLS = ("b{s}", "b{s}_steps", "m{s}", "p{s}")
 from experiments.rl_vs_ml_tuned import KINDS  # noqa: E402
 
 KIND = {"ml_best": "ML start (best validation perplexity)", "b_steps": "(b) ML continued at 1e-4, equal steps",

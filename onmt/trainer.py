@@ -113,6 +113,20 @@ class Trainer(Reporting):
             self.early_stopping.load_state_dict(ckpt["early_stopping"])
         if same_run:   # -keep_checkpoint counts the run's earlier checkpoints too
             self.saved = [p for p in ckpt.get("saved_checkpoints", []) if os.path.exists(p)]
+        self.restore_scaler(ckpt.get("scaler"))
+
+    def restore_scaler(self, state):
+        """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and growth
+        count: the resumed run skips the steps the uninterrupted one would); when one side has no scaler,
+        one log line says what changes."""
+        if self.scaler is not None and state:
+            self.scaler.load_state_dict(state)
+        elif self.scaler is not None and self.rank == 0:
+            logger.info(f"-amp fp16: the checkpoint has no loss scale (trained without fp16 -amp); the scale "
+                        f"starts at {self.scaler.get_scale():g}")
+        elif state and self.rank == 0:
+            logger.info(f"the checkpoint's fp16 loss scale ({state.get('scale', '?')}) is dropped: this run "
+                        "trains without fp16 -amp")
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
