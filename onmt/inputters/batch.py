@@ -26,7 +26,25 @@ class Batch:
         from onmt.constants import PAD
         return int((self.tgt[:, 1:] != PAD).sum()) if self.tgt is not None else 0
 
+    def tensors(self):
+        """{field name: tensor} of the batch's tensor fields."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
+
+    def pinned_for(self, device):
+        """The batch with its host tensors in page-locked memory when it goes to a CUDA device (a
+        non_blocking copy from pageable memory is synchronous; from pinned memory it runs beside the
+        work queued before it); itself for any other device."""
+        if not pins_memory(device):
+            return self
+        return replace(self, **{k: t.pin_memory() for k, t in self.tensors().items()
+                                if t.device.type == "cpu" and not t.is_pinned()})
+
     def to(self, device):
-        moved = {f.name: getattr(self, f.name).to(device, non_blocking=True)
-                 for f in fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
+        device = torch.device(device)
+        moved = {k: t.to(device, non_blocking=True) for k, t in self.pinned_for(device).tensors().items()}
         return replace(self, **moved)
+
+
+def pins_memory(device):
+    """Whether batches bound for `device` are pinned first: CUDA devices only."""
+    return torch.device(device).type == "cuda"
