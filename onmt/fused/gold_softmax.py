@@ -14,7 +14,9 @@ of each row and its id, and the logits at given columns (the source words).
 import torch
 
 from onmt.fused.fast_exp import exp_shifted_
+from onmt.fused.kernels import block_rows
 from onmt.fused.packed_linear import PackedLinear, _packable
+from onmt.modules.precision import float32_region
 
 # Rows per chunk of the element-wise passes on CPU: about 2 MiB of float32 logits for V = 50k, so a
 # chunk stays in cache between its max, gather, exp and sum. On accelerators one chunk holds all rows.
@@ -64,7 +66,7 @@ def linear_in_column_blocks(o, weight, bias):
 
 def _row_blocks(n_rows, n_cols, device):
     """[(first row, end row)] of the cache-sized row blocks of an (n_rows, n_cols) pass (one block off CPU)."""
-    step = n_rows if device.type != "cpu" else max(1, _CPU_CHUNK_ELEMENTS // max(1, n_cols))
+    step = block_rows(device, n_rows, n_cols, _CPU_CHUNK_ELEMENTS)
     return [(r, min(r + step, n_rows)) for r in range(0, n_rows, step)]
 
 
@@ -141,7 +143,7 @@ class GoldLogSoftmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, o, weight, bias, gold, columns, impossible, logits=None, product_dtype=None):
         dtype = torch.promote_types(o.dtype, weight.dtype)
-        with torch.autocast(device_type=o.device.type, enabled=False):
+        with float32_region(o):
             if product_dtype is not None:   # -amp: the products in bfloat16 / float16, the rest in `dtype`
                 o_, w_ = o.to(product_dtype), weight.to(product_dtype)
                 buf = (torch.add(bias.to(dtype), o_ @ w_.t()) if logits is None
@@ -165,7 +167,7 @@ class GoldLogSoftmax(torch.autograd.Function):
             raise RuntimeError("GoldLogSoftmax reuses its buffer in backward: backward may run once")
         ctx.used = True
         o, w, buf, total, gold_v, in_vocab = ctx.saved_tensors
-        with torch.autocast(device_type=o.device.type, enabled=False):
+        with float32_region(o):
             g = grad_z.to(buf.dtype)  # (N,)
             N, V = buf.shape
             scale = -(g / total)  # (N,) d z / d logits = onehot(gold) - softmax

@@ -21,6 +21,8 @@ Where a fused kernel applies is decided here, in one place:
     fast_dtype         the dtype / autocast condition of a fused kernel: one dtype among `dtypes`,
                        autocast off (under -amp the plain code's float32 islands run instead)
     training_pass      kernels "fused", gradients wanted, fast_dtype: the teacher-forced fused passes
+    block_rows         the rows of one cache-sized block of a row-blocked pass: on the CPU only (on CUDA
+                       and any other device one block, so a step's kernel count does not grow with its rows)
 """
 import torch
 
@@ -55,10 +57,24 @@ def fast_dtype(*tensors, dtypes=FLOAT32):
     tensors = [t for t in tensors if t is not None]
     dtype = tensors[0].dtype
     return (dtype in dtypes and all(t.dtype == dtype for t in tensors)
-            and not torch.is_autocast_enabled(tensors[0].device.type))
+            and not autocast_enabled(tensors[0].device.type))
+
+
+def autocast_enabled(device_type):
+    """torch.is_autocast_enabled(device_type); False on a device autocast does not know (meta)."""
+    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
 
 
 def training_pass(kernels, *tensors, dtypes=FLOAT32):
     """Whether a fused teacher-forced pass whose gain is its backward (onmt/fused/decoder_pass.py,
     step_attention.py) runs on `tensors`: kernels "fused", gradients wanted and fast_dtype."""
     return kernels == "fused" and gradients_wanted() and fast_dtype(*tensors, dtypes=dtypes)
+
+
+def block_rows(device, n_rows, n_cols, budget):
+    """Rows per block of a pass over an (n_rows, n_cols) tensor on `device`: about `budget` elements (a
+    block that stays in the CPU's cache) on the CPU; all n_rows (one block) on any other device, where
+    blocking would only multiply kernel launches."""
+    if torch.device(device).type != "cpu":
+        return max(1, n_rows)
+    return max(1, budget // max(1, n_cols))

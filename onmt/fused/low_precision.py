@@ -23,6 +23,7 @@ import torch
 
 from onmt.fused.kernels import decoding_only, fast_dtype
 from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged, decoding_precision, precision_set
+from onmt.modules.precision import float32_region
 
 _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
 CAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -44,7 +45,7 @@ class CastLinear:
 
     def __call__(self, x):
         x = x.to(self.dtype).contiguous()  # (N, D)
-        with torch.autocast(device_type=x.device.type, enabled=False):
+        with float32_region(x):
             if self.packed is not None:
                 try:
                     out = torch.ops.mkldnn._linear_pointwise(x, self.packed, None, "none", [], "")  # (N, V)

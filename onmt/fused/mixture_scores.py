@@ -19,6 +19,7 @@ against 1.3). `full()` gives the tensor DenseScores holds, to float32 rounding o
 """
 import torch
 
+from onmt.fused.kernels import block_rows
 from onmt.modules.beam_topk import chunk_candidates, chunks_suffice
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, mix_at_sources
 from onmt.modules.step_scores import NEG_INF, DenseScores, exclusion
@@ -34,7 +35,7 @@ def row_log_normalizer(logits):
         return torch.logsumexp(logits, dim=1, keepdim=True)
     N, V = logits.shape
     out = logits.new_empty(N, 1)
-    rows = max(1, NORMALIZER_BLOCK // V)
+    rows = block_rows(logits.device, N, V, NORMALIZER_BLOCK)
     for i in range(0, N, rows):  # blocks of rows: the block's log_softmax stays in cache
         blk = logits[i:i + rows]
         top = torch.log_softmax(blk, dim=1).amax(1, keepdim=True)  # (r, 1) max - logsumexp

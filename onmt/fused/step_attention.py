@@ -20,10 +20,10 @@ with `mlp_scores_blocked`: cache-sized row blocks, and without autograd the same
 """
 import torch
 
-from onmt.fused.kernels import gradients_wanted
+from onmt.fused.kernels import block_rows, gradients_wanted
 from onmt.fused.step_source import StepSource
 
-# elements of one (rows, S, H) block (~4 MB of float32): the recomputation stays in cache
+# elements of one (rows, S, H) block (~4 MB of float32) on the CPU: the recomputation stays in cache
 BLOCK = 1 << 20
 
 
@@ -49,7 +49,7 @@ def mlp_scores_blocked(q, keys, cov, v, w_c):
     B, S, H = keys.shape
     if B != q.size(0):   # one source per G queries under autograd (no training pass has it): per query
         keys, B = keys.repeat_interleave(q.size(0) // B, 0), q.size(0)
-    rows = max(1, BLOCK // (S * H))
+    rows = block_rows(keys.device, B, S * H, BLOCK)
     if rows >= B:
         return _mlp_tanh_block(q, keys, cov, v, w_c)
     return torch.cat([_mlp_tanh_block(q[i:i + rows], keys[i:i + rows], None if cov is None else cov[i:i + rows],
@@ -62,7 +62,7 @@ def _mlp_sigmoid_blocks(q, keys, cov, v, w_c):
     queries, as 2 v . sigmoid(2x) - sum(v) (one sigmoid pass instead of PyTorch's float32 tanh). -> (N G, S)."""
     N, S, H = keys.shape
     G = q.size(0) // N
-    n = max(1, BLOCK // (G * S * H))
+    n = block_rows(keys.device, N, G * S * H, BLOCK)
     out = q.new_empty(N, G, S)  # (N, G, S)
     q2 = (2 * q).view(N, G, 1, H)  # (N, G, 1, H)
     cov4 = None if cov is None else cov.view(N, G, S, 1)  # (N, G, S, 1)
@@ -112,8 +112,8 @@ def _mlp_sigmoid_scores(q, keys, cov, v, w_c):
 
 
 def _rows(keys):
-    """Rows of one cache-sized block of a (B, S, H) tensor."""
-    return max(1, BLOCK // (keys.size(1) * keys.size(2)))
+    """Rows of one cache-sized block of a (B, S, H) tensor (all of them off the CPU)."""
+    return block_rows(keys.device, keys.size(0), keys.size(1) * keys.size(2), BLOCK)
 
 
 def mlp_scores_values(keys, q, cov, w_c, v, keep=None):

@@ -1,21 +1,21 @@
 """The pointer-generators' full distribution at one decoding step, without autograd (beam search).
 
-Beam search needs log p over the whole extended vocabulary for every live row (B*K rows) at every
-step: Paulus et al. eqs. 9-12, which `PointerGenerator.forward` computes plainly with `F.linear` over
-the padded (X, 3H) W_out. Here the (N, V) generation logits come from W_out packed once per batch
-for oneDNN (packed_linear.py; 1.5-3x faster than addmm for these few hundred rows on CPU), and the
-softmax is written in cache-sized row blocks into the (N, X) output (`generation_log_probs`), then
-the copy mass is scattered in place (`scatter_mixture`). Same values as the plain forward up to float32
-rounding of the product's summation order. See et al.'s CopyGenerator, built with fused kernels,
-decodes through the same two functions (given to it as `generation` and `scatter`); under autograd
-they are the plain formulas of onmt/modules/copy_mixture.py. The searches ask a step for bans, its top K
-and best token only: `pointer_generator_step_scores` and `copy_generator_step_scores` give the same
-step as a mixture_scores.MixtureScores, without the (N, X) output written.
+Beam search needs log p over the whole extended vocabulary for every live row (B*K rows) at every step: Paulus
+et al. eqs. 9-12, which `PointerGenerator.forward` computes plainly with `F.linear` over the padded (X, 3H)
+W_out. Here the (N, V) generation logits come from W_out packed once per batch for oneDNN (packed_linear.py;
+1.5-3x faster than addmm for these few hundred rows on CPU), and the softmax is written in cache-sized row
+blocks (on the CPU; one block elsewhere) into the (N, X) output (`generation_log_probs`), then the copy mass
+is scattered in place (`scatter_mixture`). Same values as the plain forward up to float32 rounding of the
+product's summation order. See et al.'s CopyGenerator, built with fused kernels, decodes through the same two
+functions (given to it as `generation` and `scatter`); under autograd they are the plain formulas of
+onmt/modules/copy_mixture.py. The searches ask a step for bans, its top K and best token only:
+`pointer_generator_step_scores` and `copy_generator_step_scores` give the same step as a
+mixture_scores.MixtureScores, without the (N, X) output written.
 """
 import torch
 import torch.nn.functional as F
 
-from onmt.fused.kernels import gradients_wanted
+from onmt.fused.kernels import block_rows, gradients_wanted
 from onmt.fused.mixture_scores import MixtureScores
 from onmt.modules import copy_mixture
 from onmt.modules.copy_generator import vocab_logits
@@ -37,7 +37,7 @@ def generation_log_probs(logits, log_gen_switch, n_oov):
     N, V = logits.shape
     out = logits.new_empty(N, V + n_oov)  # (N, X)
     out[:, V:] = IMPOSSIBLE
-    rows = max(1, SOFTMAX_BLOCK // V)
+    rows = block_rows(logits.device, N, V, SOFTMAX_BLOCK)  # one block off the CPU
     for i in range(0, N, rows):  # blocks of rows, not examples: cache blocking
         blk = torch.log_softmax(logits[i:i + rows], dim=1)  # (r, V) in cache
         torch.add(blk, log_gen_switch[i:i + rows], out=out[i:i + rows, :V])
