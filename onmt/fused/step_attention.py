@@ -63,7 +63,9 @@ def _mlp_sigmoid_blocks(q, keys, cov, v, w_c):
     N, S, H = keys.shape
     G = q.size(0) // N
     n = block_rows(keys.device, N, G * S * H, BLOCK)
-    out = q.new_empty(N, G, S)  # (N, G, S)
+    dtype = torch.promote_types(q.dtype, keys.dtype)   # bfloat16 under -amp's autocast (validation)
+    v = v.to(dtype)
+    out = q.new_empty(N, G, S, dtype=dtype)  # (N, G, S)
     q2 = (2 * q).view(N, G, 1, H)  # (N, G, 1, H)
     cov4 = None if cov is None else cov.view(N, G, S, 1)  # (N, G, S, 1)
     for i in range(0, N, n):   # blocks of sources: cache blocking

@@ -146,3 +146,16 @@ def test_compiled_mlp_scores_equal_the_plain_formula_at_every_shape():
     (g_got,) = torch.autograd.grad(got.sum(), query)
     (g_want,) = torch.autograd.grad(plain.score(query, keys, cov).sum(), query)
     assert torch.allclose(g_got, g_want, atol=1e-6)
+
+
+def test_decoding_scores_take_bfloat16_inputs_with_float32_parameters():
+    """-amp bf16 validation: autocast gives bfloat16 queries and keys while v stays a float32 parameter; the
+    sigmoid-form scores run in bfloat16 and match the float32 formula to bfloat16 rounding."""
+    g = torch.Generator().manual_seed(4)
+    q, keys = torch.randn(6, 8, generator=g), torch.randn(3, 5, 8, generator=g)   # G = 2 queries per source
+    v, cov, w_c = torch.randn(8, generator=g), torch.rand(6, 5, generator=g), torch.randn(8, generator=g)
+    with torch.no_grad():
+        want = mlp_scores_blocked(q, keys, cov, v, w_c)
+        got = mlp_scores_blocked(q.bfloat16(), keys.bfloat16(), cov, v, w_c)
+    assert got.dtype == torch.bfloat16 and got.shape == want.shape
+    assert torch.allclose(got.float(), want, atol=0.1, rtol=0.05)
