@@ -100,11 +100,14 @@ def update_train_opts(opt):
     """train.py's own options (the model group has `update_model_opts`, run by `resolve_train_run`):
     defaults for what `opt` lacks; the family's training recipe (-reinforced: the paper's optimizer and
     batch) where not given (on -train_from the checkpoint's own options replace these);
-    -early_stopping_criteria defaults to ppl, and rougeL among them turns -valid_rouge on."""
+    -early_stopping_criteria defaults to ppl, to rougeL for the mixed objective or RL (-rl_gamma > 0, which
+    raises the perplexity by design: its best checkpoint is its best greedy validation ROUGE-L, unless
+    -no_valid_rouge), and rougeL among them turns -valid_rouge on."""
     fill_defaults(opt, train_opts)
     _apply_recipe(opt, FAMILIES[family_name(vars(opt))].train_recipe)
     if not opt.early_stopping_criteria:
-        opt.early_stopping_criteria = ["ppl"]
+        rl = (opt.rl_gamma or 0) > 0 and opt.valid_rouge is not False
+        opt.early_stopping_criteria = ["rougeL"] if rl else ["ppl"]
     opt.early_stopping_criteria = list(dict.fromkeys(opt.early_stopping_criteria))
     if "rougeL" in opt.early_stopping_criteria and opt.valid_rouge is None:
         opt.valid_rouge = True

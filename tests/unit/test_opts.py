@@ -117,6 +117,12 @@ def test_early_stopping_options():
     assert opt.early_stopping == 3 and opt.early_stopping_criteria == ["ppl"] and opt.valid_rouge is None
     opt = _train_opt("-early_stopping_criteria", "rougeL", "ppl")
     assert opt.early_stopping_criteria == ["rougeL", "ppl"] and opt.valid_rouge is True
+    # the mixed objective raises the perplexity by design: its best checkpoint is its best ROUGE-L
+    assert _train_opt("-reinforced", "-rl_gamma", "0.9984").early_stopping_criteria == ["rougeL"]
+    assert _train_opt("-reinforced", "-rl_gamma", "0").early_stopping_criteria == ["ppl"]
+    assert _train_opt("-reinforced", "-rl_gamma", "1", "-no_valid_rouge").early_stopping_criteria == ["ppl"]
+    assert _train_opt("-reinforced", "-rl_gamma", "0.9", "-early_stopping_criteria", "ppl").early_stopping_criteria \
+        == ["ppl"]
 
 
 @pytest.mark.parametrize("argv, message", [
