@@ -22,8 +22,10 @@ Protocol, the same for every arm:
   - scores: development and test with the chosen settings (built-in ROUGE-1.5.5 scorer, official to 4
     decimals; the test set also with the Perl script), per-example ROUGE-L kept for the paired
     bootstrap; each view against the strongest ML control of its seed (the ML view with the highest
-    tuning ROUGE-L among b<s>, b<s>_steps, m<s>), and the gain of a<s> over it by source-reference
-    overlap, reference length and copy share (experiments/rl_vs_ml_tuned_report.py).
+    tuning ROUGE-L among b<s>, b<s>_steps, m<s> and, with -variants p, p<s>), and the gain of a<s> over it by
+    source-reference overlap, reference length and copy share (experiments/rl_vs_ml_tuned_report.py).
+  - -variants K,...: arms of KINDS beyond the main ones (other rewards, gamma, learning rate, training
+    pairs resampled to the test set's overlap), run after the main arms with -variant_seeds.
 Figures go to experiments/results/rl_vs_ml_tuned/ (commit them; never the checkpoints).
 """
 import argparse
