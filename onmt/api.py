@@ -73,7 +73,7 @@ class Summarizer:
         freed memory for reuse (onmt/utils/memory.py: each decoding step's (rows x X) scores are not
         mapped afresh; without it int8 decoding ran ~15 % slower here)."""
         from onmt.translate.session import load_session
-        from onmt.utils.memory import reuse_freed_memory
+        from onmt.utils.memory import reuse_freed_memory_for
         try:
             device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -83,7 +83,7 @@ class Summarizer:
         if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
             raise opts.OptionError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s)")
         session = load_session(path, device, precision, compile)
-        reuse_freed_memory()
+        reuse_freed_memory_for(device)
         return cls(session, device)
 
     @property

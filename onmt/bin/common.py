@@ -10,13 +10,14 @@ def start(parser, update, validate, argv=None, inputs=None):
 
     from onmt.opts import parse_with_given
     from onmt.utils.logging import init_logger
-    from onmt.utils.memory import reuse_freed_memory
+    from onmt.utils.memory import reuse_freed_memory_for
     opt = parse_with_given(parser, argv)
     update(opt)
     if inputs is not None:
         from onmt.utils.files import check_not_inputs
         check_not_inputs({"-log_file": opt.log_file}, inputs(opt))   # the log is opened for appending
     init_logger(opt.log_file)
-    reuse_freed_memory()
     validate(opt)
-    return opt, torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
+    device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
+    reuse_freed_memory_for(device)
+    return opt, device

@@ -4,8 +4,10 @@ glibc serves large allocations with mmap and returns them to the system on free,
 (B*K, X) score tensor of a decoding step, or (B*T, V) tensor of a training step, page-faults on
 first touch: at beam 5 and batch 64 that was a third of the decoding time here. Raising the mmap and
 trim thresholds makes freed blocks reusable. The peak memory is unchanged; it is just not returned
-to the system before the process ends. Called by the preprocess, train and translate entry points and by
-Summarizer.load (the API); a no-op where the C library is not glibc.
+to the system before the process ends. Called by the preprocess entry point and, through
+`reuse_freed_memory_for(device)` (decoding and training on the CPU only: on a GPU the large tensors are
+the device's), by the train and translate entry points and Summarizer.load (the API); a no-op where the
+C library is not glibc.
 """
 import ctypes
 import ctypes.util
@@ -29,3 +31,10 @@ def reuse_freed_memory(threshold=1 << 30):
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     threshold = min(int(threshold), INT_MAX)
     return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(mallopt(M_TRIM_THRESHOLD, min(4 * threshold, INT_MAX)))
+
+
+def reuse_freed_memory_for(device):
+    """`reuse_freed_memory()` where the large tensors live in host memory (a CPU `device`); False, with
+    nothing changed, for any other device."""
+    import torch
+    return torch.device(device).type == "cpu" and reuse_freed_memory()

@@ -57,3 +57,14 @@ def test_a_freed_block_is_reused_without_page_faults(tmp_path):
     page_count = (64 << 20) // 4096
     assert all(f > page_count // 2 for f in plain)       # the control: every round maps the block afresh
     assert tuned[0] > page_count // 2 and max(tuned[1:]) < page_count // 16
+
+
+def test_host_allocator_tuning_is_for_the_cpu_only(monkeypatch):
+    import torch
+
+    from onmt.utils import memory
+    calls = []
+    monkeypatch.setattr(memory, "reuse_freed_memory", lambda: calls.append(1) or True)
+    assert memory.reuse_freed_memory_for(torch.device("cpu")) is True and calls == [1]
+    assert memory.reuse_freed_memory_for("cuda:0") is False and memory.reuse_freed_memory_for("meta") is False
+    assert calls == [1]
