@@ -3,7 +3,7 @@
 
 def start(parser, update, validate, argv=None, inputs=None):
     """The common start of train and translate: parse the options, `update` them (onmt/opts/update.py)
-    and `validate` them, start the log and the allocator setting (memory.py). `inputs(opt)`: the files
+    and `validate` them, start the log, and set the host allocator for a CPU run (memory.py). `inputs(opt)`: the files
     the command reads ({"-src": path, ...}), which -log_file may not be. Returns (opt, torch.device of
     -gpu)."""
     import torch

@@ -38,7 +38,7 @@ def grid(opt):
 
 def fixed_values(opt):
     """The fixed search options given here (command line or -config), by name."""
-    return {name: getattr(opt, name) for name in FIXED if opts.given(opt, name)}
+    return opts.given_values(opt, FIXED)
 
 
 def translate_namespace(values):

@@ -32,6 +32,7 @@ from onmt.opts.parse import (
     config_opts,
     evaluate_parser,
     given,
+    given_values,
     make_parser,
     parse_values,
     parse_with_given,
@@ -89,7 +90,8 @@ from onmt.opts.validate import (
 __all__ = [
     "OptionError", "CNNDM_FORMATS", "GIGAWORD_FORMATS", "prepare_opts", "preprocess_opts", "FAMILIES", "family_name",
     "ADDED_MODEL_OPTIONS", "ENCODER_TYPES", "model_opts", "UPSTREAM_OPTIONS", "build_vocab_parser", "config_opts",
-    "evaluate_parser", "given", "make_parser", "parse_values", "parse_with_given", "plot_attention_parser",
+    "evaluate_parser", "given", "given_values",
+    "make_parser", "parse_values", "parse_with_given", "plot_attention_parser",
     "prepare_cnndm_parser", "prepare_gigaword_parser", "preprocess_parser", "save_config_opts", "saved_options",
     "train_parser", "translate_parser", "unknown_option_message", "write_config", "train_opts", "evaluate_opts",
     "plot_attention_opts", "translate_opts", "distributed_choices", "fill_defaults", "lacking_model_options",

@@ -199,6 +199,11 @@ def given(opt, name):
     return name in vars(opt).get("_given", ())
 
 
+def given_values(opt, names):
+    """{name: value} of the options among `names` that the user gave (`given`), in `names`' order."""
+    return {name: getattr(opt, name) for name in names if given(opt, name)}
+
+
 def saved_options(opt):
     """vars(opt) without the parsing bookkeeping (what a checkpoint stores)."""
     return {k: v for k, v in vars(opt).items() if not k.startswith("_")}

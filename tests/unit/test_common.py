@@ -1,5 +1,5 @@
 """The shared start of train.py and translate.py (onmt/bin/common.py): parse, update, the log (never one
-of the inputs), the allocator setting, then validation; the device of -gpu."""
+of the inputs), validation, then the allocator setting (for a CPU run); the device of -gpu."""
 import pytest
 import torch
 
@@ -36,7 +36,7 @@ def test_parse_update_log_then_validate(tmp_path, steps):
     opt, device = start(opts.translate_parser(), update, validate,
                         ["-model", "m.pt", "-src", str(src), "-beam_size", "4", "-log_file", str(log)],
                         inputs=lambda o: {"-src": o.src})
-    assert steps == [("update", 4), "memory", ("validate", 2, True)]   # the log is open when validation runs
+    assert steps == [("update", 4), ("validate", 2, True), "memory"]   # the log is open when validation runs
     assert opt.beam_size == 2 and device == torch.device("cpu")
 
 
