@@ -1,11 +1,12 @@
 """What the entry points train.py and translate.py share at start-up."""
 
 
-def start(parser, update, validate, argv=None, inputs=None):
+def start(parser, update, validate, argv=None, inputs=None, outputs=None):
     """The common start of train and translate: parse the options, `update` them (onmt/opts/update.py)
     and `validate` them, start the log, and set the host allocator for a CPU run (memory.py). `inputs(opt)`: the files
-    the command reads ({"-src": path, ...}), which -log_file may not be. Returns (opt, torch.device of
-    -gpu)."""
+    the command reads ({"-src": path, ...}), which -log_file may not be; `outputs(opt)`: the files it writes
+    ({"-output": path, ...}, -log_file among them), no two of which may be one file, checked before the log
+    is opened. Returns (opt, torch.device of -gpu)."""
     import torch
 
     from onmt.opts import parse_with_given
@@ -16,6 +17,9 @@ def start(parser, update, validate, argv=None, inputs=None):
     if inputs is not None:
         from onmt.utils.files import check_not_inputs
         check_not_inputs({"-log_file": opt.log_file}, inputs(opt))   # the log is opened for appending
+    if outputs is not None:
+        from onmt.utils.files import check_distinct_outputs
+        check_distinct_outputs(outputs(opt))
     init_logger(opt.log_file)
     validate(opt)
     device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")

@@ -19,7 +19,7 @@ from onmt.evaluation import METRICS, score, score_sentences, summarize
 from onmt.evaluation.text import read_sent_per_line
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.utils.cli import run_main
-from onmt.utils.files import check_not_inputs, check_output, write_text_atomic
+from onmt.utils.files import check_distinct_outputs, check_not_inputs, check_output, write_text_atomic
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
@@ -92,6 +92,7 @@ def main(argv=None):
     check_not_inputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")},
                      {"-pred": opt.pred, "-ref": opt.ref, "-config": vars(opt).get("config")})
     if opt.json:
+        check_distinct_outputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")})
         check_output(opt.json, f"-json {opt.json}")
     preds, refs = load(opt)
     if not refs:

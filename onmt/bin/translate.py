@@ -19,6 +19,7 @@ from onmt.translate.session import load_session, model_from_checkpoint, translat
 from onmt.translate.translator import Callbacks
 from onmt.utils.cli import run_main
 from onmt.utils.files import (
+    check_distinct_outputs,
     check_not_inputs,
     check_output,
     check_output_folder,
@@ -47,8 +48,8 @@ def report_rouge(pred_lines, ref_lines):
 def check_outputs(opt):
     """Every output path writable and none of them an input, -attn_plot's matplotlib there: one line
     before any work."""
-    check_not_inputs({"-output": opt.output, "-attn_debug": opt.attn_debug, "-dump_beam": opt.dump_beam,
-                      "-profile_trace": profile_trace(opt) if opt.profile else None}, inputs(opt))
+    check_not_inputs(outputs(opt), inputs(opt))
+    check_distinct_outputs(outputs(opt))
     check_output(opt.output, f"-output {opt.output}")
     if opt.attn_debug:
         check_output(opt.attn_debug, f"-attn_debug {opt.attn_debug}")
@@ -60,6 +61,12 @@ def check_outputs(opt):
         check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")
         from onmt.inspection.plots import require_matplotlib
         require_matplotlib("-attn_plot")
+
+
+def outputs(opt):
+    """The files translate.py writes, no two of them one file."""
+    return {"-output": opt.output, "-attn_debug": opt.attn_debug, "-dump_beam": opt.dump_beam,
+            "-profile_trace": profile_trace(opt) if opt.profile else None, "-log_file": opt.log_file}
 
 
 def inputs(opt):
@@ -75,7 +82,7 @@ def profile_trace(opt):
 
 def main(argv=None):
     opt, device = start(opts.translate_parser(), opts.update_translate_opts, opts.validate_translate_opts, argv,
-                        inputs=inputs)
+                        inputs=inputs, outputs=outputs)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
     check_outputs(opt)

@@ -105,10 +105,10 @@ def main(argv=None):
     import torch
     import yaml
     opt, device = start(opts.tune_decoding_parser(), opts.update_tune_decoding_opts,
-                        opts.validate_tune_decoding_opts, argv, inputs=inputs)
+                        opts.validate_tune_decoding_opts, argv, inputs=inputs,
+                        outputs=lambda o: {"-output": o.output, "-report": o.report, "-log_file": o.log_file})
     torch.manual_seed(opt.seed)
     check_not_inputs({"-output": opt.output, "-report": opt.report}, inputs(opt))
-    check_not_inputs({"-output": opt.output}, {"-report": opt.report})
     check_output(opt.output, f"-output {opt.output}")
     if opt.report:
         check_output(opt.report, f"-report {opt.report}")

@@ -6,12 +6,13 @@ first second rather than after hours of work; `check_not_inputs` when an output 
 inputs (by any spelling or link); `check_prefix` does the same for a prefix of files
 (train.py -save_model), `check_output_folder` for a folder of outputs (-attn_plot).
 
-Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder,
-renamed onto the target when complete), so a reader never sees a half-written file; a failure (a full
-disk, ^C included) leaves the target as it was, no temporary file, and one line naming the file
-(`write_error`). `write_atomic(path, write)` is the common form (`write(f)` fills the file);
-`write_text_atomic` / `write_lines_atomic` write strings.
-"""
+Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder, renamed
+onto the target when complete), so a reader never sees a half-written file; a failure (a full disk, ^C
+included) leaves the target as it was, no temporary file, and one line naming the file (`write_error`). A
+target that is not a regular file (`-` for standard output, a FIFO, a character device such as /dev/null,
+/dev/stdout or a link to one) is written through instead, never renamed over: a pipe gets the output, and
+the device stays a device (`is_stream`). `write_atomic(path, write)` is the common form (`write(f)` fills
+the file); `write_text_atomic` / `write_lines_atomic` write strings."""
 import contextlib
 import os
 import tempfile
@@ -19,8 +20,27 @@ import tempfile
 from onmt.errors import UserError
 
 
+def is_stream(path):
+    """Whether writing `path` means writing through it rather than replacing it: `-` (standard output), or
+    an existing path (links followed) that is not a regular file or a folder (a FIFO, a character device,
+    a socket: /dev/null, /dev/stdout)."""
+    import stat
+    if os.fspath(path) == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def check_output(path, what):
-    """UserError naming `what` (e.g. "-output pred.txt") unless `path` could be created or replaced."""
+    """UserError naming `what` (e.g. "-output pred.txt") unless `path` could be created or replaced (or,
+    `is_stream`, written through)."""
+    if is_stream(path):
+        if os.fspath(path) != "-" and not os.access(path, os.W_OK):
+            raise UserError(f"{what}: {path} is not writable")
+        return
     if os.path.isdir(path):
         raise UserError(f"{what}: {path} is a folder, not a file")
     folder = os.path.dirname(os.path.abspath(path))
@@ -52,6 +72,17 @@ def check_not_inputs(outputs, inputs):
                     if same_file(out_path, in_path):
                         raise UserError(f"{out_what} {out_path} is this command's {in_what} {in_path}: writing it "
                                         f"would destroy the input; give {out_what} another file")
+
+
+def check_distinct_outputs(outputs):
+    """UserError when two of `outputs` ({"-output": path, "-attn_debug": path, ...}; None or "" for an
+    option not given) name one file (by any spelling or link): one would be lost. Standard output (`-`)
+    may be shared."""
+    given = [(what, path) for what, path in outputs.items() if path and os.fspath(path) != "-"]
+    for i, (what_a, a) in enumerate(given):
+        for what_b, b in given[i + 1:]:
+            if same_file(a, b):
+                raise UserError(f"{what_a} and {what_b} are both {a}: one output would be lost; give each its own file")
 
 
 def process_alive(pid):
@@ -167,6 +198,12 @@ class AtomicFile:
     def __init__(self, path, what=None, binary=False):
         self.path, self.what = os.fspath(path), what
         self.file = self.tmp = None
+        self.stream = is_stream(self.path)
+        if self.stream:    # written through: standard output, a FIFO, a device
+            with self._discarded_on_error():
+                fd = os.dup(1) if self.path == "-" else os.open(self.path, os.O_WRONLY)
+                self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+            return
         with self._discarded_on_error():
             fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.path) + ".", suffix=".tmp",
                                             dir=os.path.dirname(os.path.abspath(self.path)))
@@ -190,9 +227,11 @@ class AtomicFile:
             self.file.close()
 
     def commit(self):
-        """Complete the temporary file and rename it onto `path`."""
+        """Complete the temporary file and rename it onto `path` (a stream: flush and close it)."""
         with self._discarded_on_error():
             self.file.close()
+            if self.stream:
+                return
             os.chmod(self.tmp, _new_file_mode())
             os.replace(self.tmp, self.path)
         self.tmp = None
@@ -252,7 +291,10 @@ def write_atomic(path, write, what=None, binary=False, by_name=False):
     instead, for a writer that opens the file itself. Errors as AtomicFile's."""
     out = AtomicFile(path, what, binary)
     with out as f:
-        if by_name:
+        if by_name and out.stream:
+            f.close()
+            write(out.path if out.path != "-" else "/dev/stdout")
+        elif by_name:
             f.close()
             write(out.tmp)
         else:

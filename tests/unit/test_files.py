@@ -1,12 +1,26 @@
-"""onmt/utils/files.py: the atomic writer leaves the target whole (old or new) and nothing else behind."""
+"""onmt/utils/files.py: the atomic writer leaves the target whole (old or new) and nothing else behind; a
+stream (standard output, a FIFO, a device or a link to one) is written through; outputs never share a path."""
 import errno
 import os
 import stat
+import subprocess
+import sys
+import threading
 
 import pytest
 
+from helpers.checkpoints import save_tiny_checkpoint
+from helpers.paths import ROOT
 from onmt.errors import UserError
-from onmt.utils.files import AtomicFile, write_atomic, write_lines_atomic, write_text_atomic
+from onmt.utils.files import (
+    AtomicFile,
+    check_distinct_outputs,
+    check_output,
+    is_stream,
+    write_atomic,
+    write_lines_atomic,
+    write_text_atomic,
+)
 
 
 def _enospc(*a, **k):
@@ -89,3 +103,69 @@ def test_with_block_commits_or_discards(tmp_path):
 def test_unwritable_folder_is_one_line(tmp_path):
     with pytest.raises(UserError, match=r"^vocabulary: cannot write .*: No such file or directory$"):
         write_text_atomic(tmp_path / "missing" / "v.txt", "x", "vocabulary")
+
+
+# ---- outputs that are not regular files: written through, never renamed over
+
+def test_what_is_written_through(tmp_path):
+    fifo, link, plain = tmp_path / "fifo", tmp_path / "null_link", tmp_path / "plain.txt"
+    os.mkfifo(fifo)
+    os.symlink("/dev/null", link)
+    plain.write_text("x")
+    assert is_stream("-") and is_stream("/dev/null") and is_stream(fifo) and is_stream(link)
+    assert not is_stream(plain) and not is_stream(tmp_path / "missing.txt") and not is_stream(tmp_path)
+
+
+def test_a_fifo_gets_the_text_and_stays_a_fifo(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, encoding="utf-8").read()))
+    reader.start()
+    write_text_atomic(fifo, "one\ntwo\n", "-output")
+    reader.join(10)
+    assert got == ["one\ntwo\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]          # no temporary file left beside it
+
+
+def test_a_link_to_a_device_stays_a_link(tmp_path):
+    link = tmp_path / "out"
+    os.symlink("/dev/null", link)
+    check_output(str(link), "-output")
+    write_text_atomic(link, "gone\n")
+    assert os.path.islink(link) and os.readlink(link) == "/dev/null"
+
+
+def test_two_outputs_on_one_path_are_refused(tmp_path):
+    p = tmp_path / "p.txt"
+    os.symlink(p, tmp_path / "alias.txt")
+    with pytest.raises(UserError, match="-attn_debug and -output are both"):
+        check_distinct_outputs({"-attn_debug": str(p), "-dump_beam": "", "-output": str(tmp_path / "alias.txt")})
+    check_distinct_outputs({"-output": "-", "-json": "-", "-log_file": None, "-x": str(p)})
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("stream")
+    (d / "src.txt").write_text("w1 w2 w3\nw4 w5\n")
+    return save_tiny_checkpoint(d / "m.pt", "reinforced"), d
+
+
+@pytest.mark.parametrize("target", ["-", "/dev/stdout"])
+def test_translate_writes_its_predictions_to_standard_output(model, target):
+    ckpt, d = model
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "translate.py"), "-model", ckpt, "-src", str(d / "src.txt"),
+                        "-output", target, "-beam_size", "2", "-max_length", "4"], capture_output=True, text=True,
+                       cwd=d, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2 and all(w.startswith("w") or w.startswith("<") for w in r.stdout.split())
+    assert sorted(os.listdir(d)) == ["m.pt", "src.txt"]
+
+
+def test_translate_refuses_its_log_on_its_output_before_writing_either(model, tmp_path):
+    ckpt, d = model
+    out = tmp_path / "p.txt"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "translate.py"), "-model", ckpt, "-src", str(d / "src.txt"),
+                        "-output", str(out), "-log_file", str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "-output and -log_file are both" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
