@@ -41,7 +41,7 @@ from experiments import rl_vs_ml  # noqa: E402
 from experiments.common import run  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "rl_vs_ml_tuned")
-ALPHAS = ["0", "0.5", "1", "1.5", "2"]
+ALPHAS = ["0", "0.5", "1", "1.25", "1.5", "1.75", "2"]
 SEARCH = ["-beam_size", "5", "-max_length", "30"]
 FRACTIONS = (1 / 3, 2 / 3, 1.0)
 # arm kind -> (-rl_gamma or None, learning rate, fresh Adam, more train.py options, description); kinds in
