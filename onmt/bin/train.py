@@ -79,8 +79,10 @@ def check_training_examples(data, meta):
 
 def inputs(opt, data=None):
     """The files train.py reads, which none of its outputs may be (`data`: the dataset when not -data)."""
+    import glob
+    prefix = data or opt.data
     return {"-train_from": opt.train_from, "-config": vars(opt).get("config"),
-            "-data": f"{data or opt.data}.meta.json",
+            "-data": [f"{prefix}.meta.json"] + sorted(glob.glob(glob.escape(prefix) + ".*")) if prefix else None,
             "-pre_word_vecs_enc": opt.pre_word_vecs_enc, "-pre_word_vecs_dec": opt.pre_word_vecs_dec}
 
 

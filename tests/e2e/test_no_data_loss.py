@@ -101,6 +101,9 @@ def test_train_never_writes_over_its_inputs(capsys, tiny, tmp_path):
     cfg.write_text("dropout: 0.1\n")
     err = _refused(capsys, train_bin.main, [*base, "-config", str(cfg), "-save_config", str(cfg)], cfg)
     assert "-save_config" in err and "-config" in err
+    for part in (".vocab.txt", ".train.0.pt"):     # no file of the dataset takes the log's lines
+        err = _refused(capsys, train_bin.main, [*base, "-log_file", tiny["prefix"] + part], tiny["prefix"] + part)
+        assert "-log_file" in err and "-data" in err
 
 
 # --------------------------------------------------------------------------- checkpoints of other runs
