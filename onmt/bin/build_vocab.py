@@ -9,13 +9,27 @@ from onmt.utils.cli import run_main
 from onmt.utils.logging import init_logger
 
 
+def check_files(spec, opt):
+    """The vocabulary files and the log are none of the files the command reads (the corpora, the
+    validation pair, the config) and no two of them one file: one-line UserErrors."""
+    from onmt.utils.files import check_distinct_outputs, check_not_inputs
+    outputs = {"src_vocab": spec.get("src_vocab"), "-log_file": opt.log_file,
+               "tgt_vocab": None if spec.get("share_vocab") else spec.get("tgt_vocab")}
+    inputs = {"the corpus": [p for pair in spec.get("train", []) for p in pair],
+              "the validation data": list(spec.get("valid") or []), "-config": vars(opt).get("config")}
+    check_not_inputs(outputs, inputs)
+    check_distinct_outputs(outputs)
+
+
 def main(argv=None):
     opt = opts.parse_with_given(opts.build_vocab_parser(), argv)
-    logger = init_logger(opt.log_file)
     if not opt.data_config:
         raise UserError("onmt_build_vocab needs a -config in OpenNMT-py 3.x form (a data: mapping of corpora)")
+    spec = json.loads(opt.data_config)
+    check_files(spec, opt)
+    logger = init_logger(opt.log_file)
     from onmt.inputters.upstream_data import build_vocab
-    for path in build_vocab(json.loads(opt.data_config), opt.n_sample):
+    for path in build_vocab(spec, opt.n_sample):
         logger.info(f"wrote {path}")
 
 

@@ -103,3 +103,16 @@ def test_translate_maps_the_data_keys_into_one_option_and_drops_upstream_pipelin
                          ({k: v for k, v in obj.items() if k != "save_data"}, "save_data")):
         with pytest.raises(UpstreamConfigError, match=message):
             translate(bad)
+
+
+@pytest.mark.parametrize("target", ["train.src", "valid.tgt", "a.yaml"])
+def test_build_vocab_never_writes_over_what_it_reads(tmp_path, target):
+    """src_vocab naming a corpus, a validation file or the config itself: one line, the file untouched."""
+    _corpus(tmp_path)
+    config = CONFIG.format(d=tmp_path, name="a").replace(f"src_vocab: {tmp_path}/run/example.vocab.src",
+                                                         f"src_vocab: {tmp_path}/{target}")
+    (tmp_path / "a.yaml").write_text(config)
+    before = (tmp_path / target).read_bytes()
+    with pytest.raises(UserError, match="src_vocab"):
+        build_vocab_bin.main(["-config", str(tmp_path / "a.yaml")])
+    assert (tmp_path / target).read_bytes() == before
