@@ -24,6 +24,7 @@ from onmt.utils.checkpoint import (
     atomic_torch_save,
     best_checkpoint_path,
     checkpoint_path,
+    file_identity,
     link_best,
     prune_checkpoints,
     rng_state,
@@ -73,7 +74,8 @@ class Trainer(Reporting):
         self.world = World(rank=rank, world_size=world_size, device=self.device)  # utils/distributed.py
         self.accum_count = accum_count  # batches per optimizer step (on each rank)
         self.tensorboard = tensorboard  # utils/tensorboard.py TensorBoard (-tensorboard) or None
-        self.saved = []            # rank 0: this run's step checkpoints, oldest first (-keep_checkpoint)
+        self.saved = []            # rank 0: this run's step checkpoints, absolute, oldest first (-keep_checkpoint)
+        self._identities = {}      # rank 0: path -> file_identity of each of them when written (pruning checks it)
         self._saved_steps = set()  # every rank: the steps saved by this process's run (collective saves)
         self.sample_every = sample_every  # log a validation example's greedy prediction every N steps
         self.sample_max_length = sample_max_length  # the sample's greedy search stops there
@@ -104,16 +106,33 @@ class Trainer(Reporting):
                    early_stopping=EarlyStopping(opt.early_stopping, opt.early_stopping_criteria),
                    train_time_limit=opt.train_time_limit)
 
-    def restore(self, ckpt, same_run):
-        """Go on from checkpoint `ckpt`: its train_seconds always; its early-stopping state (patience
-        used, best so far) only when `same_run` (the same -save_model: an interrupted run goes on; a new
-        phase from it starts its own count and its own best)."""
+    def restore(self, ckpt, same_run, path=None):
+        """Go on from checkpoint `ckpt` (read from `path`): its train_seconds always; its early-stopping
+        state (patience used, best so far) only when `same_run` (the same -save_model: an interrupted run
+        goes on; a new phase from it starts its own count and its own best)."""
         self.train_seconds = float(ckpt.get("train_seconds", 0.0))
         if same_run and "early_stopping" in ckpt:
             self.early_stopping.load_state_dict(ckpt["early_stopping"])
         if same_run:   # -keep_checkpoint counts the run's earlier checkpoints too
-            self.saved = [p for p in ckpt.get("saved_checkpoints", []) if os.path.exists(p)]
+            self._restore_saved(ckpt, path)
         self.restore_scaler(ckpt.get("scaler"))
+
+    def _restore_saved(self, ckpt, path):
+        """The run's earlier step checkpoints, for -keep_checkpoint, that are provably its own: recorded by
+        absolute path under this -save_model, and still the file written (its recorded identity, or the
+        checkpoint resumed from itself). A relative path (older checkpoints, another working directory),
+        another prefix or a file replaced since is never pruned."""
+        from onmt.utils.checkpoint import file_identity
+        from onmt.utils.files import same_file
+        mine = os.path.abspath(self.save_model) + "_step_"
+        recorded = {p: tuple(v) for p, v in (ckpt.get("saved_identities") or {}).items()}
+        for p in ckpt.get("saved_checkpoints", []):
+            if not (isinstance(p, str) and os.path.isabs(p) and p.startswith(mine)):
+                continue
+            ident = file_identity(p)
+            if ident is not None and (recorded.get(p) == ident or (path and same_file(p, path))):
+                self.saved.append(p)
+                self._identities[p] = ident
 
     def restore_scaler(self, state):
         """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and growth
@@ -352,7 +371,7 @@ class Trainer(Reporting):
             self._saved_steps.add(step)   # on every rank: whether to save again is decided alike
         if self.rank != 0:
             return None
-        path = path or checkpoint_path(self.save_model, step)
+        path = os.path.abspath(path or checkpoint_path(self.save_model, step))
         folder = os.path.dirname(os.path.abspath(path))
         os.makedirs(folder, exist_ok=True)
         payload = dict(self.checkpoint_meta)
@@ -365,6 +384,7 @@ class Trainer(Reporting):
             "world_size": self.world.world_size,
             "train_seconds": self.train_seconds,
             "saved_checkpoints": self.saved + [path] if tracked and path not in self.saved else list(self.saved),
+            "saved_identities": {p: list(self._identities[p]) for p in self.saved if p in self._identities},
             "early_stopping": self.early_stopping.state_dict(),
         })
         if self.world.world_size > 1:
@@ -376,5 +396,6 @@ class Trainer(Reporting):
         if tracked:
             if path not in self.saved:
                 self.saved.append(path)
-            self.saved = prune_checkpoints(self.saved, self.keep_checkpoint)
+            self._identities[path] = file_identity(path)
+            self.saved = prune_checkpoints(self.saved, self.keep_checkpoint, self._identities)
         return path

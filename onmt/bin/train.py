@@ -194,7 +194,7 @@ def _train_rank(opt, world, data):
     trainer = Trainer.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
                                rank=world.rank, world_size=world.world_size)
     if ckpt is not None:
-        trainer.restore(ckpt, same_run=same_run)
+        trainer.restore(ckpt, same_run=same_run, path=opt.train_from)
     try:
         if opt.profile:   # profile N steps, then stop (exit status 0, no checkpoint)
             from onmt.utils.profiling import trace_path

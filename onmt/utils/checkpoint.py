@@ -119,11 +119,29 @@ def link_best(path, best):
         raise UserError(f"checkpoint: cannot write {best}: {e.strerror or e}") from None
 
 
-def prune_checkpoints(saved, keep):
+def file_identity(path):
+    """(device, inode, size) of the file at `path`, or None where there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size)
+
+
+def prune_checkpoints(saved, keep, identities=None):
     """Delete the oldest of `saved` (paths, oldest first) beyond `keep`; returns the rest. As in
-    OpenNMT-py, `keep` <= 0 (or None) keeps every checkpoint: 0 never deletes the one just written."""
+    OpenNMT-py, `keep` <= 0 (or None) keeps every checkpoint: 0 never deletes the one just written.
+    With `identities` ({path: file_identity when written}), a file is deleted only while it is still the
+    one written (another file since put at that name, or one never recorded, is left alone)."""
     if keep is None or keep <= 0:
         return saved
+    while len(saved) > keep:
+        old = saved.pop(0)
+        if identities is not None and (old not in identities or file_identity(old) != identities[old]):
+            continue
+        if os.path.exists(old):
+            os.remove(old)
+    return saved
     while len(saved) > keep:
         old = saved.pop(0)
         if os.path.exists(old):

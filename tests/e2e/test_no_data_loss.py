@@ -142,6 +142,28 @@ def test_keep_checkpoint_counts_the_checkpoints_written_before_a_resume(tiny, tm
     assert sorted(p.name for p in tmp_path.glob("k_step_*.pt")) == ["k_step_6.pt", "k_step_7.pt"]
 
 
+def test_a_resume_from_another_working_directory_deletes_nothing_it_did_not_write(tiny, tmp_path, monkeypatch):
+    """A run in x/ with -save_model runs/k and -keep_checkpoint 2, resumed from y/ with the same relative
+    -save_model: the experiment already in y/runs keeps its files; the resumed run prunes only its own."""
+    for d in ("x", "y"):
+        (tmp_path / d / "runs").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "x")
+    _train(tiny, "runs/k", "-train_steps", "4", "-save_checkpoint_steps", "1", "-keep_checkpoint", "2")
+    others = {}
+    for step in (3, 4, 5):                         # another experiment's files in y/runs, same names
+        others[step] = tmp_path / "y" / "runs" / f"k_step_{step}.pt"
+        others[step].write_bytes(f"other {step}".encode())
+    monkeypatch.chdir(tmp_path / "y")
+    (tmp_path / "y" / "runs" / "k_step_5.pt").unlink()
+    del others[5]
+    _train(tiny, "runs/k", "-train_steps", "7", "-save_checkpoint_steps", "1", "-keep_checkpoint", "2",
+           "-train_from", str(tmp_path / "x" / "runs" / "k_step_4.pt"))
+    assert all(p.read_bytes() == f"other {s}".encode() for s, p in others.items())
+    assert sorted(p.name for p in (tmp_path / "y" / "runs").glob("k_step_*.pt")) == \
+        ["k_step_3.pt", "k_step_4.pt", "k_step_6.pt", "k_step_7.pt"]
+    assert sorted(p.name for p in (tmp_path / "x" / "runs").glob("k_step_*.pt")) == ["k_step_3.pt", "k_step_4.pt"]
+
+
 def test_a_second_writer_of_the_same_prefix_is_refused_and_a_stale_lock_taken_over(tiny, tmp_path):
     import subprocess
     import sys
