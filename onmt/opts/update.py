@@ -154,6 +154,10 @@ OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam
                      "max_grad_norm", "decay_method", "learning_rate_decay", "start_decay_steps", "decay_steps",
                      "warmup_steps")
 OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization", "copy_loss_by_seqlength")
+# what makes a resumed run the run it resumes (its batches, their order and size, its draws): the checkpoint's
+# unless given again
+BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "valid_batch_size", "seed",
+                    "rl_normalization")
 
 
 def resolve_train_run(opt, saved=None, data=None, target_limit=100):
@@ -202,16 +206,27 @@ def _resume(run, saved):
         raise UserError(f"-train_from {run.train_from} keeps the model it holds (its family, shape and attention); "
                         f"{', '.join(contradictions[:3])} given here contradict it: drop them, or train a new model "
                         f"(a resume may change {', '.join('-' + n for n in may_change)})")
-    for name in names + OBJECTIVE_OPTIONS + OPTIMIZER_OPTIONS:
+    from_here |= set(BATCHING_OPTIONS)
+    taken, changed = [], []
+    for name in names + OBJECTIVE_OPTIONS + OPTIMIZER_OPTIONS + BATCHING_OPTIONS:
         if name not in saved and name in ADDED_MODEL_OPTIONS and name not in from_here:
             setattr(run, name, ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option
         elif name in saved and not (name in from_here and given(run, name)):
+            if name in BATCHING_OPTIONS + OPTIMIZER_OPTIONS + OBJECTIVE_OPTIONS and getattr(run, name) != saved[name]:
+                taken.append(f"-{name} {saved[name]}")
             setattr(run, name, saved[name])
+        elif name in saved and given(run, name) and getattr(run, name) != saved[name]:
+            changed.append(f"-{name} {getattr(run, name)} (the checkpoint's: {saved[name]})")
+    notes = []
+    if taken:
+        notes.append(f"-train_from {run.train_from}: from the checkpoint (not given here): {', '.join(taken)}")
+    if changed:
+        notes.append(f"-train_from {run.train_from}: changed here: {', '.join(changed)}")
     if run.copy_loss_by_seqlength and run.rl_gamma and not given(run, "copy_loss_by_seqlength"):
         run.copy_loss_by_seqlength = False   # it would weigh the ML term by 1/length: not the -rl_gamma mix
-        return [f"-copy_loss_by_seqlength of {run.train_from} is not carried into the mixed objective "
-                "(it would divide the ML term by each summary's length and shift the mix from -rl_gamma)"]
-    return []
+        notes.append(f"-copy_loss_by_seqlength of {run.train_from} is not carried into the mixed objective "
+                     "(it would divide the ML term by each summary's length and shift the mix from -rl_gamma)")
+    return notes
 
 
 def resume_adds_parameters(opt):

@@ -195,3 +195,23 @@ def test_model_options_that_contradict_the_checkpoint_are_refused(data, tmp_path
     _train(data, COPY[:-2] + ["-dropout", "0.2"], str(tmp_path / "d"), "-train_steps", "3",
            "-train_from", str(tmp_path / "c_step_2.pt"))
     assert _ckpt(tmp_path / "d_step_3.pt")["opt"]["dropout"] == 0.2
+
+
+def test_a_plain_resume_takes_the_batching_and_seed_of_the_checkpoint(data, tmp_path):
+    """4 + 4 steps with `-train_from` alone (no -batch_size, -accum_count, -seed again) equal 8 steps, bit
+    for bit, and the log lists what came from the checkpoint and what was changed."""
+    run = ["-data", data, *COPY, "-batch_size", "8", "-accum_count", "2", "-seed", "3", "-valid_steps", "0",
+           "-save_checkpoint_steps", "4"]
+    train_bin.main([*run, "-save_model", str(tmp_path / "a"), "-train_steps", "8"])
+    train_bin.main([*run, "-save_model", str(tmp_path / "b"), "-train_steps", "4"])
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "b"), "-train_steps", "8", "-log_file",
+                    str(tmp_path / "b.log"), "-train_from", str(tmp_path / "b_step_4.pt"), "-valid_steps", "0",
+                    "-max_grad_norm", "3"])
+    text = (tmp_path / "b.log").read_text()
+    assert re.search(r"from the checkpoint \(not given here\): .*-batch_size 8.*-accum_count 2.*-seed 3", text), text
+    assert "changed here: -max_grad_norm 3.0 (the checkpoint's: 5.0)" in text
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "c"), "-train_steps", "4", *COPY, "-batch_size", "8",
+                    "-accum_count", "2", "-seed", "3", "-valid_steps", "0", "-save_checkpoint_steps", "4"])
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "c"), "-train_steps", "8",
+                    "-train_from", str(tmp_path / "c_step_4.pt"), "-valid_steps", "0"])
+    assert _same_params(_ckpt(tmp_path / "a_step_8.pt")["model"], _ckpt(tmp_path / "c_step_8.pt")["model"])
