@@ -26,7 +26,9 @@ from onmt.utils.checkpoint import (
     checkpoint_path,
     file_identity,
     link_best,
+    owned_checkpoints,
     prune_checkpoints,
+    restore_best,
     rng_state,
 )
 from onmt.utils.distributed import World, all_reduce_sum, gather_objects, sum_gradients, sum_statistics
@@ -114,25 +116,10 @@ class Trainer(Reporting):
         if same_run and "early_stopping" in ckpt:
             self.early_stopping.load_state_dict(ckpt["early_stopping"])
         if same_run:   # -keep_checkpoint counts the run's earlier checkpoints too
-            self._restore_saved(ckpt, path)
+            self.saved, self._identities = owned_checkpoints(ckpt, self.save_model, path)
+            if self.rank == 0:
+                restore_best(self.save_model, self.early_stopping.best_step)
         self.restore_scaler(ckpt.get("scaler"))
-
-    def _restore_saved(self, ckpt, path):
-        """The run's earlier step checkpoints, for -keep_checkpoint, that are provably its own: recorded by
-        absolute path under this -save_model, and still the file written (its recorded identity, or the
-        checkpoint resumed from itself). A relative path (older checkpoints, another working directory),
-        another prefix or a file replaced since is never pruned."""
-        from onmt.utils.checkpoint import file_identity
-        from onmt.utils.files import same_file
-        mine = os.path.abspath(self.save_model) + "_step_"
-        recorded = {p: tuple(v) for p, v in (ckpt.get("saved_identities") or {}).items()}
-        for p in ckpt.get("saved_checkpoints", []):
-            if not (isinstance(p, str) and os.path.isabs(p) and p.startswith(mine)):
-                continue
-            ident = file_identity(p)
-            if ident is not None and (recorded.get(p) == ident or (path and same_file(p, path))):
-                self.saved.append(p)
-                self._identities[p] = ident
 
     def restore_scaler(self, state):
         """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and growth
@@ -399,3 +386,4 @@ class Trainer(Reporting):
             self._identities[path] = file_identity(path)
             self.saved = prune_checkpoints(self.saved, self.keep_checkpoint, self._identities)
         return path
+

@@ -147,3 +147,52 @@ def prune_checkpoints(saved, keep, identities=None):
         if os.path.exists(old):
             os.remove(old)
     return saved
+
+
+def owned_checkpoints(ckpt, save_model, path=None):
+    """(paths, {path: identity}) of the step checkpoints recorded in `ckpt` (read from `path`) that are
+    provably the resumed run's own, for -keep_checkpoint: recorded by absolute path under `save_model`
+    (resolved here) and still the file written (its recorded identity, or the checkpoint resumed from
+    itself). A relative path (older checkpoints, another working directory), another prefix or a file
+    replaced since is never pruned."""
+    from onmt.utils.files import same_file
+    mine = os.path.abspath(save_model) + "_step_"
+    recorded = {p: tuple(v) for p, v in (ckpt.get("saved_identities") or {}).items()}
+    saved, identities = [], {}
+    for p in ckpt.get("saved_checkpoints", []):
+        if not (isinstance(p, str) and os.path.isabs(p) and p.startswith(mine)):
+            continue
+        ident = file_identity(p)
+        if ident is not None and (recorded.get(p) == ident or (path and same_file(p, path))):
+            saved.append(p)
+            identities[p] = ident
+    return saved, identities
+
+
+def checkpoint_step(path):
+    """The step a checkpoint file holds, or None where it is missing or unreadable."""
+    import torch
+    try:
+        return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
+    except Exception:   # missing, truncated, not a checkpoint: no step to trust
+        return None
+
+
+def restore_best(save_model, best_step):
+    """{save_model}_best.pt as a resumed early-stopping state says: the checkpoint of `best_step`. After a
+    kill and a resume it may hold a later, forgotten best, or be missing or damaged: it is made that step's
+    checkpoint again where that file exists (a hard link), kept where it already holds that step, and
+    otherwise one log line says why it cannot be."""
+    from onmt.utils.files import same_file
+    from onmt.utils.logging import logger
+    if best_step is None:
+        return
+    best, step_file = best_checkpoint_path(save_model), checkpoint_path(save_model, best_step)
+    if os.path.exists(step_file):
+        if not (os.path.exists(best) and same_file(step_file, best)):
+            link_best(step_file, best)
+            logger.info(f"{best} made the checkpoint of the best step {best_step} again ({step_file})")
+        return
+    if checkpoint_step(best) != best_step:
+        logger.warning(f"{best} does not hold the best step {best_step} of the resumed run and its checkpoint "
+                       f"{step_file} is gone: it is made again at the next new best")
