@@ -20,9 +20,14 @@ from onmt.utils.files import check_prefix
 from onmt.utils.logging import init_logger, logger
 
 
-def check_steps_left(opt, start_step):
-    """UserError when -train_steps leaves nothing to train after the checkpoint's step (it counts from
-    the start of training, as in OpenNMT-py: the run would save nothing and exit 0)."""
+def check_steps_left(opt, start_step, start_epoch=0):
+    """UserError when -train_steps (or -epochs) leaves nothing to train after the checkpoint's step (epoch):
+    both count from the start of training, as in OpenNMT-py; the run would save nothing (or only a new
+    "best") and exit 0."""
+    if opt.epochs > 0 and opt.epochs <= start_epoch:
+        raise UserError(f"-epochs {opt.epochs} is not above the epoch of {opt.train_from} ({start_epoch}): "
+                        f"nothing to train; -epochs counts from the start of training "
+                        f"(e.g. -epochs {start_epoch + opt.epochs})")
     if opt.epochs <= 0 and opt.train_steps <= start_step:
         raise UserError(f"-train_steps {opt.train_steps} is not above the step of {opt.train_from} ({start_step}): "
                         f"nothing to train; -train_steps counts from the start of training, so give more than "
@@ -171,8 +176,8 @@ def _train_rank(opt, world, data):
     start_step, data_pos, same_run = 0, (0, 0), False
     if ckpt is not None:
         start_step = int(ckpt["step"])
-        check_steps_left(opt, start_step)
         data_pos, rng = distributed.resume_state(ckpt, world)
+        check_steps_left(opt, start_step, int(data_pos[0]))
         same_run = ckpt["opt"].get("save_model") == opt.save_model
         if rng is not None and (same_run or opt.seed == ckpt["opt"].get("seed")):
             set_rng_state(rng)   # exact resume; a new phase given another -seed draws from that seed

@@ -170,6 +170,13 @@ def validate_train_opts(opt):
         raise OptionError(f"-rl_gamma must be in [0, 1], got {opt.rl_gamma}")
     if opt.early_stopping < 0:
         raise OptionError(f"-early_stopping must be >= 0, got {opt.early_stopping}")
+    _check_numbers(opt, non_negative=("valid_steps", "save_checkpoint_steps"))
+    if opt.keep_checkpoint < -1:
+        raise OptionError(f"-keep_checkpoint must be -1 (keep all), 0 or positive, got {opt.keep_checkpoint}")
+    if opt.early_stopping and opt.valid_steps == 0:
+        raise OptionError(f"-early_stopping {opt.early_stopping} needs validation: -valid_steps 0 never validates")
+    if given(opt, "rl_normalization") and not opt.rl_gamma:
+        raise OptionError("-rl_normalization scales the mixed objective's two terms: give -rl_gamma (above 0)")
     if "rougeL" in (opt.early_stopping_criteria or ()) and opt.valid_rouge is False:
         raise OptionError("-early_stopping_criteria rougeL needs the greedy validation ROUGE: drop -no_valid_rouge")
     if opt.train_time_limit < 0 or opt.train_time_limit != opt.train_time_limit:

@@ -215,3 +215,12 @@ def test_a_plain_resume_takes_the_batching_and_seed_of_the_checkpoint(data, tmp_
     train_bin.main(["-data", data, "-save_model", str(tmp_path / "c"), "-train_steps", "8",
                     "-train_from", str(tmp_path / "c_step_4.pt"), "-valid_steps", "0"])
     assert _same_params(_ckpt(tmp_path / "a_step_8.pt")["model"], _ckpt(tmp_path / "c_step_8.pt")["model"])
+
+
+def test_epochs_not_above_the_checkpoints_epoch_is_one_clear_error(data, tmp_path):
+    _train(data, COPY, str(tmp_path / "e"), "-epochs", "2", "-valid_steps", "0", "-save_checkpoint_steps", "1000")
+    (last,) = tmp_path.glob("e_step_*.pt")
+    assert _ckpt(last)["data_pos"][0] == 2
+    with pytest.raises(UserError, match=r"-epochs 1 is not above the epoch of .* \(2\): nothing to train"):
+        _train(data, COPY, str(tmp_path / "e"), "-epochs", "1", "-train_from", str(last))
+    assert not list(tmp_path.glob("e_best.pt"))

@@ -130,6 +130,12 @@ def test_early_stopping_options():
     (["-early_stopping_criteria", "rougeL", "-no_valid_rouge"], "-early_stopping_criteria rougeL needs"),
     (["-train_time_limit", "-5"], "-train_time_limit must be >= 0"),
     (["-copy_attn", "-copy_loss_by_seqlength", "-rl_gamma", "0.9"], "-copy_loss_by_seqlength with -rl_gamma"),
+    (["-valid_steps", "-5"], "-valid_steps must be >= 0"),
+    (["-save_checkpoint_steps", "-1"], "-save_checkpoint_steps must be >= 0"),
+    (["-keep_checkpoint", "-2"], "-keep_checkpoint must be -1 (keep all), 0 or positive"),
+    (["-valid_steps", "0", "-early_stopping", "3"], "-early_stopping 3 needs validation"),
+    (["-reinforced", "-rl_normalization", "tokens"], "-rl_normalization scales the mixed objective's"),
+    (["-reinforced", "-rl_normalization", "tokens", "-rl_gamma", "0"], "-rl_normalization scales the mixed"),
 ])
 def test_training_option_refusals(argv, message):
     with pytest.raises(OptionError, match=re.escape(message)):
