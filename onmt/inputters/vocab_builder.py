@@ -53,6 +53,13 @@ def read_word_list(path):
     of OpenNMT-py); count 0 where none is given. Kept in the file's order, first occurrence of a word;
     the special tokens and empty lines are skipped (the specials always come first, with fixed ids)."""
     out, seen = [], set(SPECIALS)
+    try:
+        return _read_word_list(path, out, seen)
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path} is not UTF-8 text ({e.reason}): a word list is UTF-8") from None
+
+
+def _read_word_list(path, out, seen):
     with open(path, encoding="utf-8-sig") as f:   # a byte-order mark is not part of the first word
         for lineno, line in enumerate(f, start=1):
             parts = line.split()

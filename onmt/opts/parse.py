@@ -96,7 +96,12 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
 
     def parse(self, stream):
         import io
-        text = stream.read()
+        try:
+            text = stream.read()
+        except UnicodeDecodeError as e:
+            name = getattr(stream, "name", "the config file")
+            raise configargparse.ConfigFileParserException(
+                f"{name} is not UTF-8 text (byte {e.start}: {e.reason})") from None
         yaml, loader, _ = self._load_yaml()
         try:
             obj = yaml.load(text, Loader=loader)

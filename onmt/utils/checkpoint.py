@@ -59,11 +59,30 @@ def check_contents(ckpt, path):
     lacking = [k for k in ("src", "tgt", "shared") if k not in ckpt["vocab"]]
     if lacking:
         raise UserError(f"checkpoint {path} is damaged: its vocab lacks {', '.join(lacking)}")
+    _check_counters(ckpt, path)
     for name, t in ckpt["model"].items():
         if not isinstance(t, torch.Tensor):
             raise UserError(f"checkpoint {path} is damaged: weight {name} is a {type(t).__name__}, not a tensor")
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise UserError(f"checkpoint {path} has non-finite weights in {name}")
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_counters(ckpt, path):
+    """The training counters a resume reads: `step` a non-negative integer, `data_pos` two of them (epoch,
+    batches), `train_seconds` a finite non-negative number; UserError naming the first that is not."""
+    import math
+    step, pos, secs = ckpt["step"], ckpt.get("data_pos", (0, 0)), ckpt.get("train_seconds", 0.0)
+    if not (_is_int(step) and step >= 0):
+        raise UserError(f"checkpoint {path} is damaged: its step is {step!r}, not a non-negative integer")
+    if not (isinstance(pos, (list, tuple)) and len(pos) == 2 and all(_is_int(x) and x >= 0 for x in pos)):
+        raise UserError(f"checkpoint {path} is damaged: its data_pos is {pos!r}, not two non-negative integers "
+                        "(epoch, batches)")
+    if not (isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs) and secs >= 0):
+        raise UserError(f"checkpoint {path} is damaged: its train_seconds is {secs!r}, not a non-negative number")
 
 
 def checkpoint_path(save_model, step):

@@ -851,3 +851,19 @@ def test_min_length_above_the_checkpoints_max_length_is_refused(capsys, tiny, tm
                                                       "-output", str(out), "-min_length", "60"])
     assert "-min_length 60 is above the maximum prediction length 50" in err and not out.exists()
 
+
+
+def test_a_word_list_or_a_config_that_is_not_utf8_is_one_line(capsys, tmp_path):
+    from onmt.bin import preprocess as preprocess_bin
+    (tmp_path / "s.txt").write_text("a b\n")
+    (tmp_path / "t.txt").write_text("a\n")
+    (tmp_path / "words.txt").write_bytes(b"a\n\xff\xfe b\n")
+    (tmp_path / "c.yaml").write_bytes(b"batch_size: 3\n# \xff\n")
+    err = one_line_error(capsys, preprocess_bin.main, ["-train_src", str(tmp_path / "s.txt"), "-train_tgt",
+                                                       str(tmp_path / "t.txt"), "-save_data", str(tmp_path / "p" / "d"),
+                                                       "-src_vocab", str(tmp_path / "words.txt"), "-share_vocab"])
+    assert "words.txt is not UTF-8 text" in err and not list((tmp_path / "p").iterdir())   # no dataset written
+    with pytest.raises(SystemExit) as exc:
+        run_main(train_bin.main, ["-config", str(tmp_path / "c.yaml"), "-data", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert exc.value.code != 0 and "c.yaml is not UTF-8 text" in err and "Traceback" not in err

@@ -1,7 +1,9 @@
 """onmt/utils/checkpoint.py: which recorded checkpoints a resumed run may prune, and the best checkpoint made
 again from the resumed early-stopping state (after a kill, a deletion, a truncation)."""
 import os
+import re
 
+import pytest
 import torch
 
 from onmt.utils.checkpoint import (
@@ -58,3 +60,24 @@ def test_a_best_without_its_step_file_is_kept_if_right_and_said_if_not(tmp_path,
     assert checkpoint_step(best) == 5 and "does not hold the best step 3" in caplog.text
     restore_best(prefix, None)                   # nothing recorded: nothing to do
     assert checkpoint_step(tmp_path / "missing.pt") is None
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("step", "20", "its step is '20', not a non-negative integer"),
+    ("step", -3, "its step is -3"),
+    ("data_pos", [1], "its data_pos is [1], not two non-negative integers"),
+    ("data_pos", ["a", 2], "its data_pos is ['a', 2]"),
+    ("train_seconds", "12", "its train_seconds is '12', not a non-negative number"),
+    ("train_seconds", float("nan"), "its train_seconds is nan"),
+])
+def test_counters_of_the_wrong_type_are_one_line(tmp_path, field, value, message):
+    from helpers.checkpoints import save_tiny_checkpoint
+    from onmt.errors import UserError
+    from onmt.utils.checkpoint import load_checkpoint
+    path = save_tiny_checkpoint(tmp_path / "m.pt", "rnn")
+    assert load_checkpoint(path)["step"] == 0
+    ckpt = torch.load(path, weights_only=True)
+    ckpt[field] = value
+    torch.save(ckpt, path)
+    with pytest.raises(UserError, match=re.escape(message)):
+        load_checkpoint(path)
