@@ -19,9 +19,18 @@ IMPOSSIBLE = -1e4
 
 
 def first_occurrence(src_ex):
-    """For each (n, i), the first position j with src_ex[n, j] == src_ex[n, i]. src_ex: (N, S)."""
-    same = src_ex.unsqueeze(2) == src_ex.unsqueeze(1)  # (N, S, S)
-    return same.to(torch.uint8).argmax(dim=2)  # (N, S) argmax returns the first maximum
+    """For each (n, i), the first position j with src_ex[n, j] == src_ex[n, i]. src_ex: (N, S). Memory
+    linear in S (a 200k-token source needs no (S, S) table): a stable sort puts each id's positions
+    together, first one first; each sorted position takes the position at the start of its run."""
+    N, S = src_ex.shape
+    if S == 0:
+        return src_ex.new_zeros(N, 0)
+    values, order = torch.sort(src_ex, dim=1, stable=True)  # (N, S) ids sorted, their positions
+    start = torch.ones_like(values, dtype=torch.bool)  # (N, S) where a run of one id begins
+    start[:, 1:] = values[:, 1:] != values[:, :-1]
+    run_start = torch.where(start, torch.arange(S, device=src_ex.device), 0).cummax(1).values  # (N, S)
+    first = order.gather(1, run_start)  # (N, S) each sorted position's first position of its id
+    return torch.empty_like(order).scatter_(1, order, first)  # (N, S) back in source order
 
 
 def repeat_per_step(per_example, n_steps):

@@ -867,3 +867,28 @@ def test_a_word_list_or_a_config_that_is_not_utf8_is_one_line(capsys, tmp_path):
         run_main(train_bin.main, ["-config", str(tmp_path / "c.yaml"), "-data", str(tmp_path / "x")])
     err = capsys.readouterr().err
     assert exc.value.code != 0 and "c.yaml is not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_a_50k_token_source_translates_in_bounded_memory(tmp_path):
+    """No (S, S) tensor: a 50,000-token line (an (S, S) table alone would be 2.5 GB) translates within 1 GB."""
+    import os
+    import random
+    import subprocess
+    import sys
+
+    from helpers.checkpoints import save_tiny_checkpoint
+    from helpers.paths import ROOT
+    ckpt = save_tiny_checkpoint(tmp_path / "m.pt", "reinforced")
+    rng = random.Random(0)
+    (tmp_path / "src.txt").write_text(" ".join(f"w{rng.randint(0, 13)}" for _ in range(50_000)) + "\n")
+    argv = ["translate.py", "-model", ckpt, "-src", str(tmp_path / "src.txt"), "-output", str(tmp_path / "out.txt"),
+            "-max_length", "5"]
+    code = (f"import resource, runpy, sys; sys.argv = {argv!r}; sys.path.insert(0, {ROOT!r})\n"
+            f"try:\n    runpy.run_path({ROOT + '/translate.py'!r}, run_name='__main__')\n"
+            "finally:\n    print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-1000:]
+    peak_kb = int(r.stdout.split("peak")[-1])
+    assert peak_kb < 1_000_000, peak_kb
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == 1
