@@ -171,6 +171,10 @@ def validate_train_opts(opt):
     if opt.early_stopping < 0:
         raise OptionError(f"-early_stopping must be >= 0, got {opt.early_stopping}")
     _check_numbers(opt, non_negative=("valid_steps", "save_checkpoint_steps"))
+    from onmt.opts.upstream_config import PLACEHOLDER
+    if vars(opt).get("data_config") and opt.data != PLACEHOLDER:
+        raise OptionError(f"-data {opt.data} and the -config's data: mapping both name the training data: give one "
+                          "(drop -data to train on the config's corpora)")
     if opt.keep_checkpoint < -1:
         raise OptionError(f"-keep_checkpoint must be -1 (keep all), 0 or positive, got {opt.keep_checkpoint}")
     if opt.early_stopping and opt.valid_steps == 0:

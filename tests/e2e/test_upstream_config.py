@@ -116,3 +116,12 @@ def test_build_vocab_never_writes_over_what_it_reads(tmp_path, target):
     with pytest.raises(UserError, match="src_vocab"):
         build_vocab_bin.main(["-config", str(tmp_path / "a.yaml")])
     assert (tmp_path / target).read_bytes() == before
+
+
+def test_data_beside_a_configs_data_mapping_is_refused(tmp_path):
+    from onmt.opts import OptionError
+    _corpus(tmp_path)
+    (tmp_path / "a.yaml").write_text(CONFIG.format(d=tmp_path, name="a"))
+    with pytest.raises(OptionError, match="-data .* and the -config.s data: mapping both name the training data"):
+        train_bin.main(["-config", str(tmp_path / "a.yaml"), "-data", str(tmp_path / "elsewhere")])
+    assert not (tmp_path / "run").exists()
