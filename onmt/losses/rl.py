@@ -126,13 +126,15 @@ class MixedLoss:
             per_example = advantage * log_probs.sum(1)  # (B,)
             rl = per_example.sum()
         with torch.no_grad():   # ONE device-to-host copy for the figures
-            copied = sampled.copied.sum() if sampled.copied is not None else r_sample.new_zeros(())
+            copied = sampled.copied.sum() if sampled.copied is not None else r_sample.new_full((), -1.0)
             figures = torch.stack([sampled.mask.sum(), r_sample.sum(), r_greedy.sum(), per_example.detach().sum(),
                                    copied]).double().tolist()
         n_tokens, reward_sample, reward_greedy, rl_loss, n_copied = figures
         n_tokens = round(n_tokens)
         stats = {"rl_examples": batch.batch_size, "reward_sample": reward_sample, "reward_greedy": reward_greedy,
-                 "rl_loss": rl_loss, "sampled_tokens": n_tokens, "copied_tokens": round(n_copied)}
+                 "rl_loss": rl_loss, "sampled_tokens": n_tokens}
+        if n_copied >= 0:    # the model records its pointer draws (the reinforced model's rollout)
+            stats.update(copied_tokens=round(n_copied), copy_recorded_tokens=n_tokens)
         return rl, stats
 
     @torch.no_grad()
@@ -159,7 +161,8 @@ class MixedLoss:
             ml = f"{stats.xent():.4f}" if stats.has_token_loss() else "n/a"
             figures = figures + [f"reward sample: {e['reward_sample'] / n:.4f}; "
                                  f"reward greedy: {e['reward_greedy'] / n:.4f}; ml loss: {ml}; "
-                                 f"rl loss: {e['rl_loss'] / n:.4f}; copies: {_copies(e):.1f}%"]
+                                 f"rl loss: {e['rl_loss'] / n:.4f}"
+                                 + (f"; copies: {_copies(e):.1f}%" if "copy_recorded_tokens" in e else "")]
         return figures, lines
 
     def scalars(self, stats):
@@ -170,7 +173,9 @@ class MixedLoss:
         n = e.get("rl_examples", 0)
         if n:
             out.update(reward_sample=e["reward_sample"] / n, reward_greedy=e["reward_greedy"] / n,
-                       rl_loss=e["rl_loss"] / n, copies=_copies(e))
+                       rl_loss=e["rl_loss"] / n)
+            if "copy_recorded_tokens" in e:
+                out.update(copies=_copies(e))
         n = e.get("valid_rouge_examples", 0)
         if n:
             out.update(rougeL=100.0 * e["valid_rougeL"] / n, greedy_length=e.get("valid_greedy_tokens", 0) / n)
@@ -187,5 +192,5 @@ class MixedLoss:
 
 
 def _copies(sums):
-    """% of the sampled tokens that the pointer copied."""
-    return 100.0 * sums.get("copied_tokens", 0) / max(sums.get("sampled_tokens", 0), 1)
+    """% of the sampled tokens that the pointer copied (of the rollouts that record it)."""
+    return 100.0 * sums.get("copied_tokens", 0) / max(sums.get("copy_recorded_tokens", 0), 1)

@@ -19,8 +19,9 @@ def gold_from_forward(model, batch):
 
 def rollout_from_steps(model, batch, enc, max_length, modes=("sample",)):
     """`model.rollout` through the interface's decode_step, one mode after the other: one (B, X)
-    distribution per step (with gradient when sampling under autograd). `copied` marks tokens
-    >= V_tgt (OOV copies: the step distribution does not say which the pointer produced)."""
+    distribution per step (with gradient when sampling under autograd). `copied` is None: the step
+    distribution does not say which tokens the pointer produced (an OOV id is a copy, an in-vocabulary
+    word may be either), so nothing is recorded rather than a share that reads as the pointer's."""
     check_rollout_modes(modes, max_length)
     out = []
     for mode in modes:
@@ -47,5 +48,4 @@ def _rollout_one(model, batch, enc, max_length, sample):
             break
         inputs = chosen
     tokens = torch.stack(tokens, dim=1)  # (B, L)
-    copied = tokens >= model.tgt_vocab_size if model.copy else torch.zeros_like(tokens, dtype=torch.bool)
-    return finish_rollout(tokens, torch.stack(log_probs, dim=1) if sample else None, copied)
+    return finish_rollout(tokens, torch.stack(log_probs, dim=1) if sample else None, None)

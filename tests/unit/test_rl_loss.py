@@ -162,13 +162,13 @@ def test_figures_are_aggregated_over_a_window_and_named_by_the_loss():
     loss_fn = MixedLoss(MLLoss(), gamma=0.5, max_length=6, valid_rouge=True)
     a = Statistics(loss=6.0, n_words=3, n_correct=1, n_examples=2,
                    extra={"p_copy": 1.5, "rl_examples": 2, "reward_sample": 0.5, "reward_greedy": 0.25,
-                          "rl_loss": -1.0, "sampled_tokens": 6, "copied_tokens": 1})
+                          "rl_loss": -1.0, "sampled_tokens": 6, "copied_tokens": 1, "copy_recorded_tokens": 6})
     b = Statistics(loss=2.0, n_words=1, n_correct=1, n_examples=2,
                    extra={"p_copy": 0.5, "rl_examples": 2, "reward_sample": 0.7, "reward_greedy": 0.35,
-                          "rl_loss": 3.0, "sampled_tokens": 4, "copied_tokens": 4})
+                          "rl_loss": 3.0, "sampled_tokens": 4, "copied_tokens": 4, "copy_recorded_tokens": 4})
     window = Statistics().update(a).update(b)
     assert window.extra == {"p_copy": 2.0, "rl_examples": 4, "reward_sample": 1.2, "reward_greedy": 0.6,
-                            "rl_loss": 2.0, "sampled_tokens": 10, "copied_tokens": 5}
+                            "rl_loss": 2.0, "sampled_tokens": 10, "copied_tokens": 5, "copy_recorded_tokens": 10}
     assert loss_fn.report(window) == (["p(copy) 0.50", "reward sample: 0.3000; reward greedy: 0.1500; "
                                        "ml loss: 2.0000; rl loss: 0.5000; copies: 50.0%"], [])
     assert loss_fn.scalars(window) == {"p_copy": 0.5, "reward_sample": 0.3, "reward_greedy": 0.15,
@@ -177,6 +177,12 @@ def test_figures_are_aggregated_over_a_window_and_named_by_the_loss():
     assert loss_fn.report(rl_only)[0] == ["reward sample: 0.3000; reward greedy: 0.1500; ml loss: n/a; "
                                           "rl loss: 0.5000; copies: 50.0%"]
     assert loss_fn.valid_report(window) == []
+    # a model whose rollout does not record its pointer draws (See et al.'s): no copies figure, not 0 %
+    unrecorded = Statistics(n_words=5, extra={k: v for k, v in window.extra.items()
+                                              if k not in ("copied_tokens", "copy_recorded_tokens", "p_copy")})
+    assert loss_fn.report(unrecorded)[0] == ["reward sample: 0.3000; reward greedy: 0.1500; ml loss: n/a; "
+                                             "rl loss: 0.5000"]
+    assert "copies" not in loss_fn.scalars(unrecorded)
     valid = Statistics(loss=1.0, n_words=4, n_correct=4,
                        extra={"valid_rouge_examples": 2, "valid_rougeL": 0.5, "valid_greedy_tokens": 7})
     assert loss_fn.scalars(valid) == {"rougeL": 25.0, "greedy_length": 3.5}
