@@ -123,8 +123,9 @@ rl() {  # from the best ML checkpoint (the lowest validation perplexity), else t
   local ckpt step; ckpt="$root/models/model_best.pt"
   [ -f "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "rl: no ML checkpoint in $root/models (run train first)"
-  step=$("$PY" -c 'import sys, torch; print(int(torch.load(sys.argv[1], map_location="cpu", weights_only=True)["step"]))' \
-    "$ckpt") || die "rl: cannot read the step of $ckpt"
+  step=$("$PY" -c 'import sys; from onmt.utils.checkpoint import checkpoint_step as s; n = s(sys.argv[1])
+sys.exit(1) if n is None else print(n)' "$ckpt" 2>/dev/null) \
+    || die "rl: $ckpt is damaged or no checkpoint (its step cannot be read): remove it to start from the newest step checkpoint"
   "$PY" "$here/train.py" -config "$rl_config" -data "$root/prep/data" -train_from "$ckpt" \
     -save_model "$root/models/rl" -train_steps "$((step + rl_steps))" -gpu "$gpu" || die "rl failed"
 }

@@ -29,3 +29,17 @@ def test_translate_and_evaluate_under_paths_with_spaces(tmp_path):
     assert f"against {data / 'valid.tgt.txt'}" in r.stderr
     assert len((root / "pred.txt").read_text().splitlines()) == 2 and (root / "rouge.json").exists()
     assert list((root / "my plots").glob("*.png"))
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, ".venv", "bin", "python")) or not shutil.which("bash"),
+                    reason="run.sh needs its .venv (./run.sh setup)")
+def test_rl_over_a_damaged_best_checkpoint_is_one_line(tmp_path):
+    root = tmp_path / "r"
+    (root / "models").mkdir(parents=True)
+    (root / "models" / "model_best.pt").write_bytes(b"truncated")
+    r = subprocess.run(["bash", os.path.join(ROOT, "run.sh"), "rl"], env=dict(os.environ, root=str(root)),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"run.sh: rl: {root / 'models' / 'model_best.pt'} is damaged or no "
+                                             "checkpoint (its step cannot be read): remove it to start from the newest "
+                                             "step checkpoint"]
