@@ -254,6 +254,7 @@ def preprocess(opt):
     interrupted or refused run leaves the previous dataset of the prefix as it was."""
     from onmt.utils.files import prefix_lock
     check_save_data(opt.save_data)
+    text_record(opt.train_src)   # a prepare.json beside the text that cannot be read: refused before any work
     try:
         os.makedirs(os.path.dirname(os.path.abspath(opt.save_data)), exist_ok=True)
     except OSError:

@@ -211,18 +211,23 @@ INPUT_OPTIONS = ("lower", "src_seq_length_trunc", "tgt_seq_length_trunc", "src_s
 
 def text_record(train_src):
     """The record `prepare.json` beside a training source written by the prepare tools (how the text was
-    tokenized and cased), or None."""
+    tokenized and cased), or None where there is none. A record that cannot be read is a UserError naming
+    it: dropped, the model would later get raw text untokenized and uncased at translation."""
     path = os.path.join(os.path.dirname(os.path.abspath(train_src)), "prepare.json")
     if not os.path.isfile(path):
         return None
     try:
         with open(path, encoding="utf-8") as f:
             record = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("tokenize") not in ("ptb", "none"):
-        return None
-    return {"tokenize": record["tokenize"], "lower": bool(record.get("lower", False))}
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path} (how the prepare tools made the text beside it) cannot be read: "
+                        f"{str(e).splitlines()[0] if str(e) else type(e).__name__}; repair it, or remove it "
+                        "if the text was not made by onmt_prepare_*") from None
+    if not isinstance(record, dict) or record.get("tokenize") not in ("ptb", "none") or \
+            not isinstance(record.get("lower", False), bool):
+        raise UserError(f"{path}: expected {{\"tokenize\": \"ptb\" or \"none\", \"lower\": true or false}}, "
+                        f"got {json.dumps(record)[:200]}")
+    return {"tokenize": record["tokenize"], "lower": record.get("lower", False)}
 
 
 def input_options(meta):

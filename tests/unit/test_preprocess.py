@@ -1,5 +1,6 @@
 import gzip
 import os
+import re
 import subprocess
 import sys
 
@@ -215,3 +216,20 @@ def test_progress_bar_on_a_terminal_log_lines_through_a_pipe(tmp_path):
                         "-save_data", str(tmp_path / "b" / "d")], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and r.stderr == "" and "%|" not in r.stdout
     assert "pass 2: numericalizing train: 8/8 line (100%)" in r.stdout
+
+
+@pytest.mark.parametrize("record, message", [
+    ('{"tokenize": "ptb", "lower": tr', "cannot be read"),
+    ('{"tokenize": "spacy", "lower": true}', 'expected {"tokenize": "ptb" or "none"'),
+    ('["ptb"]', 'expected {"tokenize"'),
+    ('{"tokenize": "ptb", "lower": "yes"}', 'expected {"tokenize"'),
+])
+def test_a_prepare_record_that_cannot_be_read_is_refused_not_dropped(tmp_path, record, message):
+    """Dropped, the model would be given raw text untokenized and uncased at translation."""
+    (tmp_path / "prepare.json").write_text(record)
+    with pytest.raises(UserError, match=re.escape(message)):
+        run(tmp_path, "-share_vocab")
+    assert not (tmp_path / "out" / "data.meta.json").exists()
+    (tmp_path / "prepare.json").write_text('{"tokenize": "ptb", "lower": true}')
+    _, meta = run(tmp_path, "-share_vocab")
+    assert meta["text"] == {"tokenize": "ptb", "lower": True}
