@@ -100,8 +100,23 @@ class Reporting:
                     + "".join(f"; {f}" for f in figures + update_norms.report(stats.extra)))
         for line in lines:
             logger.info(f"Step {step}: {line}")
+        self._warn_if_diverging(step, stats)
         if self.tensorboard is not None:
             scalars = {**self.scalars(stats), "lr": lr, "tgt_per_sec": tok_s}
             self.tensorboard.add_scalars("progress", step, scalars)
+
+    def _warn_if_diverging(self, step, stats):
+        """One warning a run when the training perplexity is above the target vocabulary's size, worse
+        than a uniform guess: the model is diverging (a too high -learning_rate, no -max_grad_norm, or
+        Adagrad's accumulator started at 0), which would otherwise train on in silence."""
+        V = getattr(self.model, "tgt_vocab_size", 0)
+        if getattr(self, "_diverging_said", False) or not V or not stats.has_token_loss() or stats.ppl() <= V:
+            return
+        self._diverging_said = True
+        hint = (" (-optim adagrad: give -adagrad_accumulator_init 0.1, upstream's recipe)"
+                if isinstance(self.optimizer, torch.optim.Adagrad) else "")
+        logger.warning(f"Step {step}: perplexity {stats.ppl():.3g} is above the target vocabulary's size {V} "
+                       f"(a uniform guess scores {V}): training is diverging; lower -learning_rate or set "
+                       f"-max_grad_norm{hint}")
 
     # ------------------------------------------------------------------ checkpoints

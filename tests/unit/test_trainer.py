@@ -275,3 +275,17 @@ def test_a_long_validation_shows_progress(data, tmp_path, monkeypatch):
     _train(data, str(tmp_path / "p"), "-train_steps", "3", "-valid_steps", "3", "-log_file", str(log))
     lines = [x for x in log.read_text().splitlines() if "Validation: " in x and " batches, " in x]
     assert len(lines) >= 2 and "Validation: 1 batches, 32 examples (40 s)" in lines[0]
+
+
+def test_a_diverging_run_is_said_once_naming_the_likely_option(data, tmp_path):
+    """Adagrad at a learning rate of 5 with its accumulator at 0: perplexity far above V within a few steps,
+    one warning naming -adagrad_accumulator_init; upstream's recipe (0.15, accumulator 0.1) none."""
+    def run(name, *optim):
+        train_bin.main(["-data", data, "-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn",
+                        "-copy_attn", "-optim", "adagrad", *optim, "-batch_size", "16", "-report_every", "1",
+                        "-valid_steps", "0", "-seed", "7", "-train_steps", "6", "-save_model", str(tmp_path / name),
+                        "-log_file", str(tmp_path / f"{name}.log")])
+        return (tmp_path / f"{name}.log").read_text()
+    text = run("bad", "-learning_rate", "5")
+    assert text.count("training is diverging") == 1 and "-adagrad_accumulator_init 0.1" in text
+    assert "training is diverging" not in run("ok", "-learning_rate", "0.15", "-adagrad_accumulator_init", "0.1")
