@@ -59,14 +59,23 @@ die() { echo "run.sh: $*" >&2; exit 1; }
 
 setup() {
   local stamp="$venv/.onmt-installed" want
-  want=$(cat "$here/pyproject.toml" | sha1sum | cut -d' ' -f1)
+  # the project's requirements and the PyTorch asked for: a changed TORCH_SPEC / TORCH_INDEX_URL reinstalls
+  want=$( { cat "$here/pyproject.toml"; echo "${TORCH_SPEC:-torch==2.13.0} ${TORCH_INDEX_URL:-}"; } | sha1sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "import onmt, torch" 2>/dev/null; then
     return 0
   fi
   [ -x "$PY" ] || python3 -m venv "$venv" || die "setup: cannot create $venv"
-  local idx=()
+  local idx=() torch_want torch_stamp="$venv/.onmt-torch"
   [ -n "${TORCH_INDEX_URL:-}" ] && idx=(--index-url "$TORCH_INDEX_URL")
+  torch_want="${TORCH_SPEC:-torch==2.13.0} ${TORCH_INDEX_URL:-}"
+  # another spec or index than the installed torch's (a CUDA wheel for the CPU one): reinstalled, not kept
+  # because a torch of that version is already there
+  if [ -f "$torch_stamp" ] && [ "$(cat "$torch_stamp")" != "$torch_want" ]; then
+    echo "run.sh setup: PyTorch asked as '$torch_want' (was '$(cat "$torch_stamp")'): reinstalling it" >&2
+    idx+=(--force-reinstall --no-deps)
+  fi
   "$PY" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}" "${idx[@]}" || die "setup: installing PyTorch failed"
+  echo "$torch_want" > "$torch_stamp"
   "$PY" -m pip install -q -e "$here[test,bench,plot,tensorboard,parquet]" || die "setup: installing the project failed"
   rouge_perl
   echo "$want" > "$stamp"
