@@ -239,9 +239,11 @@ class Trainer(Reporting):
             self.save(step, data_pos)
         if not improved:
             if self.rank == 0:
-                logger.info(f"Validation: no improvement of {', '.join(self.early_stopping.criteria)} "
-                            f"({self.early_stopping.bad}/{self.early_stopping.patience or '-'}); "
-                            f"best {self.early_stopping.describe()}")
+                es = self.early_stopping
+                count = f"{es.bad} validation{'s' if es.bad > 1 else ''} in a row without improvement"
+                limit = (f"early stopping after {es.patience}" if es.patience else "early stopping off")
+                logger.info(f"Validation: no improvement of {', '.join(es.criteria)} ({count}; {limit}); "
+                            f"best {es.describe()}")
             return
         path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
         if step not in self._saved_steps:

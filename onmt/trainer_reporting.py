@@ -83,7 +83,7 @@ class Reporting:
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:
         `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0`
-        then the loss's figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
+        then, with a known last step, the pace and the time left (`; 2.00 steps/s, ETA 2m05s`), the loss's figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
         then the loss's lines of their own (`Step 50: ...`)
         (tok/s: source/target tokens, padding excluded, per second of this report window; sec: since
         training started)."""
@@ -97,6 +97,7 @@ class Reporting:
               if stats.has_token_loss() else "")   # -rl_gamma 1 trains without the ML term: nothing to show
         logger.info(f"Step {step}/{total}; {ml}lr: {lr:.2e}; "
                     f"{src_s:.0f}/{tok_s:.0f} tok/s; {elapsed_s:.0f} sec; epoch {epoch}"
+                    + eta(step, total, self.report_every, window_s)
                     + "".join(f"; {f}" for f in figures + update_norms.report(stats.extra)))
         for line in lines:
             logger.info(f"Step {step}: {line}")
@@ -120,3 +121,16 @@ class Reporting:
                        f"-max_grad_norm{hint}")
 
     # ------------------------------------------------------------------ checkpoints
+
+
+def eta(step, total, steps_in_window, window_s):
+    """'; 1.93 steps/s, ETA 2m10s' from the last report window's pace (its validations and saves
+    included), where the run ends at a known step; '' otherwise (-epochs)."""
+    total = int(total) if str(total).isdigit() else None     # "300" steps, or "epoch 3": unknown
+    if total is None or total <= step or window_s <= 0:
+        return ""
+    rate = steps_in_window / window_s
+    left = int(round((total - step) / rate))
+    h, rest = divmod(left, 3600)
+    m, sec = divmod(rest, 60)
+    return f"; {rate:.2f} steps/s, ETA " + (f"{h}h{m:02d}m" if h else f"{m}m{sec:02d}s")

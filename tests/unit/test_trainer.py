@@ -289,3 +289,10 @@ def test_a_diverging_run_is_said_once_naming_the_likely_option(data, tmp_path):
     text = run("bad", "-learning_rate", "5")
     assert text.count("training is diverging") == 1 and "-adagrad_accumulator_init 0.1" in text
     assert "training is diverging" not in run("ok", "-learning_rate", "0.15", "-adagrad_accumulator_init", "0.1")
+
+
+def test_the_report_line_gives_the_pace_and_time_left():
+    from onmt.trainer_reporting import eta
+    assert eta(100, "300", 50, 25.0) == "; 2.00 steps/s, ETA 1m40s"
+    assert eta(100, "100000", 50, 25.0) == "; 2.00 steps/s, ETA 13h52m"
+    assert eta(100, "epoch 3", 50, 25.0) == "" and eta(300, "300", 50, 25.0) == ""
