@@ -83,7 +83,8 @@ class Reporting:
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:
         `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0`
-        then, with a known last step, the pace and the time left (`; 2.00 steps/s, ETA 2m05s`), the loss's figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
+        then, with a known last step, the pace and the time left (`; 2.00 steps/s, ETA 2m05s`), the loss's
+        figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
         then the loss's lines of their own (`Step 50: ...`)
         (tok/s: source/target tokens, padding excluded, per second of this report window; sec: since
         training started)."""
