@@ -200,9 +200,11 @@ def view_candidates(a, view, base):
         return [base]
     arm = view.split("_")[0]
     ckpts = checkpoints(os.path.join(arm_folder(a, arm), "model"))
-    if view.endswith("_steps"):      # b<s>'s checkpoints up to a<s>'s last step
+    if view.endswith("_steps"):      # b<s>'s checkpoints at 1/3, 2/3, all of a<s>'s steps since the start
+        import torch
+        start = int(torch.load(base, map_location="cpu", weights_only=True, mmap=True)["step"])
         a_last = checkpoints(os.path.join(arm_folder(a, "a" + arm[1:]), "model"))[-1][0]
-        return at_fractions([(s, p) for s, p in ckpts], a_last)
+        return at_fractions([(s - start, p) for s, p in ckpts], a_last - start)
     start = rl_vs_ml.train_seconds(base)
     return at_fractions([(rl_vs_ml.train_seconds(p) - start, p) for _, p in ckpts], a.arm_seconds)
 

@@ -34,7 +34,7 @@ def test_splits_are_validation_head_and_tail(tmp_path):
 
 
 def test_jobs_follow_seeds_and_what_they_need(tmp_path):
-    a = exp.parse_args(["-workdir", str(tmp_path)])
+    a = exp.parse_args(["-workdir", str(tmp_path), "-results", str(tmp_path / "results")])
     jobs = exp.job_list(a, ["1", "2"], ["r", "l"], ["1"])
     names = [n for n, _, _ in jobs]
     needs = {n: set(d) for n, d, _ in jobs}
@@ -92,7 +92,8 @@ def test_tiny_run_tunes_scores_and_reports(tiny_run):
     a, base, data = tiny_run
     assert exp.view_candidates(a, "a1", base) == [os.path.join(a.workdir, "arms", "a1", f"model_step_{s}.pt")
                                                   for s in (50, 100, 150)]
-    assert exp.view_candidates(a, "b1_steps", base)[-1].endswith("b1/model_step_150.pt")
+    # equal steps: b1's checkpoints at 1/3, 2/3 and all of a1's steps since the ML start (step 0 here)
+    assert [p.rsplit("_", 1)[-1] for p in exp.view_candidates(a, "b1_steps", base)] == ["50.pt", "100.pt", "150.pt"]
     for view in ("a1", "b1", "m1"):
         exp.tune_view(a, view, base)
         exp.score_view(a, view)
@@ -135,3 +136,19 @@ def test_matched_weights_give_the_test_histogram_keeping_the_scarce_bin_whole():
     w = exp.matched_weights(train, test)
     assert np.all(w[:100] == 1.0)                               # the scarce bin kept whole
     assert np.allclose(w[100:], 100 / 900)                      # the other down to as many: 50 % / 50 %
+
+
+def test_equal_steps_candidates_count_the_steps_since_the_ml_start(tmp_path):
+    work = tmp_path / "w"
+    (work / "ml").mkdir(parents=True)
+    base = save_tiny_checkpoint(work / "ml" / "model_best.pt", "rnn")
+    ck = torch.load(base, weights_only=True)
+    ck["step"] = 60
+    torch.save(ck, base)
+    for arm, steps in (("a1", (90, 120, 150)), ("b1", (90, 120, 150, 180, 210))):
+        (work / "arms" / arm).mkdir(parents=True)
+        for s in steps:
+            (work / "arms" / arm / f"model_step_{s}.pt").write_bytes(b"")
+    a = exp.parse_args(["-workdir", str(work)])
+    # a1 went 90 steps from step 60: b1's last checkpoints at 60 + 30, 60 + 60, 60 + 90
+    assert [p.rsplit("_", 1)[-1] for p in exp.view_candidates(a, "b1_steps", base)] == ["90.pt", "120.pt", "150.pt"]
