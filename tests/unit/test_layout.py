@@ -45,7 +45,6 @@ TESTED_IN = {
     "onmt/models/generic.py": ["tests/unit/test_rl_loss.py"],
     "onmt/models/rnn_decoder.py": ["tests/unit/test_decoder_pass.py", "tests/unit/test_copy_generator.py"],
     "onmt/models/seq2seq.py": ["tests/unit/test_model_builder.py", "tests/unit/test_gold_mixture.py"],
-    "onmt/modules/copy_mixture.py": ["tests/unit/test_gold_mixture.py", "tests/unit/test_pointer_generator.py"],
     "onmt/modules/precision.py": ["tests/unit/test_amp.py"],
     "onmt/opts/data.py": ["tests/unit/test_opts.py"],
     "onmt/opts/model.py": ["tests/unit/test_opts.py", "tests/unit/test_upstream_flags.py"],
@@ -64,7 +63,6 @@ TESTED_IN = {
     "onmt/translate/decoding.py": ["tests/unit/test_beam_search.py", "tests/unit/test_properties.py"],
     "onmt/translate/records.py": ["tests/unit/test_inspect.py"],
     "onmt/translate/session.py": ["tests/unit/test_inspect.py", "tests/e2e/test_precision.py"],
-    "onmt/utils/checkpoint.py": ["tests/unit/test_trainer.py", "tests/e2e/test_hostile_inputs.py"],
 }
 
 MAX_LINES = 400
