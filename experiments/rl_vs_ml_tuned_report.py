@@ -74,7 +74,7 @@ def table(results, split):
     heads = ["view", "step / length rule", "tuning R-L", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)",
              "control", "length / ref", "copy share %", "novel bigrams %"]
     lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
-    order = {k: i for i, k in enumerate(["ml_best", "a", "b", "b_steps", "m", *KINDS])}
+    order = {k: i for i, k in enumerate(dict.fromkeys(["ml_best", "a", "b", "b_steps", "m", *KINDS]))}
     for name in sorted(results, key=lambda n: (order[kind(n)], n)):
         r = results[name]
         fig = r[split]
