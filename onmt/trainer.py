@@ -277,6 +277,9 @@ class Trainer(Reporting):
         path = checkpoint_path(self.save_model, step)
         if step not in self._saved_steps:
             path = self.save(step, data_pos)
+        if world is not None and world.distributed:   # every rank leaves once rank 0's file is written: a
+            from onmt.utils.distributed import all_reduce_sum  # rank leaving the group mid-write aborts gloo
+            all_reduce_sum(0, self.device)
         raise stop.stopped(step, path if self.rank == 0 else None)
 
     def _loss_parts(self, batch):

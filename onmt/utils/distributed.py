@@ -253,6 +253,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+def signal_name(signum):
+    import signal
+    return signal.Signals(signum).name
+
+
 def _spawned(index, fn, argv, world_size, addr, port):
     from onmt.utils.cli import run_main
     os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
@@ -266,11 +271,29 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     port). When one rank fails the others are stopped, and this raises a one-line UserError.
     start_method "spawn" starts fresh interpreters (what CUDA needs); the CPU tests fork."""
     import torch.multiprocessing as mp
+
+    from onmt.utils.stop import forwarded_signals
     addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
     port = os.environ.get("MASTER_PORT") or free_port()
     try:
-        mp.start_processes(_spawned, args=(fn, argv, world_size, addr, port), nprocs=world_size, join=True,
-                           start_method=start_method)
+        context = mp.start_processes(_spawned, args=(fn, argv, world_size, addr, port), nprocs=world_size,
+                                     join=False, start_method=start_method)
+        # SIGTERM / ^C to this process, or to the whole group, is one stop for every rank: forwarded to the
+        # ranks, which finish the step, save (rank 0) and exit 143 / 130; this process waits for them
+        with forwarded_signals(lambda: [p.pid for p in context.processes]) as received:
+            while not received and not context.join(timeout=0.5):
+                pass
+            if received:    # a stop: every rank finishes its step and exits by itself (none is terminated)
+                for proc in context.processes:
+                    proc.join()
+                codes = [proc.exitcode for proc in context.processes]
+                if all(c in (0, 128 + received[0]) for c in codes):
+                    from onmt.errors import Stopped
+                    raise Stopped(f"stopped by {signal_name(received[0])}: every rank finished its step and rank 0 "
+                                  "saved it", 128 + received[0])
+                failed = next(i for i, c in enumerate(codes) if c not in (0, 128 + received[0]))
+                raise UserError(f"rank {failed} of {world_size} exited with code {codes[failed]} while stopping on "
+                                f"{signal_name(received[0])}")
     except mp.ProcessExitedException as e:
         raise UserError(f"rank {e.error_index} of {world_size} exited with code {e.exit_code}; "
                         "the other ranks were stopped") from None

@@ -3,10 +3,12 @@
     with StopSignals() as stop:      # in the main thread; elsewhere it does nothing
         ...                          # after each optimizer step: if stop.received: save, raise Stopped
 
-The first SIGTERM or SIGINT only records its name (`stop.received`): the step in progress finishes
-and the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A second one raises
-KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save leaves
-no partial file). The previous handlers come back when the block ends.
+The first SIGTERM or SIGINT only records its name (`stop.received`): the step in progress finishes and
+the trainer saves a checkpoint at it before stopping (onmt/trainer.py). The same signal again within
+DUPLICATE_S seconds is the same stop (a signal to the process group also reaches the spawning process,
+which forwards it: `forwarded_signals`); another one raises KeyboardInterrupt at once (the checkpoint
+being written is then abandoned: atomic_torch_save leaves no partial file). The previous handlers come
+back when the block ends.
 """
 import contextlib
 import signal
@@ -15,6 +17,7 @@ import threading
 from onmt.errors import Stopped
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+DUPLICATE_S = 2.0   # the same signal again within this many seconds is the same stop (group + forwarded)
 
 
 class StopSignals:
@@ -24,9 +27,13 @@ class StopSignals:
         self._previous = {}
 
     def _handle(self, signum, frame):
+        import time
+        now = time.monotonic()
         if self.received is not None:
+            if signum == self.signum and now - self._at < DUPLICATE_S:
+                return   # the same stop twice at once (to the process group and forwarded by the spawner)
             raise KeyboardInterrupt   # a second signal: stop now, without saving
-        self.received, self.signum = signal.Signals(signum).name, signum
+        self.received, self.signum, self._at = signal.Signals(signum).name, signum, now
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -70,3 +77,33 @@ def signals_deferred():
             signal.signal(s, handler)
         for signum in dict.fromkeys(pending):
             signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def forwarded_signals(pids):
+    """In the process that spawned the ranks (utils/distributed.py spawn): SIGTERM and SIGINT are not its
+    death but forwarded, once each, to the processes `pids()` names, which finish their step and save; the
+    block yields the list of the signal numbers received (empty when none). Outside the main thread it
+    does nothing."""
+    import os
+    received, previous = [], {}
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def forward(signum, frame):
+        if signum in received:
+            return
+        received.append(signum)
+        for pid in pids():
+            try:
+                os.kill(pid, signum)
+            except (ProcessLookupError, TypeError):
+                pass
+    for s in SIGNALS:
+        previous[s] = signal.signal(s, forward)
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

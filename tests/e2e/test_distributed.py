@@ -306,3 +306,38 @@ def test_train_py_world_size_2_on_the_command_line(data, tmp_path, one_process):
     assert proc.returncode == 0, out[-2000:]
     _, acc, _ = one_process("rnn", RNN)
     assert _max_diff(_model(tmp_path / "cli_step_20.pt"), acc) < 1e-5
+
+
+@pytest.mark.parametrize("signum, to_group", [(15, True), (2, False)], ids=["SIGTERM-to-the-group", "SIGINT-to-parent"])
+def test_a_signal_stops_every_rank_which_saves_once(data, tmp_path, signum, to_group):
+    """train.py -world_size 2 (fresh interpreters), stopped by SIGTERM to the whole process group (what
+    timeout, Slurm and systemd send) or SIGINT to the spawning process alone: every rank finishes its step,
+    rank 0 saves it, the run exits 128 + the signal, one line, no traceback; the checkpoint resumes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers.e2e import ROOT
+    save, log = tmp_path / "s", tmp_path / "train.log"
+    cmd = [sys.executable, os.path.join(ROOT, "train.py"), "-data", data, "-save_model", str(save), *RNN,
+           "-train_steps", "100000", "-report_every", "1", "-valid_steps", "0", "-save_checkpoint_steps", "0",
+           "-seed", "5", "-batch_size", str(B), "-world_size", "2", "-log_file", str(log)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        deadline = time.time() + DEADLINE_S
+        while time.time() < deadline and (not log.exists() or "Step 3/" not in log.read_text()):
+            time.sleep(0.2)
+        (os.killpg if to_group else os.kill)(proc.pid, signum)
+        _, err = proc.communicate(timeout=DEADLINE_S)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    name = signal.Signals(signum).name
+    assert proc.returncode == 128 + signum, (proc.returncode, err[-3000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    assert f"stopped by {name}" in err.strip().splitlines()[-1]
+    (saved,) = tmp_path.glob("s_step_*.pt")
+    assert _model(saved) and int(saved.stem.rsplit("_", 1)[-1]) >= 3
