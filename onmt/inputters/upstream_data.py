@@ -56,8 +56,8 @@ def ensure_dataset(spec, preprocess_main):
     for flag in ("share_vocab", "dynamic_dict", "lower"):
         if spec.get(flag):
             argv.append(f"-{flag}")
-    for name in ("src_vocab_size", "tgt_vocab_size", "src_seq_length", "tgt_seq_length",
-                 "src_words_min_frequency", "tgt_words_min_frequency"):
+    for name in ("src_vocab_size", "tgt_vocab_size", "src_seq_length", "tgt_seq_length", "src_seq_length_trunc",
+                 "tgt_seq_length_trunc", "src_words_min_frequency", "tgt_words_min_frequency"):
         if spec.get(name) is not None:
             argv += [f"-{name}", str(spec[name])]
     for name in ("src_vocab",) + (() if spec.get("share_vocab") else ("tgt_vocab",)):

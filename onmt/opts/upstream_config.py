@@ -25,10 +25,10 @@ DATA_KEYS = {"save_data": "save_data", "src_vocab": "src_vocab", "tgt_vocab": "t
              "share_vocab": "share_vocab", "src_vocab_size": "src_vocab_size", "tgt_vocab_size": "tgt_vocab_size",
              "src_seq_length": "src_seq_length", "tgt_seq_length": "tgt_seq_length",
              "src_words_min_frequency": "src_words_min_frequency",
-             "tgt_words_min_frequency": "tgt_words_min_frequency", "lower": "lower"}
+             "tgt_words_min_frequency": "tgt_words_min_frequency", "lower": "lower",
+             "src_seq_length_trunc": "src_seq_length_trunc", "tgt_seq_length_trunc": "tgt_seq_length_trunc"}
 DROPPED = ("transforms", "src_subword_type", "tgt_subword_type", "src_subword_model", "tgt_subword_model",
-           "n_sample", "overwrite", "src_onmttok_kwargs", "tgt_onmttok_kwargs", "skip_empty_level",
-           "src_seq_length_trunc_upstream")
+           "n_sample", "overwrite", "src_onmttok_kwargs", "tgt_onmttok_kwargs", "skip_empty_level")
 ONLY_CHOICE = {"model_type": "text", "decoder_type": "rnn"}
 PLACEHOLDER = "<the data: mapping of -config>"
 

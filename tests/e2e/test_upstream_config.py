@@ -24,6 +24,8 @@ src_vocab: {d}/run/example.vocab.src
 share_vocab: true
 src_seq_length: 10000
 tgt_seq_length: 10000
+src_seq_length_trunc: 6
+tgt_seq_length_trunc: 100
 overwrite: false
 save_model: {d}/run/{name}
 copy_attn: true
@@ -69,6 +71,7 @@ def test_a_3x_config_builds_its_vocab_and_dataset_once_and_trains(tmp_path):
     (built,) = (tmp_path / "run").glob("example.prep-*")
     meta = json.loads((built / "data.meta.json").read_text())
     assert meta["share_vocab"] and meta["dynamic_dict"]
+    assert meta["src_seq_length_trunc"] == 6 and meta["tgt_seq_length_trunc"] == 100   # upstream's cut, kept
     assert (tmp_path / "run" / "a_step_4.pt").exists() and "building the dataset" in log.read_text()
     log = tmp_path / "b.log"
     train_bin.main(["-config", str(tmp_path / "b.yaml"), "-log_file", str(log)])   # the same data: found
@@ -96,7 +99,8 @@ def test_translate_maps_the_data_keys_into_one_option_and_drops_upstream_pipelin
     assert json.loads(out["data_config"]) == {
         "train": [["D/train.src", "D/train.tgt"]], "valid": ["D/valid.src", "D/valid.tgt"],
         "dynamic_dict": True, "save_data": "D/run/example", "src_vocab": "D/run/example.vocab.src",
-        "share_vocab": True, "src_seq_length": 10000, "tgt_seq_length": 10000}
+        "share_vocab": True, "src_seq_length": 10000, "tgt_seq_length": 10000, "src_seq_length_trunc": 6,
+        "tgt_seq_length_trunc": 100}
     for bad, message in ((dict(obj, model_type="img"), "model_type: img is not available here"),
                          (dict(obj, data={"valid": obj["data"]["valid"]}), "no training corpus"),
                          (dict(obj, data={"c": {"path_src": "a"}}), "c needs path_src and path_tgt"),
