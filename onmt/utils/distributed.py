@@ -260,6 +260,7 @@ def signal_name(signum):
 
 def _spawned(index, fn, argv, world_size, addr, port):
     from onmt.utils.cli import run_main
+    os.setpgrp()   # out of the spawner's process group: a signal to the group reaches a rank once, forwarded
     os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
                        "MASTER_ADDR": addr, "MASTER_PORT": str(port), SPAWNED: "1"})
     run_main(fn, argv)  # a user error: one line and exit code 1, which stops the other ranks

@@ -4,11 +4,10 @@
         ...                          # after each optimizer step: if stop.received: save, raise Stopped
 
 The first SIGTERM or SIGINT only records its name (`stop.received`): the step in progress finishes and
-the trainer saves a checkpoint at it before stopping (onmt/trainer.py). The same signal again within
-DUPLICATE_S seconds is the same stop (a signal to the process group also reaches the spawning process,
-which forwards it: `forwarded_signals`); another one raises KeyboardInterrupt at once (the checkpoint
-being written is then abandoned: atomic_torch_save leaves no partial file). The previous handlers come
-back when the block ends.
+the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A second one raises
+KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save leaves no
+partial file). The previous handlers come back when the block ends. Ranks spawned by train.py -world_size
+N get their signals from the spawning process (`forwarded_signals`), once per signal it receives.
 """
 import contextlib
 import signal
@@ -17,7 +16,6 @@ import threading
 from onmt.errors import Stopped
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-DUPLICATE_S = 2.0   # the same signal again within this many seconds is the same stop (group + forwarded)
 
 
 class StopSignals:
@@ -27,13 +25,9 @@ class StopSignals:
         self._previous = {}
 
     def _handle(self, signum, frame):
-        import time
-        now = time.monotonic()
         if self.received is not None:
-            if signum == self.signum and now - self._at < DUPLICATE_S:
-                return   # the same stop twice at once (to the process group and forwarded by the spawner)
             raise KeyboardInterrupt   # a second signal: stop now, without saving
-        self.received, self.signum, self._at = signal.Signals(signum).name, signum, now
+        self.received, self.signum = signal.Signals(signum).name, signum
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -81,10 +75,11 @@ def signals_deferred():
 
 @contextlib.contextmanager
 def forwarded_signals(pids):
-    """In the process that spawned the ranks (utils/distributed.py spawn): SIGTERM and SIGINT are not its
-    death but forwarded, once each, to the processes `pids()` names, which finish their step and save; the
-    block yields the list of the signal numbers received (empty when none). Outside the main thread it
-    does nothing."""
+    """In the process that spawned the ranks (utils/distributed.py spawn, whose ranks leave its process group
+    so that a signal to the group reaches them through here alone, once): SIGTERM and SIGINT are not its
+    death but forwarded to the processes `pids()` names, which finish their step and save (a second signal,
+    forwarded too, stops them at once); the block yields the list of the signal numbers received (empty when
+    none). Outside the main thread it does nothing."""
     import os
     received, previous = [], {}
     if threading.current_thread() is not threading.main_thread():
@@ -92,8 +87,6 @@ def forwarded_signals(pids):
         return
 
     def forward(signum, frame):
-        if signum in received:
-            return
         received.append(signum)
         for pid in pids():
             try:
