@@ -7,8 +7,6 @@ breakdown.md (the gain of a<s> over that control by source-reference overlap, re
 reference's novel bigrams and the mixed model's copy share, on development and test; the test gain that
 development's buckets predict when weighted by the test set's overlap) and gain_by_overlap.png.
 """
-import glob
-import json
 import os
 import sys
 
@@ -21,22 +19,13 @@ from onmt.evaluation.breakdown import OVERLAP_EDGES, gain_by_bucket, reference_o
 
 SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "gigaword")
 CONTROLS = ("b{s}", "b{s}_steps", "m{s}", "p{s}")
+from experiments.rl_vs_ml_report import load  # noqa: E402  (one JSON per scored view, ml_phase left out)
 from experiments.rl_vs_ml_tuned import KINDS  # noqa: E402
 
 KIND = {"ml_best": "ML start (best validation perplexity)", "b_steps": "(b) ML continued at 1e-4, equal steps",
         **{k: f"({k}) {v[4]}" for k, v in KINDS.items()}}
 LENGTH_EDGES = (0, 7, 10, 100)
 COPY_EDGES = (0.0, 0.5, 0.9, 1.0)
-
-
-def load(results):
-    out = {}
-    for path in sorted(glob.glob(os.path.join(results, "*.json"))):
-        name = os.path.basename(path)[:-5]
-        if name != "ml_phase":
-            with open(path, encoding="utf-8") as f:
-                out[name] = json.load(f)
-    return out
 
 
 def kind(view):
