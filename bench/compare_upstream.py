@@ -173,7 +173,9 @@ def head(path, n):
 
 
 def upstream_config(a, w, data, kind):
-    g = lambda name: os.path.join(data, name)  # noqa: E731
+    """Upstream's YAML for `kind` ("vocab" or "train") under `w`; its data paths absolute, since upstream
+    runs in `w`, not where -data was given."""
+    g = lambda name: os.path.abspath(os.path.join(data, name))  # noqa: E731
     lines = [f"save_data: {w}/upstream/data", f"src_vocab: {w}/vocab.txt", f"tgt_vocab: {w}/vocab.txt",
              "share_vocab: true", f"src_vocab_size: {a.vocab_size}", f"tgt_vocab_size: {a.vocab_size}",
              "overwrite: true", "data:", "  corpus_1:", f"    path_src: {g('train.src.txt')}",

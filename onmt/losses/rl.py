@@ -22,7 +22,7 @@ term. With 0 < gamma < 1 the loss is returned as its two parts, {"ml": (1 - gamm
 L_rl} (`parts`), which the trainer backpropagates one after the other to log the norm each adds to
 the update.
 
-The rollouts (y^s, y^ and their shared encoding) run with the model in evaluation mode: no dropout, so
+The rollouts (y^s, y^ and their shared encoding) run without dropout (`evaluation_mode`), so
 the greedy baseline is the model's own greedy decode and y^s is drawn from the distribution the model
 has at test time; the ML term keeps training mode (dropout, scheduled sampling).
 
@@ -40,6 +40,7 @@ is float32 like the ML loss.
 import contextlib
 
 import torch
+from torch import nn
 
 from onmt.constants import PAD, UNK
 from onmt.losses.rewards import reward_function, rouge_l
@@ -58,14 +59,23 @@ def reference_tokens(batch):
 
 @contextlib.contextmanager
 def evaluation_mode(model):
-    """`model` in evaluation mode inside the block (no dropout), its modules' modes restored after."""
+    """`model` without dropout inside the block, its modules' modes restored after: every module in
+    evaluation mode except the recurrent ones (nn.LSTM / nn.GRU), which keep training mode with their
+    inter-layer dropout set to 0 (the only thing their mode changes): cuDNN refuses the backward pass of
+    an RNN run in evaluation mode, and the sampled rollout is backpropagated."""
     modes = [(m, m.training) for m in model.modules()]
+    rnns = [(m, m.dropout) for m in model.modules() if isinstance(m, nn.RNNBase)]
     model.eval()
+    for m, _ in rnns:
+        m.dropout = 0.0
+        m.training = True
     try:
         yield model
     finally:
         for m, training in modes:
             m.training = training
+        for m, dropout in rnns:
+            m.dropout = dropout
 
 
 class MixedLoss:

@@ -57,3 +57,16 @@ def test_upstream_runs_with_its_own_pythonpath_and_ours_with_the_callers(tmp_pat
     assert not (tmp_path / "venv_upstream").exists()
     assert "PYTHONPATH" not in mod._env("") and mod._env("/u")["PYTHONPATH"] == "/u"
     assert mod._env()["PYTHONPATH"] == "/ours/site"
+
+
+def test_upstream_config_names_the_data_by_absolute_path(tmp_path, monkeypatch):
+    """Upstream runs in the work folder: a relative -data (bench/gpu_device.sh gives .gpu/data) must reach
+    its YAML as an absolute path."""
+    mod = _module()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w").mkdir()
+    a = mod.parse(["-data", "rel/data", "-workdir", "w"])
+    for kind in ("vocab", "train"):
+        with open(mod.upstream_config(a, str(tmp_path / "w"), a.data, kind)) as f:
+            paths = [ln.split(": ", 1)[1] for ln in f if ln.strip().startswith("path_")]
+        assert len(paths) == 4 and all(p.startswith(str(tmp_path / "rel" / "data") + "/") for p in paths)

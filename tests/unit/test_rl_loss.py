@@ -7,7 +7,7 @@ from onmt.constants import BOS, EOS, PAD, UNK
 from onmt.interface import finish_rollout
 from onmt.losses.ml import MLLoss
 from onmt.losses.rewards import rouge_l
-from onmt.losses.rl import MixedLoss, reference_tokens
+from onmt.losses.rl import MixedLoss, evaluation_mode, reference_tokens
 from onmt.models.generic import rollout_from_steps
 from onmt.utils.statistics import Statistics
 
@@ -255,7 +255,8 @@ def test_validation_is_explicit_not_the_grad_mode():
 
 
 # --------------------------------------------------------------------------- rollouts, parts, normalization
-@pytest.mark.parametrize("family", [dict(reinforced=True, rnn_size=12, word_vec_size=6), dict(copy_attn=True)])
+@pytest.mark.parametrize("family", [dict(reinforced=True, rnn_size=12, word_vec_size=6), dict(copy_attn=True),
+                                    dict(layers=2)])
 def test_rollouts_run_without_dropout(family):
     """The sample and the greedy baseline are decoded in evaluation mode: with -dropout 0.3 or 0 (same
     weights, same seed) the RL term is the same, and the model is back in training mode after."""
@@ -270,6 +271,23 @@ def test_rollouts_run_without_dropout(family):
         results.append((rl.item(), stats))
     (rl_a, a), (rl_b, b) = results
     assert rl_a == rl_b and a == b
+
+
+def test_evaluation_mode_keeps_recurrent_modules_trainable_for_cudnn():
+    """Inside the rollouts' evaluation_mode every module is in evaluation mode except nn.LSTM / nn.GRU,
+    which stay in training mode (cuDNN refuses the backward pass of an RNN in evaluation mode) with their
+    inter-layer dropout at 0; modes and dropout are restored after, also when the block raises."""
+    model = build(make_opt(dropout=0.3, layers=2), VOCABS, seed=4)
+    model.train()
+    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+    assert rnns and all(m.dropout == 0.3 for m in rnns)
+    with pytest.raises(RuntimeError, match="inside"):
+        with evaluation_mode(model):
+            assert all(m.training and m.dropout == 0.0 for m in rnns)
+            others = [m for m in model.modules() if not isinstance(m, torch.nn.RNNBase)]
+            assert others and not any(m.training for m in others)
+            raise RuntimeError("inside")
+    assert all(m.training for m in model.modules()) and all(m.dropout == 0.3 for m in rnns)
 
 
 def test_parts_add_up_to_the_loss_and_tokens_normalization():
@@ -287,3 +305,17 @@ def test_parts_add_up_to_the_loss_and_tokens_normalization():
     scale = batch.n_tgt_tokens / tok_stats.extra["sampled_tokens"]
     assert torch.allclose(tok_parts["ml"], parts["ml"]) and torch.allclose(tok_parts["rl"], parts["rl"] * scale)
     assert set(MixedLoss(MLLoss(), gamma=1.0, max_length=6).parts(model, batch)[0]) == {"loss"}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("family", [dict(reinforced=True, rnn_size=12, word_vec_size=6), dict(copy_attn=True, brnn=True)])
+def test_mixed_step_backpropagates_on_cuda(family):
+    """The sampled rollout runs through cuDNN's RNNs and is backpropagated: a mixed step on CUDA gives
+    gradients (cuDNN refuses the backward pass of an RNN run in evaluation mode)."""
+    model = build(make_opt(**family), VOCABS, seed=3).cuda()
+    model.train()
+    batch = make_batch(VOCABS, B=4, S=8, T=6, seed=5).to("cuda")
+    loss, stats = MixedLoss(MLLoss(), gamma=0.9, max_length=6)(model, batch)
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert loss.is_cuda and torch.isfinite(loss) and all(g is not None and torch.isfinite(g).all() for g in grads)
