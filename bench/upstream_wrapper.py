@@ -21,6 +21,9 @@ Workarounds:
   wrapper moves them into checkpoint["model"] under their full names before loading.
 - translating a copy model fails with KeyError: 'src_map': the inference iterator is built without
   copy support; the wrapper builds it with copy=True.
+- on CUDA, a -copy_attn model's validation and translation fail ("Expected all tensors to be on the same
+  device ... index_select"): upstream's collapse_copy_scores builds its index tensors on the CPU; the
+  wrapper's own version (`collapse_copy_scores`, the same sums) builds them on the scores' device.
 - timing: prints `COMPARE_TRANSLATE_SECONDS=<s>` for the file inference alone (no start-up, no model load).
 - upstream imports every transform and its CTranslate2 engine at start-up, and with them spacy
   (terminology), ahocorasick and rapidfuzz (fuzzy matching), fasttext (clean) and ctranslate2: where one
@@ -117,10 +120,35 @@ def patch_inference():
     ie.InferenceEnginePY.infer_file = timed_infer_file
 
 
+def collapse_copy_scores(scores, batch, tgt_vocab, batch_dim=1):
+    """Upstream's collapse_copy_scores with its indices on the scores' device: each source word of example
+    b that the target vocabulary holds (id ti != 0) has its copy score (column len(tgt_vocab) + i) added
+    to column ti and set to 1e-10; `scores` is changed in place and returned."""
+    import torch
+    offset = len(tgt_vocab)
+    for b in range(scores.size(batch_dim)):
+        words = batch["src_ex_vocab"][b].ids_to_tokens
+        pairs = [(offset + i, tgt_vocab[words[i]]) for i in range(1, len(words)) if tgt_vocab[words[i]] != 0]
+        if not pairs:
+            continue
+        index = torch.tensor(pairs, dtype=torch.int64, device=scores.device)  # (N, 2): copy column, vocab id
+        row = scores[:, b] if batch_dim == 1 else scores[b]
+        row.index_add_(1, index[:, 1], row.index_select(1, index[:, 0]))
+        row.index_fill_(1, index[:, 0], 1e-10)
+    return scores
+
+
+def patch_copy_scores_device():
+    import onmt.translate.translator as translator
+    import onmt.utils.loss as loss
+    loss.collapse_copy_scores = translator.collapse_copy_scores = collapse_copy_scores
+
+
 def main():
     what, rest = sys.argv[1], sys.argv[2:]
     stubbed = stub_unused_modules()
     patch_statistics()
+    patch_copy_scores_device()
     if what == "check":
         patch_checkpoint_keys()
         patch_inference()

@@ -10,7 +10,7 @@ WRAPPER = os.path.join(ROOT, "bench", "upstream_wrapper.py")
 
 # what the wrapper imports from upstream OpenNMT-py 3.5.1's package (`from onmt.models import model`
 # reads as onmt.models); a rename in this project that reaches the wrapper changes this set
-UPSTREAM_IMPORTS = {"onmt", "onmt.utils.loss", "onmt.models", "onmt.inference_engine",
+UPSTREAM_IMPORTS = {"onmt", "onmt.utils.loss", "onmt.models", "onmt.translate.translator", "onmt.inference_engine",
                     "onmt.bin.build_vocab", "onmt.bin.train", "onmt.bin.translate"}
 
 
@@ -61,3 +61,36 @@ def test_a_missing_optional_module_gets_a_stand_in_that_fails_when_called(monkey
         assert fuzz.ratio.__class__ is mod._Absent
     finally:
         sys.modules.pop("no_such_module_xyz", None)
+
+
+class _Vocab:
+    def __init__(self, tokens):
+        self.ids_to_tokens = list(tokens)
+
+    def __len__(self):
+        return len(self.ids_to_tokens)
+
+    def __getitem__(self, token):   # upstream's target vocabulary: unknown words are id 0
+        return self.ids_to_tokens.index(token) if token in self.ids_to_tokens else 0
+
+
+def test_collapse_copy_scores_is_upstreams_sum_on_the_scores_device():
+    """The wrapper's collapse_copy_scores (indices built on the scores' device, for CUDA) against the sum
+    written out one word at a time: each source word the target vocabulary holds moves its copy score onto
+    its vocabulary id, the copy column left at 1e-10; in both batch layouts."""
+    import torch
+    mod = _wrapper_module()
+    tgt = _Vocab(["<unk>", "<blank>", "a", "b", "c"])
+    batch = {"src_ex_vocab": [_Vocab(["<unk>", "b", "zz", "a"]), _Vocab(["<unk>", "yy"])]}
+    scores = torch.rand(3, 2, 5 + 4, generator=torch.Generator().manual_seed(0))  # (T, B, V + X)
+    want = scores.clone()
+    for b, ex in enumerate(batch["src_ex_vocab"]):
+        for i in range(1, len(ex)):
+            ti = tgt[ex.ids_to_tokens[i]]
+            if ti != 0:
+                want[:, b, ti] += want[:, b, 5 + i]
+                want[:, b, 5 + i] = 1e-10
+    assert torch.equal(mod.collapse_copy_scores(scores.clone(), batch, tgt), want)
+    flat = scores.transpose(0, 1).contiguous()   # (B, T, V + X): batch_dim 0
+    assert torch.equal(mod.collapse_copy_scores(flat, batch, tgt, batch_dim=0), want.transpose(0, 1))
+    assert not torch.equal(want, scores)   # the example moved scores
