@@ -308,7 +308,8 @@ def test_parts_add_up_to_the_loss_and_tokens_normalization():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("family", [dict(reinforced=True, rnn_size=12, word_vec_size=6), dict(copy_attn=True, brnn=True)])
+@pytest.mark.parametrize("family", [dict(reinforced=True, rnn_size=12, word_vec_size=6),
+                                    dict(copy_attn=True, brnn=True)])
 def test_mixed_step_backpropagates_on_cuda(family):
     """The sampled rollout runs through cuDNN's RNNs and is backpropagated: a mixed step on CUDA gives
     gradients (cuDNN refuses the backward pass of an RNN run in evaluation mode)."""
