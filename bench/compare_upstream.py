@@ -121,10 +121,15 @@ def run(cmd, log_path, cwd=ROOT, pythonpath=None):
     return proc.returncode, wall, peak / 2 ** 20, text
 
 
+def last_line(text):
+    """The last non-blank line of a process's output, cut to 300 characters."""
+    last = [ln for ln in text.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
+    return last[0].strip()[:300]
+
+
 def must(rc, text, what, log_path):
     if rc != 0:
-        last = [ln for ln in text.strip().splitlines() if ln.strip()][-1:] or ["(no output)"]
-        fail(f"{what} failed (exit {rc}): {last[0].strip()[:300]}  [log: {log_path}]")
+        fail(f"{what} failed (exit {rc}): {last_line(text)}  [log: {log_path}]")
 
 
 # ---------------------------------------------------------------- install and data
@@ -276,7 +281,9 @@ def default_precisions(device="cpu"):
 
 def translate_side(side, base_cmd, pred, fig, a, tag, logs, cwd, pythonpath):
     """Translate the test sources once per precision (-precision; upstream skips bf16, which it lacks):
-    fig gets tr_sents_s_<precision> (the fp32 run also as tr_sents_s, its output in `pred` for ROUGE),
+    fig gets tr_sents_s_<precision> (tr_failed_<precision>, its last line, where upstream fails at a
+    precision other than fp32: the table says so and the comparison goes on; the fp32 run also as
+    tr_sents_s, its output in `pred` for ROUGE),
     tr_wall / tr_rss / out_len of the fp32 run."""
     for precision in a.precisions:
         if side == "upstream" and precision not in UPSTREAM_PRECISIONS:
@@ -284,8 +291,14 @@ def translate_side(side, base_cmd, pred, fig, a, tag, logs, cwd, pythonpath):
         out = pred if precision == "fp32" else pred.replace(".txt", f"_{precision}.txt")
         cmd = base_cmd + ["-output", out, "-precision", precision]
         print(f"  {side} translating {a.translate_n} sentences at -precision {precision} ...", flush=True)
-        rc, wall, rss, text = run(cmd, f"{logs}/{tag}_translate_{precision}.log", cwd=cwd, pythonpath=pythonpath)
-        must(rc, text, f"{side} translation at -precision {precision}", f"{logs}/{tag}_translate_{precision}.log")
+        log = f"{logs}/{tag}_translate_{precision}.log"
+        rc, wall, rss, text = run(cmd, log, cwd=cwd, pythonpath=pythonpath)
+        if rc != 0 and side == "upstream" and precision != "fp32":   # upstream's own failure: a row says so
+            fig[f"tr_failed_{precision}"] = last_line(text)
+            print(f"  upstream translation at -precision {precision} failed (exit {rc}): "
+                  f"{fig[f'tr_failed_{precision}']}  [log: {log}]", flush=True)
+            continue
+        must(rc, text, f"{side} translation at -precision {precision}", log)
         m = re.findall(r"COMPARE_TRANSLATE_SECONDS=([0-9.]+)", text)
         fig[f"tr_sents_s_{precision}"] = a.translate_n / (float(m[-1]) if m else wall)
         if precision == "fp32":

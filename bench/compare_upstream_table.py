@@ -14,9 +14,13 @@ def precision_rows(a, res):
     for precision in a.precisions:
         key = f"tr_sents_s_{precision}"
         ours, theirs = mean("ours", key), mean("upstream", key)
-        against = "" if theirs else f" (upstream: none; ratio to its {fastest})"
+        failed = [r[f"tr_failed_{precision}"] for r in res["upstream"] if f"tr_failed_{precision}" in r]
+        against = ("" if theirs else f" (upstream: failed, {failed[0]}; ratio to its {fastest})" if failed
+                   else f" (upstream: none; ratio to its {fastest})")
         theirs = theirs or mean("upstream", f"tr_sents_s_{fastest}")
-        cell = lambda side: " / ".join(f"{r[key]:.2f}" if key in r else "-" for r in res[side])  # noqa: E731
+        def cell(side, key=key, precision=precision):
+            return " / ".join(f"{r[key]:.2f}" if key in r else "failed" if f"tr_failed_{precision}" in r
+                              else "-" for r in res[side])
         lines.append(f"| translation sentences/s at -precision {precision}{against} | {cell('ours')} | "
                      f"{cell('upstream')} | {f'{ours / theirs:.2f}×' if ours and theirs else ''} |")
     return lines

@@ -3,6 +3,8 @@ against upstream's int8 (upstream has no bf16), and the default precisions of th
 import os
 import shutil
 
+import pytest
+
 import onmt.hardware as hardware
 from helpers.paths import load_module
 
@@ -70,3 +72,33 @@ def test_upstream_config_names_the_data_by_absolute_path(tmp_path, monkeypatch):
         with open(mod.upstream_config(a, str(tmp_path / "w"), a.data, kind)) as f:
             paths = [ln.split(": ", 1)[1] for ln in f if ln.strip().startswith("path_")]
         assert len(paths) == 4 and all(p.startswith(str(tmp_path / "rel" / "data") + "/") for p in paths)
+
+
+def test_an_upstream_failure_at_one_precision_is_a_row_not_the_end(tmp_path, monkeypatch):
+    """Upstream 3.5.1 fails at -precision fp16 with a copy model on CUDA ("expected scalar type Half but
+    found Float"): its translation at that precision is recorded as failed and the comparison goes on;
+    the table's row says failed, with upstream's message."""
+    mod = _module()
+    monkeypatch.setattr(hardware, "precision_problem", lambda precision, device: None)
+    a = mod.parse(["-device", "cuda", "-translate_n", "2"])
+    calls = []
+
+    def run(cmd, log_path, cwd=None, pythonpath=None):
+        precision = cmd[cmd.index("-precision") + 1]
+        calls.append(precision)
+        if precision == "fp16":
+            return 1, 1.0, 10.0, "Traceback ...\nRuntimeError: expected scalar type Half but found Float\n"
+        with open(cmd[cmd.index("-output") + 1], "w") as f:
+            f.write("a b\nc\n")
+        return 0, 2.0, 10.0, "COMPARE_TRANSLATE_SECONDS=0.5\n"
+    monkeypatch.setattr(mod, "run", run)
+    fig = {}
+    mod.translate_side("upstream", ["x"], str(tmp_path / "pred.txt"), fig, a, "r1", str(tmp_path), None, None)
+    assert calls == ["fp32", "fp16"] and fig["tr_sents_s_fp32"] == 4.0 and "tr_sents_s_fp16" not in fig
+    assert fig["tr_failed_fp16"] == "RuntimeError: expected scalar type Half but found Float"
+    res = {"ours": [{"tr_sents_s_fp32": 8.0, "tr_sents_s_fp16": 10.0, "tr_sents_s_bf16": 9.0}], "upstream": [fig]}
+    rows = mod.precision_rows(a, res)
+    fp16 = [r for r in rows if "-precision fp16" in r][0]
+    assert "upstream: failed, RuntimeError: expected scalar type Half" in fp16 and "| failed |" in fp16
+    with pytest.raises(SystemExit):   # ours failing is still the end
+        mod.translate_side("ours", ["x"], str(tmp_path / "pred.txt"), {}, a, "r1", str(tmp_path), None, None)
