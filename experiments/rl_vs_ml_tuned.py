@@ -286,16 +286,25 @@ def job_list(a, seeds, variants=(), variant_seeds=()):
     jobs, me = [], [sys.executable, os.path.abspath(__file__), "-workdir", a.workdir, "-data", a.data,
                     "-arm_seconds", str(a.arm_seconds), "-results", a.results, "-tune_pairs", str(a.tune_pairs)]
     arms = [f"{k}{s}" for s in seeds for k in MAIN] + [f"{k}{s}" for k in variants for s in variant_seeds]
+    all_views = views(seeds, variants, variant_seeds)
+    scored = {v for v in all_views if os.path.exists(os.path.join(a.results, f"{v}.json"))}
     for arm in arms:
-        jobs.append((f"train:{arm}", [], None if arm_done(a, arm) else "train"))
-    for v in views(seeds, variants, variant_seeds):
-        tuned = os.path.exists(os.path.join(view_folder(a, v), "chosen.yaml"))
-        scored = os.path.exists(os.path.join(a.results, f"{v}.json"))
+        # an arm whose every view is scored needs no training (a fresh machine has the committed figures,
+        # not the checkpoints)
+        wanted = [v for v in all_views if arm in view_needs(v) and v not in scored]
+        jobs.append((f"train:{arm}", [], None if arm_done(a, arm) or not wanted else "train"))
+    for v in all_views:
+        tuned = v in scored or os.path.exists(os.path.join(view_folder(a, v), "chosen.yaml"))
+        scored_v = v in scored
         jobs.append((f"tune:{v}", [f"train:{n}" for n in view_needs(v)], None if tuned else me + ["-job", f"tune:{v}"]))
-        jobs.append((f"score:{v}", [f"tune:{v}"], None if scored else me + ["-job", f"score:{v}"]))
+        jobs.append((f"score:{v}", [f"tune:{v}"], None if scored_v else me + ["-job", f"score:{v}"]))
     order = {name: i for i, name in enumerate(n for n, _, _ in jobs)}
-    # a seed's views right after its arms keep the pipeline full; later seeds' m<s> and the variants last
-    return sorted(jobs, key=lambda j: (_place(j[0], int(seeds[0])), order[j[0]]))
+    # a seed's views right after its arms keep the pipeline full; later seeds' m<s> and the variants last,
+    # variant by variant (each one's training, tuning, scoring before the next one's: figures come early)
+    def group(job):
+        kind = job.split(":")[1][0]
+        return list(variants).index(kind) if kind in variants and kind not in MAIN else -1
+    return sorted(jobs, key=lambda j: (_place(j[0], int(seeds[0])), group(j[0]), order[j[0]]))
 
 
 def _place(job, first):

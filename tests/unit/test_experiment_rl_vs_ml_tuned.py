@@ -44,6 +44,21 @@ def test_jobs_follow_seeds_and_what_they_need(tmp_path):
     assert needs["tune:b1_steps"] == {"train:b1", "train:a1"} and needs["score:a2"] == {"tune:a2"}
     assert all(cmd is not None for _, _, cmd in jobs)                   # nothing done yet
     assert names.index("score:m2") < names.index("train:r1") and names[-1] == "score:l1"   # variants last
+    assert names.index("score:r1") < names.index("train:l1")            # variant by variant
+
+
+def test_a_fresh_machine_retrains_nothing_whose_figures_are_committed(tmp_path):
+    """Scored views (their results JSON committed) need neither tuning nor their arms' training, even with
+    no checkpoint or chosen.yaml on this machine; an arm with one view left to score still trains."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for view in ("ml_best", "a1", "b1", "m1"):
+        (results / f"{view}.json").write_text("{}")
+    a = exp.parse_args(["-workdir", str(tmp_path / "w"), "-results", str(results)])
+    cmds = {n: cmd for n, _, cmd in exp.job_list(a, ["1"], ["r"], ["1"])}
+    assert cmds["train:m1"] is None and cmds["tune:m1"] is None and cmds["score:a1"] is None
+    assert cmds["train:a1"] == "train" and cmds["train:b1"] == "train"    # b1_steps is not scored yet
+    assert cmds["tune:b1_steps"] is not None and cmds["train:r1"] == "train" and cmds["tune:r1"] is not None
 
 
 def _result(view, tuning_rl, per_example, split_len=2.0):
