@@ -124,7 +124,10 @@ class Translator:
         self.model.eval()
         history = {} if callbacks.beam_history is not None else None   # line -> its steps
         for batch, lines in self._batches(src_lines, src_tokens, callbacks.profiler):
-            self._translate_batch(batch, lines, src_tokens, results, history, callbacks)
+            try:
+                self._translate_batch(batch, lines, src_tokens, results, history, callbacks)
+            except (MemoryError, RuntimeError) as e:
+                raise self._memory_error(e, lines, src_tokens) from e
         if history is not None:
             callbacks.beam_history.extend({"line": i, "src": toks, "steps": history.get(i, [])}
                                           for i, toks in enumerate(src_tokens))
@@ -144,6 +147,18 @@ class Translator:
                                                  hyps[b][0] if hyps[b] else None))
             if history is not None:
                 history[line] = [dict(s, words=self._words(s["tokens"], None, batch.oovs[b], [])) for s in steps[b]]
+
+    def _memory_error(self, exc, lines, src_tokens):
+        """`exc` itself, or where it is an allocation failure a UserError naming the longest input line
+        of the batch (1-based) and how to go on."""
+        from onmt.utils.memory import is_out_of_memory
+        if not is_out_of_memory(exc):
+            return exc
+        from onmt.errors import UserError
+        longest = max(lines, key=lambda line: len(src_tokens[line]))
+        return UserError(f"out of memory translating input line {longest + 1} ({len(src_tokens[longest]):,} tokens"
+                         f"{f', in a batch of {len(lines)} lines' if len(lines) > 1 else ''}): cut long inputs "
+                         f"with -src_seq_length_trunc N{' or lower -batch_size' if len(lines) > 1 else ''}")
 
     @staticmethod
     def _record_empty_lines(src_tokens, callbacks):

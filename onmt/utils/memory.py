@@ -38,3 +38,15 @@ def reuse_freed_memory_for(device):
     nothing changed, for any other device."""
     import torch
     return torch.device(device).type == "cpu" and reuse_freed_memory()
+
+
+def is_out_of_memory(exc):
+    """Whether `exc` is an allocation failure: MemoryError, torch.OutOfMemoryError (CUDA) or the CPU
+    allocator's RuntimeError ("DefaultCPUAllocator: can't allocate memory")."""
+    if isinstance(exc, MemoryError):
+        return True
+    if not isinstance(exc, RuntimeError):
+        return False
+    text = str(exc)
+    return (type(exc).__name__ == "OutOfMemoryError" or "can't allocate memory" in text
+            or "out of memory" in text.lower())

@@ -1,6 +1,7 @@
 import sys
 
 import pytest
+import torch
 
 from onmt.utils.memory import reuse_freed_memory
 
@@ -68,3 +69,11 @@ def test_host_allocator_tuning_is_for_the_cpu_only(monkeypatch):
     assert memory.reuse_freed_memory_for(torch.device("cpu")) is True and calls == [1]
     assert memory.reuse_freed_memory_for("cuda:0") is False and memory.reuse_freed_memory_for("meta") is False
     assert calls == [1]
+
+
+def test_allocation_failures_are_recognised():
+    from onmt.utils.memory import is_out_of_memory
+    assert is_out_of_memory(MemoryError())
+    assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 bytes"))
+    assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not is_out_of_memory(RuntimeError("size mismatch")) and not is_out_of_memory(ValueError("memory"))

@@ -246,3 +246,25 @@ def test_cli_checks_dump_beam_and_profile_paths_first(tmp_path, monkeypatch):
                  ["-profile", "1", "-profile_trace", str(tmp_path / "no" / "t.json")]):
         with pytest.raises(UserError, match="does not exist"):
             main(base + flag)
+
+
+@pytest.mark.parametrize("failure", [RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't "
+                                                  "allocate memory: you tried to allocate 204800000 bytes"),
+                                     MemoryError()])
+def test_a_line_too_long_for_memory_is_one_error_naming_it(monkeypatch, failure):
+    """An allocation failure in the search becomes a UserError (one line at the command line) naming the
+    longest input line of the batch, 1-based; any other error passes through unchanged."""
+    from onmt.errors import UserError
+    model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=0)
+    tr = make(model, SearchSettings(beam_size=2, max_length=4), batch_size=8)
+    lines = ["w1 w2", "w3 " * 40, "w4"]
+
+    def fail(*args, **kwargs):
+        raise failure
+    monkeypatch.setattr(tr, "_search", fail)
+    with pytest.raises(UserError, match=r"out of memory translating input line 2 \(40 tokens, in a batch of 3 lines\)"
+                                        r": cut long inputs with -src_seq_length_trunc N or lower -batch_size"):
+        tr.translate(lines)
+    monkeypatch.setattr(tr, "_search", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("shape mismatch")))
+    with pytest.raises(RuntimeError, match="^shape mismatch$"):
+        tr.translate(lines)
