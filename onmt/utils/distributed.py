@@ -276,29 +276,61 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     from onmt.utils.stop import forwarded_signals
     addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
     port = os.environ.get("MASTER_PORT") or free_port()
-    try:
-        context = mp.start_processes(_spawned, args=(fn, argv, world_size, addr, port), nprocs=world_size,
-                                     join=False, start_method=start_method)
-        # SIGTERM / ^C to this process, or to the whole group, is one stop for every rank: forwarded to the
-        # ranks, which finish the step, save (rank 0) and exit 143 / 130; this process waits for them
-        with forwarded_signals(lambda: [p.pid for p in context.processes]) as received:
+    procs = []
+    # SIGTERM / ^C to this process, or to the whole group, is one stop for every rank: forwarded to the
+    # ranks, which finish the step, save (rank 0) and exit 143 / 130; this process waits for them. The
+    # handler is in place before the ranks start, so a signal while they start is a stop too
+    with forwarded_signals(lambda: [p.pid for p in procs]) as received:
+        try:
+            context = mp.start_processes(_spawned, args=(fn, argv, world_size, addr, port), nprocs=world_size,
+                                         join=False, start_method=start_method)
+            procs.extend(context.processes)
+            for signum in received:         # received while the ranks were being created
+                _signal_all(procs, signum)
             while not received and not context.join(timeout=0.5):
                 pass
-            if received:    # a stop: every rank finishes its step and exits by itself (none is terminated)
-                for proc in context.processes:
-                    proc.join()
-                codes = [proc.exitcode for proc in context.processes]
-                if all(c in (0, 128 + received[0]) for c in codes):
-                    from onmt.errors import Stopped
-                    raise Stopped(f"stopped by {signal_name(received[0])}: every rank finished its step and rank 0 "
-                                  "saved it", 128 + received[0])
-                failed = next(i for i, c in enumerate(codes) if c not in (0, 128 + received[0]))
-                raise UserError(f"rank {failed} of {world_size} exited with code {codes[failed]} while stopping on "
-                                f"{signal_name(received[0])}")
-    except mp.ProcessExitedException as e:
-        raise UserError(f"rank {e.error_index} of {world_size} exited with code {e.exit_code}; "
-                        "the other ranks were stopped") from None
-    except mp.ProcessRaisedException as e:
-        last = str(e).strip().splitlines()[-1] if str(e).strip() else "an exception"
-        raise UserError(f"rank {e.error_index} of {world_size} failed ({last}); "
-                        "the other ranks were stopped") from None
+        except mp.ProcessExitedException as e:
+            if not received:
+                raise UserError(f"rank {e.error_index} of {world_size} exited with code {e.exit_code}; "
+                                "the other ranks were stopped") from None
+        except mp.ProcessRaisedException as e:
+            last = str(e).strip().splitlines()[-1] if str(e).strip() else "an exception"
+            raise UserError(f"rank {e.error_index} of {world_size} failed ({last}); "
+                            "the other ranks were stopped") from None
+        if received:
+            _stopped(procs, received[0], world_size)
+
+
+def _signal_all(procs, signum):
+    for proc in procs:
+        try:
+            os.kill(proc.pid, signum)
+        except (ProcessLookupError, TypeError):
+            pass
+
+
+def _stopped(procs, signum, world_size):
+    """After a stop signal: wait for every rank. One that the signal ended before it could stop in order
+    (it reached it while the rank was starting, before its handler was in place) ends the others at once
+    (they may wait on it for ever); -> Stopped (exit 128 + signum), or a UserError for any other failure."""
+    import signal
+    import time
+
+    from onmt.errors import Stopped
+    in_order = (0, 128 + signum)
+    while any(p.is_alive() for p in procs):
+        if any(not p.is_alive() and p.exitcode not in in_order for p in procs):
+            _signal_all([p for p in procs if p.is_alive()], signal.SIGKILL)
+        time.sleep(0.1)
+    for p in procs:
+        p.join()
+    codes = [p.exitcode for p in procs]
+    if all(c in in_order for c in codes):
+        raise Stopped(f"stopped by {signal_name(signum)}: every rank finished its step and rank 0 saved it",
+                      128 + signum)
+    if all(c in in_order + (-signum, -signal.SIGKILL) for c in codes) and -signum in codes:
+        raise Stopped(f"stopped by {signal_name(signum)} while the ranks were starting: nothing was trained "
+                      "since the last checkpoint", 128 + signum)
+    failed = next(i for i, c in enumerate(codes) if c not in in_order)
+    raise UserError(f"rank {failed} of {world_size} exited with code {codes[failed]} while stopping on "
+                    f"{signal_name(signum)}")

@@ -38,6 +38,23 @@ def _interrupt(cmd, delay, signum):
     return proc.wait(timeout=120)
 
 
+def _interrupt_group(cmd, delay, signum):
+    """As _interrupt, the signal sent to the command's whole process group (its spawned ranks too: what
+    timeout, Slurm and systemd do); -> (exit status, standard error)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=delay)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signum)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
+    return proc.returncode, err
+
+
 def _run(cmd):
     subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -146,3 +163,65 @@ def test_chaos_short(world, tmp_path):
 @pytest.mark.slow
 def test_chaos_many_moments(world, tmp_path):
     _chaos(world, tmp_path, n=12, seed=23)   # 12 moments x 5 commands = 60 interruptions
+
+
+def _damage_best(path, rng):
+    """Delete, truncate or leave {save_model}_best.pt, at random."""
+    what = rng.choice(("delete", "truncate", "keep"))
+    if what == "delete" and os.path.lexists(path):
+        os.remove(path)
+    elif what == "truncate" and os.path.exists(path):
+        data = open(path, "rb").read()
+        os.remove(path)            # a hard link to a step's checkpoint: damage the best file alone
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("seed", [31])
+def test_the_best_checkpoint_survives_kills_resumes_and_damage(world, tmp_path, seed):
+    """Training with validation, killed (SIGKILL, SIGTERM, ^C) at random moments and resumed, its best
+    checkpoint deleted or truncated before each resume: at the end {save_model}_best.pt holds the model of the
+    best step the early-stopping state records, and that is the uninterrupted run's best step."""
+    rng = random.Random(seed)
+    valid = ["-valid_steps", "2"]
+    ref = str(tmp_path / "ref")
+    _run(_python("train.py", "-data", world["prefix"], "-save_model", ref, *MODEL, *valid, "-train_steps", STEPS))
+    ref_best = torch.load(f"{ref}_step_{STEPS}.pt", weights_only=True)["early_stopping"]["best_step"]
+    prefix = str(tmp_path / "ml")
+    for delay, signum in _moments(3, seed, 6.0):
+        latest = _latest(prefix)
+        _interrupt(_python("train.py", "-data", world["prefix"], "-save_model", prefix, *MODEL, *valid,
+                           "-train_steps", STEPS, *(["-train_from", latest] if latest else [])), delay, signum)
+        if (latest := _latest(prefix)) is None or torch.load(latest, weights_only=True)["step"] < STEPS:
+            _damage_best(f"{prefix}_best.pt", rng)      # before the resume that must mend it
+    while (latest := _latest(prefix)) is None or torch.load(latest, weights_only=True)["step"] < STEPS:
+        _run(_python("train.py", "-data", world["prefix"], "-save_model", prefix, *MODEL, *valid,
+                     "-train_steps", STEPS, *(["-train_from", latest] if latest else [])))
+    final = torch.load(f"{prefix}_step_{STEPS}.pt", weights_only=True)
+    best_step = final["early_stopping"]["best_step"]
+    assert best_step == ref_best
+    assert _same(torch.load(f"{prefix}_best.pt", weights_only=True)["model"],
+                 torch.load(f"{prefix}_step_{best_step}.pt", weights_only=True)["model"])
+
+
+@pytest.mark.slow
+def test_chaos_world_size_2_under_group_sigterm(world, tmp_path):
+    """train.py -world_size 2 (two spawned ranks), SIGTERM to the whole group at random moments: each stop
+    exits 143 with no traceback, and resuming from the last checkpoint ends bit for bit where the
+    uninterrupted two-process run ends."""
+    two = ["-world_size", "2", "-train_steps", STEPS]
+    ref = str(tmp_path / "ref2")
+    _run(_python("train.py", "-data", world["prefix"], "-save_model", ref, *MODEL, *two))
+    prefix = str(tmp_path / "ml2")
+    for delay, _ in _moments(3, 41, 12.0):
+        latest = _latest(prefix)
+        rc, err = _interrupt_group(_python("train.py", "-data", world["prefix"], "-save_model", prefix, *MODEL,
+                                           *two, *(["-train_from", latest] if latest else [])), delay, signal.SIGTERM)
+        assert rc in (0, 143) and "Traceback" not in err, err[-2000:]
+        for path in glob.glob(glob.escape(prefix) + "_step_*.pt"):
+            load_checkpoint(path)
+    while (latest := _latest(prefix)) is None or torch.load(latest, weights_only=True)["step"] < STEPS:
+        _run(_python("train.py", "-data", world["prefix"], "-save_model", prefix, *MODEL, *two,
+                     *(["-train_from", latest] if latest else [])))
+    assert _same(torch.load(f"{prefix}_step_{STEPS}.pt", weights_only=True)["model"],
+                 torch.load(f"{ref}_step_{STEPS}.pt", weights_only=True)["model"])

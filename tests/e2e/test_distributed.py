@@ -341,3 +341,36 @@ def test_a_signal_stops_every_rank_which_saves_once(data, tmp_path, signum, to_g
     assert f"stopped by {name}" in err.strip().splitlines()[-1]
     (saved,) = tmp_path.glob("s_step_*.pt")
     assert _model(saved) and int(saved.stem.rsplit("_", 1)[-1]) >= 3
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.5, 3.0])
+def test_a_signal_while_the_ranks_start_is_a_stop_too(data, tmp_path, delay):
+    """SIGTERM to the whole group while train.py -world_size 2 starts (the ranks are being created, are
+    importing, or are in the group before leaving it): exit 143, one line saying it was stopped, no
+    traceback, and no rank left running."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers.e2e import ROOT
+    cmd = [sys.executable, os.path.join(ROOT, "train.py"), "-data", data, "-save_model", str(tmp_path / "s"), *RNN,
+           "-train_steps", "100000", "-valid_steps", "0", "-save_checkpoint_steps", "0", "-batch_size", str(B),
+           "-world_size", "2"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=DEADLINE_S)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode in (143, -signal.SIGTERM), (proc.returncode, err[-3000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    if proc.returncode == 143:      # -15: the signal came before Python's handlers (nothing started)
+        assert "stopped by SIGTERM" in err.strip().splitlines()[-1]
+    time.sleep(0.5)
+    alive = subprocess.run(["pgrep", "-f", str(tmp_path / "s")], capture_output=True, text=True).stdout.split()
+    assert not alive, f"ranks left running: {alive}"
