@@ -14,8 +14,6 @@ attention (marks.sparse_rows), "p": p(copy) per word in %}]}. Marks are marks.wo
 """
 import os
 
-import numpy as np
-
 from onmt.errors import UserError
 from onmt.evaluation import score
 from onmt.evaluation.breakdown import reference_overlap
