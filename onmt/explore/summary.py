@@ -17,7 +17,7 @@ import numpy as np
 
 from onmt.evaluation.breakdown import OVERLAP_EDGES, bucket_of
 
-W, H, PAD_L, PAD_B, PAD_T, PAD_R = 420, 240, 44, 34, 12, 10
+W, H, PAD_L, PAD_B, PAD_T, PAD_R = 360, 200, 40, 32, 10, 8
 
 
 def _fmt(x, digits=2):
@@ -44,7 +44,8 @@ def figures_table(figures, pair):
         d = ", ".join(f"{m} {pair['delta'][m]:+.2f} (p = {pair['p'][m]:.3f})" for m in ("R1", "R2", "RL"))
         note += (f" <b>{escape(pair['a'])}</b> − <b>{escape(pair['b'])}</b>: {d}, one-sided paired bootstrap "
                  f"p-value of “{escape(pair['a'])} scores higher”.")
-    return f"<table class=figures><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{note}</p>"
+    return (f"<div class=scroll tabindex=0 role=region aria-label='corpus figures per system'><table class=figures>"
+            f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div>{note}</p>")
 
 
 def difference_chart(data):
@@ -95,5 +96,5 @@ def difference_chart(data):
 def summary_html(figures, pair, data):
     what = ("per article: ROUGE-L difference of the first two systems (points; a point opens its article), "
             "the line joins the means of the thirds of overlap" if pair else "per article: ROUGE-L F1")
-    return (figures_table(figures, pair) + f"<figure>{difference_chart(data)}<figcaption>{escape(what)}"
-            "</figcaption></figure>")
+    return (f"<div class=panel><div class=figs>{figures_table(figures, pair)}</div>"
+            f"<figure>{difference_chart(data)}<figcaption>{escape(what)}</figcaption></figure></div>")
