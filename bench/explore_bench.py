@@ -4,11 +4,13 @@
                                   [-repeat 3] [-screenshot docs/explorer.png] [-keep page.html]
 
 Defaults: the Gigaword test set under ../shared/data/gigaword and the tuned mixed-objective and ML dumps
-of experiments/rl_vs_ml (runs/rl_vs_ml/tuned/{a1,b1}/test.npz of the main checkout). Prints the time to write
+of experiments/rl_vs_ml (runs/rl_vs_ml/tuned/{a1,b1}/test.npz here or in ../main; $RL_VS_ML_RUNS).
+Prints the time to write
 the page, its size, and per load (a fresh navigation from a file:// URL, -repeat times): the page's own
 ready time (data parsed, first article rendered) and first painted frame, both from navigation start
 (performance.now), and the wall time to ready seen from here; then the time of a sort by ROUGE difference
-and of a hover, measured in the page; -screenshot: docs/explorer.png's view. Needs Chromium (tests/helpers/browser.py finds it).
+and of a hover, measured in the page; -screenshot: docs/explorer.png's view. Needs Chromium
+(tests/helpers/browser.py finds it).
 """
 import argparse
 import os
@@ -22,11 +24,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 from helpers.browser import Browser, find_chromium  # noqa: E402
-
 from onmt.bin.explore import main as explore  # noqa: E402
 
 DATA = os.path.join(ROOT, "..", "shared", "data", "gigaword")
-RUNS = os.environ.get("RL_VS_ML_RUNS", os.path.join(ROOT, "..", "main", "runs", "rl_vs_ml", "tuned"))
+RUNS = os.environ.get("RL_VS_ML_RUNS") or next(
+    (p for p in (os.path.join(r, "runs", "rl_vs_ml", "tuned") for r in (ROOT, os.path.join(ROOT, "..", "main")))
+     if os.path.isdir(p)), os.path.join(ROOT, "runs", "rl_vs_ml", "tuned"))
+DEFAULT_SYSTEMS = [os.path.join(RUNS, s, "test.npz") for s in ("a1", "b1")]    # mixed objective, ML control
 
 SORT = """(() => { const t0 = performance.now(); const s = document.getElementById('sort');
   s.value = 'diff-desc'; s.dispatchEvent(new Event('change')); return performance.now() - t0; })()"""
@@ -38,7 +42,7 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("-src", default=os.path.join(DATA, "test.src.txt"))
     p.add_argument("-ref", default=os.path.join(DATA, "test.tgt.txt"))
-    p.add_argument("-system", nargs="+", default=[os.path.join(RUNS, s, "test.npz") for s in ("a1", "b1")])
+    p.add_argument("-system", nargs="+", default=DEFAULT_SYSTEMS)
     p.add_argument("-names", nargs="+", default=None)
     p.add_argument("-repeat", type=int, default=3)
     p.add_argument("-width", type=int, default=1280)
@@ -51,7 +55,7 @@ def parse():
 
 def main():
     args = parse()
-    names = args.names or (["mixed", "ml"] if args.system == parse_defaults() else None)
+    names = args.names or (["mixed", "ml"] if args.system == DEFAULT_SYSTEMS else None)
     chromium = find_chromium()
     if chromium is None:
         sys.exit("explore_bench: no Chromium found (install chromium or set $CHROMIUM)")
@@ -81,10 +85,6 @@ def main():
                 b.evaluate("scrollTo(0, 0)")
                 b.screenshot(args.screenshot)
                 print(f"screenshot: {args.screenshot} ({os.path.getsize(args.screenshot):,} bytes)")
-
-
-def parse_defaults():
-    return [os.path.join(RUNS, s, "test.npz") for s in ("a1", "b1")]
 
 
 if __name__ == "__main__":
