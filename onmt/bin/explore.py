@@ -46,7 +46,8 @@ def main(argv=None):
     start = time.perf_counter()
     html = build_page(opt)
     size = write_page(opt.output, html)
-    print(f"{opt.output}: {size:,} bytes ({size / 2**20:.1f} MiB), {len(opt.system)} system(s), "
+    human = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
+    print(f"{opt.output}: {size:,} bytes ({human}), {len(opt.system)} system(s), "
           f"written in {time.perf_counter() - start:.1f} s")
     return size
 

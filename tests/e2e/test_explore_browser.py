@@ -39,6 +39,7 @@ def test_opens_from_disk_without_a_network_request(page):
     b, url, _, _ = page
     other = [u for u in b.requests() if u != url and not u.startswith("data:")]
     assert not other
+    assert not [e for e in b.events if e.get("method") == "Runtime.exceptionThrown"]     # the script ran clean
     assert b.evaluate("document.getElementById('pos').textContent").startswith("article 1 of 4")
 
 
