@@ -31,6 +31,7 @@ from onmt.opts.parse import (
     build_vocab_parser,
     config_opts,
     evaluate_parser,
+    explore_parser,
     given,
     given_values,
     make_parser,
@@ -49,7 +50,13 @@ from onmt.opts.parse import (
     write_config,
 )
 from onmt.opts.train import train_opts
-from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts, tune_decoding_opts
+from onmt.opts.translate import (
+    evaluate_opts,
+    explore_opts,
+    plot_attention_opts,
+    translate_opts,
+    tune_decoding_opts,
+)
 from onmt.opts.update import (
     distributed_choices,
     fill_defaults,
@@ -59,6 +66,7 @@ from onmt.opts.update import (
     resolve_translate_run,
     resume_adds_parameters,
     update_evaluate_opts,
+    update_explore_opts,
     update_model_opts,
     update_plot_attention_opts,
     update_prepare_opts,
@@ -76,6 +84,7 @@ from onmt.opts.validate import (
     paper_differences,
     paper_note,
     validate_evaluate_opts,
+    validate_explore_opts,
     validate_model_opts,
     validate_plot_attention_opts,
     validate_prepare_opts,
@@ -103,4 +112,5 @@ __all__ = [
     "validate_model_opts", "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts",
     "validate_train_opts", "validate_train_run", "validate_translate_opts", "validate_translate_run",
     "tune_decoding_parser", "tune_decoding_opts", "update_tune_decoding_opts", "validate_tune_decoding_opts",
+    "explore_parser", "explore_opts", "update_explore_opts", "validate_explore_opts",
 ]

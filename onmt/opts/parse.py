@@ -5,7 +5,13 @@ import configargparse
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
 from onmt.opts.model import model_opts
 from onmt.opts.train import train_opts
-from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts, tune_decoding_opts
+from onmt.opts.translate import (
+    evaluate_opts,
+    explore_opts,
+    plot_attention_opts,
+    translate_opts,
+    tune_decoding_opts,
+)
 
 # Upstream OpenNMT-py options a user may bring: -> (this project's option, or None when there is no
 # counterpart, and a few words on it). Used only to explain an unknown option.
@@ -298,6 +304,13 @@ def prepare_gigaword_parser():
     p = make_parser("Gigaword as published -> {train,valid,test}.{src,tgt}.txt")
     config_opts(p)
     prepare_opts(p, GIGAWORD_FORMATS)
+    return p
+
+
+def explore_parser():
+    p = make_parser("Sources, references and systems' summaries -> one HTML page to explore them")
+    config_opts(p)
+    explore_opts(p)
     return p
 
 

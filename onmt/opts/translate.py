@@ -148,3 +148,18 @@ def plot_attention_opts(parser):
           help="write a PNG per example into this folder (needs matplotlib: pip install .[plot])")
     g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
+
+
+def explore_opts(parser):
+    g = parser.add_argument_group("Explore summaries in a browser (onmt_explore, tools/explore.py)")
+    g.add("-src", "--src", required=True, help="the source file the systems summarized, one article per line")
+    g.add("-ref", "--ref", required=True, help="the reference summaries, one per line")
+    g.add("-system", "--system", required=True, nargs="+", action="extend",
+          help="each system's output: a translate.py -attn_debug dump (.npz: attention and copy marks shown) "
+               "or a prediction file, one summary per line; the first two are compared")
+    g.add("-names", "--names", nargs="+", default=[], help="a name per -system (default: the files' names)")
+    g.add("-output", "--output", required=True, help="the HTML file to write (self-contained, opens from disk)")
+    g.add("-title", "--title", default="", help="the page's title (default: from -src)")
+    g.add("-bootstrap", "--bootstrap", type=int, default=1000,
+          help="bootstrap samples of the summary panel's 95%% intervals and paired test")
+    g.add("-seed", "--seed", type=int, default=1, help="seed of the bootstrap samples")

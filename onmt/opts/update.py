@@ -18,7 +18,13 @@ from onmt.opts.families import FAMILIES, RESUME_ADDS_PARAMETERS, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, model_opts
 from onmt.opts.parse import given, make_parser
 from onmt.opts.train import train_opts
-from onmt.opts.translate import evaluate_opts, plot_attention_opts, translate_opts, tune_decoding_opts
+from onmt.opts.translate import (
+    evaluate_opts,
+    explore_opts,
+    plot_attention_opts,
+    translate_opts,
+    tune_decoding_opts,
+)
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,6 +148,10 @@ def update_evaluate_opts(opt):
     """Defaults for what `opt` lacks; -sentence_split without surrounding spaces."""
     fill_defaults(opt, evaluate_opts)
     opt.sentence_split = opt.sentence_split.strip()
+
+
+def update_explore_opts(opt):
+    fill_defaults(opt, explore_opts)
 
 
 def update_plot_attention_opts(opt):

@@ -308,6 +308,15 @@ def validate_tune_decoding_opts(opt):
                           f"-length_penalty {opt.length_penalty}")
 
 
+def validate_explore_opts(opt):
+    if opt.names and len(opt.names) != len(opt.system):
+        raise OptionError(f"-names gives {len(opt.names)} names for {len(opt.system)} -system files")
+    if len(set(opt.names)) != len(opt.names):
+        raise OptionError(f"-names: each system needs its own name, got {' '.join(opt.names)}")
+    if opt.bootstrap < MIN_BOOTSTRAP:
+        raise OptionError(f"-bootstrap {opt.bootstrap}: a 95% interval needs at least {MIN_BOOTSTRAP} resamples")
+
+
 def validate_plot_attention_opts(opt):
     if opt.attn_plot_n < 0:
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
