@@ -192,7 +192,8 @@ def test_arguments_of_the_wrong_type_are_a_type_error_naming_them(setup):
     _, ckpts = setup
     s = Summarizer.load(ckpts["rnn"])
     for kwargs, name in (({"beam_size": "5"}, "beam_size must be an int"), ({"n_best": True}, "n_best"),
-                         ({"alpha": "0.5"}, "alpha must be a number"), ({"replace_unk": 1}, "replace_unk must be a bool"),
+                         ({"alpha": "0.5"}, "alpha must be a number"),
+                         ({"replace_unk": 1}, "replace_unk must be a bool"),
                          ({"ignore_when_blocking": "w3"}, "ignore_when_blocking must be a list of str"),
                          ({"length_penalty": 1}, "length_penalty must be a str"),
                          ({"detokenize": "yes"}, "detokenize must be a bool")):
