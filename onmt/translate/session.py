@@ -104,6 +104,8 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, 
         logger.info(note)
     opts.validate_translate_run(run)
     translator = Translator.from_opt(run, session.model, session.vocabs, show_progress=show_progress)
-    return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc, rules.tokenize),
-                                prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc, rules.tokenize),
+
+    def prepare(lines, trunc):
+        return prepare_lines(lines, rules.lower, trunc, rules.tokenize, rules.mask_digits)
+    return translator.translate(prepare(src_lines, rules.src_trunc), prepare(tgt_lines, rules.tgt_trunc),
                                 callbacks=callbacks)

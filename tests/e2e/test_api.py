@@ -213,3 +213,11 @@ def test_repr_names_the_checkpoint_family_and_device(setup):
     _, ckpts = setup
     text = repr(Summarizer.load(ckpts["copy"]))
     assert text.startswith(f"Summarizer({str(ckpts['copy'])!r}, model_family='copy', device='cpu'")
+
+
+def test_raw_input_gets_the_training_texts_digit_rule(tmp_path):
+    """A Gigaword model (its record: every digit written #) reads raw text's digits as # too."""
+    record = {"lower": True, "text": {"tokenize": "ptb", "lower": True, "digits": "#"}}
+    s = Summarizer.load(save_tiny_checkpoint(tmp_path / "g.pt", "copy", record, seed=4))
+    details = s.summarize(["Bolt ran 100m in 9.58 seconds."], beam_size=2, return_details=True)[0]
+    assert details["src"] == ["bolt", "ran", "###m", "in", "#.##", "seconds", "."]
