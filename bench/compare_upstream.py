@@ -207,8 +207,7 @@ def upstream_config(a, w, data, kind):
 
 # ---------------------------------------------------------------- log parsing
 
-# upstream's "... 567/1234 tok/s; 12 sec" and ours "... 567/1234 tok/s; wall 12 s; training CPU 7 s"
-STEP_RE = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/(\d+) tok/s;\s*(?:(\d+) sec|wall (\d+) s)")
+STEP_RE = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/(\d+) tok/s;\s*(?:(\d+) sec|wall (\d+) s)")  # upstream's, ours
 
 
 def train_figures(text, side):
