@@ -207,11 +207,11 @@ def upstream_config(a, w, data, kind):
 
 # ---------------------------------------------------------------- log parsing
 
-STEP_RE = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/(\d+) tok/s;\s*(\d+) sec")
+STEP_RE = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/(\d+) tok/s;\s*(?:(\d+) sec|wall (\d+) s)")  # upstream's, ours
 
 
 def train_figures(text, side):
-    steps = [(int(s), int(src), int(tgt), int(sec)) for s, src, tgt, sec in STEP_RE.findall(text)]
+    steps = [(int(s), int(src), int(tgt), int(sec or wall)) for s, src, tgt, sec, wall in STEP_RE.findall(text)]
     after = steps[1:] or steps
     fig = {"tgt_tok_s": sum(x[2] for x in after) / max(len(after), 1)}
     if len(steps) >= 2 and steps[-1][3] > steps[0][3]:

@@ -48,7 +48,9 @@ ARMS = {"a1": (1, 0.9984, 100, []), "b1": (1, None, 300, []), "a2": (2, 0.9984, 
         "e1": (1, 0.9984, 100, ["-rl_normalization", "tokens"]), "f1": (1, 0.99, 100, [])}
 PAIRS = [("a1", "b1"), ("a2", "b2"), ("a3", "b3"), ("c1", "d1"), ("e1", "f1")]
 CONTROL = {"a1": "b1", "a2": "b2", "a3": "b3", "c1": "b1", "d1": "b1", "e1": "b1", "f1": "b1"}
-VALID_LINE = re.compile(r"Validation (xent|ROUGE-L F1 \(greedy\)): ([\d.]+).*\(step (\d+); (\d+) s of training\)")
+# the training CPU seconds: "(step N; training CPU S s)", or "(step N; S s of training)" in older logs
+VALID_LINE = re.compile(r"Validation (xent|ROUGE-L F1 \(greedy\)): ([\d.]+).*\(step (\d+); "
+                        r"(?:training (?:CPU|wall) (\d+) s|(\d+) s of training)\)")
 
 
 def parse_args(argv=None):
@@ -251,7 +253,8 @@ def read_curve(log, offset=0.0):
     for line in open(log, encoding="utf-8"):
         m = VALID_LINE.search(line)
         if m:
-            what, value, step, secs = m.groups()
+            what, value, step, secs, old_secs = m.groups()
+            secs = secs or old_secs
             p = points.setdefault(int(step), {"step": int(step), "seconds": float(secs) - offset})
             if what == "xent":
                 p["ppl"] = round(math.exp(float(value)), 3)

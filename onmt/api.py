@@ -4,15 +4,20 @@
     s = Summarizer.load("model.pt", device="cpu")               # precision="int8" / "bf16": faster decoding
     s.summarize(["a long article ..."], beam_size=5)            # -> ["Its summary."] (readable text)
     s.summarize(texts, beam_size=5, return_details=True)       # -> [dict per text]
+    for summary in s.summarize(open("articles.txt")):          # an iterator in: an iterator out, read
+        ...                                                     # batch_size texts at a time
 
 `summarize` takes translate.py's search options as keyword arguments, with its names and defaults
 (beam_size=5, n_best=1, min_length=0, max_length, length_penalty="none", alpha=0.0,
 coverage_penalty="none", beta=0.0, stepwise_penalty, block_ngram_repeat, avoid_trigram_repetition,
 ignore_when_blocking, replace_unk, batch_size=30,
-src_seq_length_trunc). An argument left out (or None) is "not given", exactly as an option left off
-translate.py's command line: the checkpoint's preprocessing record then decides lowercasing, source
-truncation, the prediction length limit and the model family's n-gram blocking
-(onmt/translate/input_rules.py). The options are converted, updated and validated as translate.py's
+src_seq_length_trunc), each of its Python type (an int for beam_size, a bool for a flag, a list of
+str for ignore_when_blocking: a TypeError naming the argument otherwise). An argument left out (or None)
+is "not given", exactly as an option left off translate.py's command line: the checkpoint's
+preprocessing record then decides tokenizing, lowercasing, source truncation, the prediction length limit
+and the model family's n-gram blocking (onmt/translate/input_rules.py). replace_unk left out follows
+`detokenize`: readable text has the attended source word where the model predicts <unk>, as
+translate.py -detokenize writes. The options are converted, updated and validated as translate.py's
 (onmt/opts/, with no command line), and the text goes through the same code
 (onmt/translate/session.py), so the summaries are those translate.py writes for the same lines.
 
@@ -20,7 +25,15 @@ With return_details=True, each text gets a dict: "summary" (str), "score" (float
 (list of (summary, score), best first), and the inspection record of the best summary (the one
 translate.py -attn_debug dumps, onmt/translate/records.py): "src", "pred", "ids", "attn",
 "intra", "p_copy", "copied", "line".
+
+A library leaves the process as it found it: loading sets no allocator option (translate.py's
+`reuse_freed_memory`, onmt/utils/memory.py, only with `Summarizer.load(..., reuse_freed_memory=True)`), and
+`progress=True` gives the toolkit's logger a stderr handler for the call only.
 """
+import contextlib
+import os
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+
 import torch
 
 from onmt import opts
@@ -31,49 +44,116 @@ SEARCH_OPTIONS = ("beam_size", "n_best", "min_length", "max_length", "length_pen
                   "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
                   "batch_size", "src_seq_length_trunc")
 
+Summary = Union[str, List[str], Dict[str, Any]]   # per text: its summary, its n_best, or its details
 
-def translate_options(**kwargs):
+
+def translate_options(**kwargs: Any):
     """translate.py's options for these keyword arguments (SEARCH_OPTIONS), without a command line: each
-    value converted and checked as translate.py's parser does (opts.parse_values), then its update and
-    validation; the arguments given count as given on the command line. Raises TypeError on an unknown
-    keyword, onmt.opts.OptionError on an invalid value."""
+    value checked for its Python type (`check_types`), converted and checked as translate.py's parser
+    does (opts.parse_values), then its update and validation; the arguments given count as given on the
+    command line. Raises TypeError on an unknown keyword or a value of the wrong type,
+    onmt.opts.OptionError on an invalid value."""
     unknown = sorted(set(kwargs) - set(SEARCH_OPTIONS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; the search options are {', '.join(SEARCH_OPTIONS)}")
-    opt = opts.parse_values(opts.translate_parser(), kwargs)
+    parser = opts.translate_parser()
+    check_types(parser, kwargs)
+    opt = opts.parse_values(parser, kwargs)
     opts.update_translate_opts(opt)
     opts.validate_translate_opts(opt)
     return opt
 
 
-def check_texts(texts):
-    """The documents of `texts` (an iterable of str); TypeError naming the first that is not a string
-    (None, a number or bytes would otherwise be summarized as "None", "5", "b'...'")."""
+def check_types(parser, values):
+    """TypeError naming the first keyword of `values` whose value is not of its option's Python type: an
+    int option takes an int (beam_size="5" is refused, as is True), a float option an int or a float, a
+    flag a bool, a list option a list or tuple of str, a choice a str; None is "not given"."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        action = parser._option_string_actions[f"-{name}"]
+        if action.nargs == 0:
+            ok, want = isinstance(value, bool), "a bool"
+        elif action.nargs not in (None, "?"):
+            ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), "a list of str"
+        elif action.type is int:
+            ok, want = isinstance(value, int) and not isinstance(value, bool), "an int"
+        elif action.type is float:
+            ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        else:
+            ok, want = isinstance(value, str), "a str"
+        if not ok:
+            raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
+
+
+def check_texts(texts: Iterable[str], start: int = 0) -> Iterator[str]:
+    """The documents of `texts` (an iterable of str), one at a time; TypeError naming the first that is
+    not a string (None, a number or bytes would otherwise be summarized as "None", "5", "b'...'");
+    `start`: the index of the first."""
     if isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
-        raise TypeError(f"texts must be a string or a list of strings, got {type(texts).__name__}")
-    for i, t in enumerate(texts):
+        raise TypeError(f"texts must be a string or an iterable of strings, got {type(texts).__name__}")
+    for i, t in enumerate(texts, start):
         if not isinstance(t, str):
             hint = " (decode bytes first: text.decode('utf-8'))" if isinstance(t, (bytes, bytearray)) else ""
             raise TypeError(f"texts[{i}] is {type(t).__name__}, not str{hint}")
         yield t
 
 
-class Summarizer:
-    """A checkpoint loaded once, summarizing lists of texts (see the module docstring)."""
+@contextlib.contextmanager
+def _progress_logging(progress):
+    """With `progress`, the toolkit's logger writes to stderr for the block when it has no handler of its
+    own; its handlers, level and propagation are as before after the block."""
+    from onmt.utils.logging import init_logger, logger
+    if not progress or logger.handlers:
+        yield
+        return
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    init_logger()
+    try:
+        yield
+    finally:
+        for handler in logger.handlers:
+            if handler not in saved[0]:
+                handler.close()
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
 
-    def __init__(self, session, device):
-        self.session, self.device = session, device
+
+def _one_line(text):
+    """One line, whatever the whitespace; a byte-order mark is no part of the first word."""
+    return " ".join(text.replace("\ufeff", " ").split())
+
+
+class Summarizer:
+    """A checkpoint loaded once, summarizing texts (see the module docstring)."""
+
+    def __init__(self, session, device: torch.device, path: Optional[str] = None):
+        self.session, self.device, self.path = session, device, path
+
+    def __repr__(self) -> str:
+        family = getattr(self.session.model_opt, "model_family", "?")
+        return (f"Summarizer({self.path!r}, model_family={family!r}, device={str(self.device)!r}, "
+                f"vocab={len(self.vocabs.src.itos)}/{len(self.vocabs.tgt.itos)})")
 
     @classmethod
-    def load(cls, path, device="cpu", precision="fp32", compile=False):
+    def load(cls, path: Union[str, os.PathLike], device: Union[str, torch.device] = "cpu", precision: str = "fp32",
+             compile: bool = False, reuse_freed_memory: bool = False) -> "Summarizer":
         """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
         decoding in `precision` (translate.py's -precision: "fp32", "bf16", "fp16" or "int8"; one
         OptionError where the device cannot run it fast); `compile`: translate.py's -compile (the mlp
-        attention's scores through torch.compile). As translate.py does, the process then keeps
-        freed memory for reuse (onmt/utils/memory.py: each decoding step's (rows x X) scores are not
-        mapped afresh; without it int8 decoding ran ~15 % slower here)."""
+        attention's scores through torch.compile). `reuse_freed_memory`: as translate.py does, have the
+        C library keep freed memory for reuse (onmt/utils/memory.py: each decoding step's (rows x X)
+        scores are not mapped afresh; without it int8 decoding ran ~15 % slower here); a setting of the
+        whole process, so off unless asked for."""
         from onmt.translate.session import load_session
         from onmt.utils.memory import reuse_freed_memory_for
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+        for name, value, kind in (("precision", precision, str), ("compile", compile, bool),
+                                  ("reuse_freed_memory", reuse_freed_memory, bool)):
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, got {type(value).__name__} {value!r}")
         try:
             device = torch.device(device)
         except (RuntimeError, TypeError) as e:
@@ -82,44 +162,74 @@ class Summarizer:
             raise opts.OptionError(f"device={str(device)!r}: CUDA is not available here; use device='cpu'")
         if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
             raise opts.OptionError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s)")
+        path = os.fspath(path)
         session = load_session(path, device, precision, compile)
-        reuse_freed_memory_for(device)
-        return cls(session, device)
+        if reuse_freed_memory:
+            reuse_freed_memory_for(device)
+        return cls(session, device, path)
 
     @property
-    def model(self):
+    def model(self) -> torch.nn.Module:
         return self.session.model
 
     @property
     def vocabs(self):
         return self.session.vocabs
 
-    def summarize(self, texts, *, return_details=False, progress=False, detokenize=True, **search):
-        """Summaries of `texts` (a list of strings, one document each; or one string).
+    def summarize(self, texts: Union[str, Iterable[str]], *, return_details: bool = False, progress: bool = False,
+                  detokenize: bool = True, **search: Any) -> Union[Summary, List[Summary], Iterator[Summary]]:
+        """Summaries of `texts`: one string, a list (or tuple) of strings, or an iterator of strings (a
+        generator, an open file), one document each.
 
         Returns per text its summary (a string; a list of n_best strings when n_best > 1), or with
-        return_details=True a dict (module docstring). A single string in gives a single result.
-        progress: show translate.py's progress bar / log lines. detokenize: readable text (he's, (,
-        sentence case where the model writes lowercased text: onmt/prepare/detokenize.py), as
-        translate.py -detokenize writes; False: the model's tokens, as translate.py writes by default
+        return_details=True a dict (module docstring). A single string in gives a single result, a list
+        a list; an iterator gives an iterator, which reads `batch_size` texts (30 by default) at a time
+        and yields their results before it reads more.
+        progress: show translate.py's progress bar / log lines (on stderr, for this call). detokenize:
+        readable text (he's, (, sentence case where the model writes lowercased text:
+        onmt/prepare/detokenize.py; <unk> replaced by the attended source word unless replace_unk=False),
+        as translate.py -detokenize writes; False: the model's tokens, as translate.py writes by default
         (what ROUGE scripts compare).
         """
+        for name, value in (("return_details", return_details), ("progress", progress), ("detokenize", detokenize)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+        if search.get("replace_unk") is None:
+            search["replace_unk"] = detokenize
+        opt = translate_options(**search)
+        if isinstance(texts, str):
+            with _progress_logging(progress):
+                return self._summarize([_one_line(texts)], opt, return_details, progress, detokenize)[0]
+        if isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
+            raise TypeError(f"texts must be a string or an iterable of strings, got {type(texts).__name__}")
+        if iter(texts) is not texts and hasattr(texts, "__len__"):   # a list, a tuple: read at once
+            lines = [_one_line(t) for t in check_texts(texts)]
+            with _progress_logging(progress):
+                return self._summarize(lines, opt, return_details, progress, detokenize)
+        return self._stream(check_texts(texts), opt, return_details, progress, detokenize)
+
+    def _stream(self, texts, opt, return_details, progress, detokenize):
+        """The results of an iterator of texts, `opt.batch_size` texts at a time."""
+        import itertools
+        with _progress_logging(progress):
+            start = 0
+            while True:
+                lines = [_one_line(t) for t in itertools.islice(texts, opt.batch_size)]
+                if not lines:
+                    return
+                yield from self._summarize(lines, opt, return_details, progress, detokenize, start)
+                start += len(lines)
+
+    def _summarize(self, lines, opt, return_details, progress, detokenize, start=0):
+        """The results of `lines` (a list of one-line texts; `start`: the index of the first, for the
+        details' "line" and for logging the input rules once)."""
         from onmt.translate.session import translate_lines
         from onmt.translate.translator import Callbacks
-        if progress:   # the progress lines and bar go through the toolkit's logger: give it stderr
-            from onmt.utils.logging import init_logger, logger
-            if not logger.handlers:
-                init_logger()
-        single = isinstance(texts, str)
-        lines = [texts] if single else list(check_texts(texts))
-        # one line each, whatever the whitespace; a byte-order mark is no part of the first word
-        lines = [" ".join(line.replace("\ufeff", " ").split()) for line in lines]
-        opt = translate_options(**search)
         records = {}
 
         def keep(record):
             records[record["line"]] = record
-        results = translate_lines(opt, self.session, lines, show_progress=progress,
+        results = translate_lines(opt, self.session, lines, show_progress=progress, log_notes=start == 0,
                                   callbacks=Callbacks(on_record=keep) if return_details else None)
         out, write = [], self.session.readable() if detokenize else " ".join
         for i, nbest in enumerate(results):
@@ -127,8 +237,8 @@ class Summarizer:
             if not return_details:
                 out.append(texts_i[0] if opt.n_best == 1 else texts_i)
                 continue
-            details = dict(records[i])
+            details = dict(records[i], line=start + i)
             details.update(summary=texts_i[0], score=float(nbest[0].score),
                            n_best=[(s, float(t.score)) for s, t in zip(texts_i, nbest)])
             out.append(details)
-        return out[0] if single else out
+        return out

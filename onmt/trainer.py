@@ -92,6 +92,7 @@ class Trainer(Reporting):
         self._run_seconds = 0.0    # ... in this run
         # CPU seconds of this process on the CPU (fair between runs sharing cores), wall time elsewhere
         self._clock = time.process_time if self.device.type == "cpu" else time.perf_counter
+        self.clock_name = "training CPU" if self.device.type == "cpu" else "training wall"   # the report lines'
 
     @classmethod
     def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None, rank=0,
@@ -226,7 +227,7 @@ class Trainer(Reporting):
                         f"of {', '.join(self.early_stopping.criteria)}; best {self.early_stopping.describe()}")
         elif 0 < self.train_time_limit <= self._run_seconds:   # rank 0's clock decides (_out_of_time)
             logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
-                        f"({self._run_seconds:.0f} s of training steps in this run)")
+                        f"({self.clock_name} {self._run_seconds:.0f} s in this run)")
 
     def _validate_and_keep_best(self, valid_data, step, data_pos, save_step=False):
         """Validate at `step`; a new best (every early-stopping criterion improved) is saved and becomes

@@ -30,7 +30,7 @@ class Reporting:
             for i, batch in enumerate(valid_data.iter_epoch(0)):
                 now = time.monotonic()
                 if now - last >= VALID_PROGRESS_SECONDS and self.rank == 0:   # a long validation says so
-                    logger.info(f"Validation: {i} batches, {stats.n_examples} examples ({now - start:.0f} s)")
+                    logger.info(f"Validation: {i} batches, {stats.n_examples} examples (wall {now - start:.0f} s)")
                     last = now
                 if stop is not None and stop.received is not None and not self.world.distributed:
                     self.model.train()
@@ -40,7 +40,7 @@ class Reporting:
         self.model.train()
         stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
-            at = f" (step {step}; {self.train_seconds:.0f} s of training)" if step is not None else ""
+            at = f" (step {step}; {self.clock_name} {self.train_seconds:.0f} s)" if step is not None else ""
             # OpenNMT-py's two lines first (scripts read them), then this project's
             logger.info(f"Validation perplexity: {stats.ppl():g}")
             logger.info(f"Validation accuracy: {stats.accuracy():g}")
@@ -82,12 +82,15 @@ class Reporting:
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:
-        `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; 12 sec; epoch 0`
+        `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; wall 190 s;
+        training CPU 74 s; epoch 0`
         then, with a known last step, the pace and the time left (`; 2.00 steps/s, ETA 2m05s`), the loss's
         figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
         then the loss's lines of their own (`Step 50: ...`)
-        (tok/s: source/target tokens, padding excluded, per second of this report window; sec: since
-        training started)."""
+        (tok/s: source/target tokens, padding excluded, per second of this report window; each time names
+        its clock: `wall`, wall-clock seconds since this run's training started; `training CPU`, the
+        process's CPU seconds in training steps since the first run, `training wall` off the CPU, what
+        the checkpoints keep as train_seconds and -train_time_limit counts)."""
         if self.rank != 0:
             return
         lr = self.optimizer.param_groups[0]["lr"]
@@ -97,7 +100,8 @@ class Reporting:
         ml = (f"acc: {stats.accuracy():.2f}; ppl: {stats.ppl():.2f}; xent: {stats.xent():.2f}; "
               if stats.has_token_loss() else "")   # -rl_gamma 1 trains without the ML term: nothing to show
         logger.info(f"Step {step}/{total}; {ml}lr: {lr:.2e}; "
-                    f"{src_s:.0f}/{tok_s:.0f} tok/s; {elapsed_s:.0f} sec; epoch {epoch}"
+                    f"{src_s:.0f}/{tok_s:.0f} tok/s; wall {elapsed_s:.0f} s; "
+                    f"{self.clock_name} {self.train_seconds:.0f} s; epoch {epoch}"
                     + eta(step, total, self.report_every, window_s)
                     + "".join(f"; {f}" for f in figures + update_norms.report(stats.extra)))
         for line in lines:

@@ -28,6 +28,8 @@ def main(argv=None):
     spec = json.loads(opt.data_config)
     check_files(spec, opt)
     logger = init_logger(opt.log_file)
+    if opt._config_notes:
+        logger.info(opt._config_notes)
     from onmt.inputters.upstream_data import build_vocab
     for path in build_vocab(spec, opt.n_sample):
         logger.info(f"wrote {path}")

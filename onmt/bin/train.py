@@ -94,6 +94,8 @@ def inputs(opt, data=None):
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs)
     data = opt.data
+    if opt._config_notes:
+        logger.info(opt._config_notes)
     if opt.data_config and not opt.save_config:   # an OpenNMT-py 3.x config: its dataset, built or found
         import json
 

@@ -224,10 +224,13 @@ def text_record(train_src):
                         f"{str(e).splitlines()[0] if str(e) else type(e).__name__}; repair it, or remove it "
                         "if the text was not made by onmt_prepare_*") from None
     if not isinstance(record, dict) or record.get("tokenize") not in ("ptb", "none") or \
-            not isinstance(record.get("lower", False), bool):
-        raise UserError(f"{path}: expected {{\"tokenize\": \"ptb\" or \"none\", \"lower\": true or false}}, "
-                        f"got {json.dumps(record)[:200]}")
-    return {"tokenize": record["tokenize"], "lower": record.get("lower", False)}
+            not isinstance(record.get("lower", False), bool) or record.get("digits", "#") != "#":
+        raise UserError(f"{path}: expected {{\"tokenize\": \"ptb\" or \"none\", \"lower\": true or false}} "
+                        f"(and \"digits\": \"#\" where digits are masked), got {json.dumps(record)[:200]}")
+    out = {"tokenize": record["tokenize"], "lower": record.get("lower", False)}
+    if "digits" in record:
+        out["digits"] = record["digits"]
+    return out
 
 
 def input_options(meta):

@@ -56,11 +56,14 @@ class _ExactParser(configargparse.ArgumentParser):
     def error(self, message):
         """One line, no usage block (`-h` prints that): `train.py: error: MESSAGE (see -h)`, status 2. An
         unknown key of a -config file gets the command line's message (the closest names)."""
-        if message.startswith("unrecognized arguments:"):
+        if message.startswith("unrecognized arguments:"):   # the command line's are refused before: -config's
             names = [t.split("=", 1)[0] for t in message.split(":", 1)[1].split() if t.startswith("-")]
+            names = list(dict.fromkeys("-" + n.lstrip("-") for n in names))
             if names:
-                name = "-" + names[0].lstrip("-")
-                message = unknown_option_message(name, self._option_string_actions) + " (a -config key?)"
+                where = getattr(self._config_file_parser, "last_file", None) or "the -config file"
+                message = (f"{where}: {len(names)} key(s) not available here, none of them run: " if len(names) > 1
+                           else f"{where}: ") + "; ".join(
+                    unknown_option_message(n, self._option_string_actions) for n in names)
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
     def _check_names(self, argv):
@@ -102,17 +105,26 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
 
     def parse(self, stream):
         import io
+        name = self.last_file = getattr(stream, "name", "the config file")
         try:
             text = stream.read()
         except UnicodeDecodeError as e:
-            name = getattr(stream, "name", "the config file")
             raise configargparse.ConfigFileParserException(
                 f"{name} is not UTF-8 text (byte {e.start}: {e.reason})") from None
         yaml, loader, _ = self._load_yaml()
         try:
             obj = yaml.load(text, Loader=loader)
+        except yaml.YAMLError as e:   # the file and the line, not PyYAML's '"<unicode string>", line 3'
+            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+            where = f"{name}, line {mark.line + 1}, column {mark.column + 1}" if mark else name
+            what = " ".join(str(getattr(e, "problem", None) or e).split())
+            raise configargparse.ConfigFileParserException(f"{where}: not valid YAML ({what})") from None
         except Exception as e:
-            raise configargparse.ConfigFileParserException(f"Couldn't parse config file: {e}") from None
+            raise configargparse.ConfigFileParserException(f"{name}: not valid YAML ({e})") from None
+        if isinstance(obj, dict) and any(isinstance(k, str) and k.startswith("-") for k in obj):
+            # `-reinforced: true`, as on the command line: the option's name without its dashes
+            obj = {k.lstrip("-") if isinstance(k, str) else k: v for k, v in obj.items()}
+            text = yaml.safe_dump(obj)
         if _expanded_size(obj, MAX_CONFIG_ITEMS) > MAX_CONFIG_ITEMS:
             name = getattr(stream, "name", "the config file")
             raise configargparse.ConfigFileParserException(
@@ -121,9 +133,12 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
         from onmt.opts import upstream_config
         if upstream_config.is_upstream(obj):   # an OpenNMT-py 3.x config: its data: mapping of corpora
             try:
+                dropped = upstream_config.ignored(obj)
                 obj = upstream_config.translate(obj)
             except upstream_config.UpstreamConfigError as e:
-                raise configargparse.ConfigFileParserException(f"{getattr(stream, 'name', 'config')}: {e}") from None
+                raise configargparse.ConfigFileParserException(f"{name}: {e}") from None
+            if dropped:
+                obj["config_notes"] = f"ignored upstream keys in {name}: {', '.join(dropped)}"
             text = yaml.safe_dump(obj)
         return super().parse(io.StringIO(text))
 
@@ -169,7 +184,7 @@ def parse_with_given(parser, argv=None):
     finally:
         for a, d in saved:
             a.default = d
-    opt._given = frozenset(vars(explicit)) - {"config"}
+    opt._given = frozenset(vars(explicit)) - {"config", "_config_notes"}
     return opt
 
 
@@ -221,7 +236,11 @@ def saved_options(opt):
 
 
 def config_opts(parser):
+    import argparse
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
+    # what reading the -config file found worth one log line (the upstream keys it dropped); set by the
+    # YAML parser, logged by the entry point once it logs
+    parser.add("-config_notes", "--config_notes", dest="_config_notes", default="", help=argparse.SUPPRESS)
 
 
 def save_config_opts(parser):

@@ -42,7 +42,11 @@ def translate_opts(parser):
           help="score the predictions against -tgt with ROUGE (built-in scorer) at the end")
     g.add("-detokenize", "--detokenize", action="store_true",
           help="write readable text (he's, (, sentence case where the data was lowercased: "
-               "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still scores the tokens")
+               "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still scores the tokens; "
+               "implies -replace_unk unless -keep_unk")
+    g.add("-keep_unk", "--keep_unk", action="store_true",
+          help="with -detokenize, write <unk> where the model predicts it (by default -detokenize replaces it with "
+               "the attended source word, as -replace_unk)")
 
 
 def device_opts(g):

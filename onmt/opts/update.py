@@ -120,10 +120,13 @@ def update_train_opts(opt):
 
 
 def update_translate_opts(opt):
-    """Defaults for what `opt` lacks; -avoid_trigram_repetition is -block_ngram_repeat 3."""
+    """Defaults for what `opt` lacks; -avoid_trigram_repetition is -block_ngram_repeat 3; -detokenize
+    (readable output) is -replace_unk too unless -keep_unk."""
     fill_defaults(opt, translate_opts)
     if opt.avoid_trigram_repetition:
         opt.block_ngram_repeat = 3
+    if opt.detokenize and not opt.keep_unk:
+        opt.replace_unk = True
 
 
 def update_tune_decoding_opts(opt):

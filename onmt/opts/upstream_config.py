@@ -27,8 +27,19 @@ DATA_KEYS = {"save_data": "save_data", "src_vocab": "src_vocab", "tgt_vocab": "t
              "src_words_min_frequency": "src_words_min_frequency",
              "tgt_words_min_frequency": "tgt_words_min_frequency", "lower": "lower",
              "src_seq_length_trunc": "src_seq_length_trunc", "tgt_seq_length_trunc": "tgt_seq_length_trunc"}
-DROPPED = ("transforms", "src_subword_type", "tgt_subword_type", "src_subword_model", "tgt_subword_model",
-           "n_sample", "overwrite", "src_onmttok_kwargs", "tgt_onmttok_kwargs", "skip_empty_level")
+# upstream's data-pipeline keys with no counterpart here -> why they can be dropped (one log line names them)
+WHY_DROPPED = {
+    "transforms": "no on-the-fly transforms here: the corpora are read as they are",
+    "weight": "corpora are read whole, not sampled by weight",
+    "overwrite": "the dataset is cached by its content and settings, never written over",
+    "n_sample": "onmt_build_vocab's -n_sample",
+    "src_subword_type": "no subword models here", "tgt_subword_type": "no subword models here",
+    "src_subword_model": "no subword models here", "tgt_subword_model": "no subword models here",
+    "src_onmttok_kwargs": "no subword models here", "tgt_onmttok_kwargs": "no subword models here",
+    "skip_empty_level": "empty examples are dropped and counted",
+}
+DROPPED = tuple(WHY_DROPPED)
+CORPUS_KEYS = ("path_src", "path_tgt")
 ONLY_CHOICE = {"model_type": "text", "decoder_type": "rnn"}
 PLACEHOLDER = "<the data: mapping of -config>"
 
@@ -39,6 +50,16 @@ class UpstreamConfigError(ValueError):
 
 def is_upstream(obj):
     return isinstance(obj, dict) and isinstance(obj.get("data"), dict)
+
+
+def ignored(obj):
+    """The keys of a 3.x config mapping that are read and dropped, each once with why: ["transforms (no
+    on-the-fly transforms here: ...)", ...], top-level keys and those of the corpora alike."""
+    keys = [k for k in obj if k in WHY_DROPPED]
+    for corpus in obj["data"].values():
+        keys += [k for k in (corpus if isinstance(corpus, dict) else ()) if k not in CORPUS_KEYS]
+    keys = list(dict.fromkeys(keys))
+    return [f"{k} ({WHY_DROPPED.get(k, 'a corpus setting with no counterpart here')})" for k in keys]
 
 
 def translate(obj):

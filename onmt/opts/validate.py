@@ -252,6 +252,8 @@ def validate_translate_opts(opt):
             raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
     if opt.report_rouge and not opt.tgt:
         raise OptionError("-report_rouge needs -tgt (the reference summaries)")
+    if opt.keep_unk and given(opt, "replace_unk"):
+        raise OptionError("-keep_unk and -replace_unk say opposite things: give one")
     if opt.attn_plot_n < 0:
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
     _check_gpu(opt.gpu)

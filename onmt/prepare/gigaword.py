@@ -9,7 +9,9 @@ The forms of `-input` (-format, detected when auto, the detected one logged):
     seed  {train,valid,test}.{src,tgt}.txt[.gz]; other *.src.txt / *.tgt.txt (extra.*) are not splits
 
 Both are tokenized and lowercased already (-tokenize auto leaves them as they are). The release's
-`UNK` becomes the toolkit's `<unk>`; the `#` that stand for digits are kept as they are.
+`UNK` becomes the toolkit's `<unk>`; the `#` that stand for digits are kept as they are, and prepare.json
+says so (`"digits": "#"`), so that translate.py and the API write raw input's digits # too (`9.58` ->
+`#.##`: onmt/translate/input_rules.py).
 """
 import os
 
@@ -75,7 +77,7 @@ def detect(folder, requested="auto", lower=True, tokenize="auto"):
     name, found = choose(folder, forms, requested, "Gigaword", ACCEPTED)
     how = "PTB-style tokenizer" if cleaner.tokenize else "whitespace tokens as given"
     notes = found.notes + [f"tokens: {how}, UNK -> <unk>; {'lowercased' if lower else 'case kept'}"]
-    return Corpus(name, DESCRIPTIONS[name], found.splits, notes)
+    return Corpus(name, DESCRIPTIONS[name], found.splits, notes, text={"digits": "#"})
 
 
 def main(argv=None):

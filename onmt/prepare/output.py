@@ -25,6 +25,7 @@ class Corpus:
     description: str
     splits: dict = field(default_factory=dict)      # split -> (list of file names, examples())
     notes: list = field(default_factory=list)       # things worth a log line (ignored files, ...)
+    text: dict = field(default_factory=dict)        # more of how the text was made (prepare.json): {"digits": "#"}
 
 
 def _terminate(signum, frame):
@@ -135,22 +136,23 @@ def run(opt, corpus, logger):
         logger.info(note)
     splits = chosen_splits(corpus, opt.splits, opt.input, logger)
     result = write_corpus(corpus, splits, opt.output, opt.report_every, logger)
-    write_text_record(opt.output, opt)
+    write_text_record(opt.output, opt, corpus.text)
     return result
 
 
 TEXT_RECORD = "prepare.json"
 
 
-def write_text_record(folder, opt):
-    """`folder/prepare.json`: how the text was made ({"tokenize": "ptb" or "none", "lower": bool}), which
+def write_text_record(folder, opt, extra=None):
+    """`folder/prepare.json`: how the text was made ({"tokenize": "ptb" or "none", "lower": bool}, plus
+    `extra`: {"digits": "#"} where every digit of the text is written # as in Gigaword), which
     preprocess.py carries into meta.json and the checkpoints, so that translate.py and the API prepare
     raw input the same way. Every published form of CNN/DM and Gigaword is PTB-style tokenized (by its
     authors or here), so "ptb" unless -tokenize none."""
     import json
 
     from onmt.utils.files import write_text_atomic
-    record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower)}
+    record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower), **(extra or {})}
     write_text_atomic(os.path.join(folder, TEXT_RECORD), json.dumps(record) + "\n", f"-output {folder}")
 
 

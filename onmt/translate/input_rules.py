@@ -10,6 +10,8 @@ rules translate.py follows, each logged once:
   (tokenizing twice changes nothing), so raw articles and prepared ones give the same predictions;
 - lowercasing: -src and -tgt are lowercased when the training data was (-lower, or prepare's
   lowercasing); a lowercased vocabulary has no cased word to match, so this is not optional;
+- digits: where the training text wrote every digit as # (Gigaword; the record's "digits": "#"),
+  -src and -tgt get the same (`9.58` -> `#.##`): the vocabulary has no word with a digit;
 - source truncation: -src lines are cut to the data's -src_seq_length_trunc (CNN/DM: 800 tokens);
   `-src_seq_length_trunc N` overrides it (0: no truncation). The source length *filter*
   (-src_seq_length) dropped training examples; test examples are never dropped, nor cut by it;
@@ -24,7 +26,7 @@ rules translate.py follows, each logged once:
   reinforced model as in Paulus et al.; 0 for the others).
 The options' rules (truncation, prediction length, n-gram blocking) are resolved with the other
 options, by onmt/opts/update.py `resolve_translate_run` (the only reader of which options were given);
-`resolve` here adds tokenizing and lowercasing and collects the rules.
+`resolve` here adds tokenizing, lowercasing and digit masking and collects the rules.
 A checkpoint without the record (written before it existed) gets -src and -tgt as given.
 """
 from typing import List, NamedTuple, Optional, Tuple
@@ -39,6 +41,7 @@ class InputRules(NamedTuple):
     tgt_trunc: int = 0
     max_length: int = 100
     block_ngram_repeat: int = 0
+    mask_digits: bool = False         # every digit written #, as the training text (Gigaword)
 
 
 def resolve(opt, preprocess: Optional[dict]) -> Tuple[InputRules, List[str]]:
@@ -61,8 +64,11 @@ def resolve(opt, preprocess: Optional[dict]) -> Tuple[InputRules, List[str]]:
     elif text.get("lower"):
         lower = True
         notes.append("lowercasing -src and -tgt: prepare lowercased the training text")
+    mask_digits = text.get("digits") == "#"
+    if mask_digits:
+        notes.append("writing the digits of -src and -tgt as #, as in the training text (9.58 -> #.##)")
     return InputRules(lower, tokenize, opt.src_seq_length_trunc, opt.tgt_seq_length_trunc if opt.tgt else 0,
-                      opt.max_length, opt.block_ngram_repeat), notes
+                      opt.max_length, opt.block_ngram_repeat, mask_digits), notes
 
 
 def data_target_limit(preprocess):
@@ -71,11 +77,11 @@ def data_target_limit(preprocess):
     return target_length_limit(preprocess or {}, default=0)
 
 
-def prepare_lines(lines, lower=False, trunc=0, tokenize=False):
-    """Lines as the model saw training text: PTB-tokenized (`tokenize`), lowercased, cut to `trunc`
-    whitespace tokens (0: not cut). Untouched lines are returned as they are (an empty line stays
-    empty)."""
-    if lines is None or (not lower and not trunc and not tokenize):
+def prepare_lines(lines, lower=False, trunc=0, tokenize=False, mask_digits=False):
+    """Lines as the model saw training text: PTB-tokenized (`tokenize`), lowercased, every ASCII digit
+    written # (`mask_digits`), cut to `trunc` whitespace tokens (0: not cut). Untouched lines are
+    returned as they are (an empty line stays empty)."""
+    if lines is None or (not lower and not trunc and not tokenize and not mask_digits):
         return lines
     if tokenize:
         from onmt.prepare.tokenize import ptb_tokenize
@@ -84,9 +90,14 @@ def prepare_lines(lines, lower=False, trunc=0, tokenize=False):
     for line in lines:
         if lower:
             line = line.lower()
+        if mask_digits:
+            line = line.translate(_DIGITS)
         if trunc:
             toks = line.split()
             if len(toks) > trunc:
                 line = " ".join(toks[:trunc])
         out.append(line)
     return out
+
+
+_DIGITS = str.maketrans("0123456789", "#" * 10)

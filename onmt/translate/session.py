@@ -87,22 +87,25 @@ def load_session(path, device, precision="fp32", compile=False):
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 
-def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True):
+def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True, log_notes=True):
     """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: translate.py's
     options `opt` (updated and validated, never changed) resolved for the checkpoint
     (opts.resolve_translate_run: truncation, -max_length, -block_ngram_repeat) and its input rules
     (input_rules.py), each logged once, then Translator.translate with `callbacks` (a
     translator.Callbacks: inspection records, the -dump_beam history, the profiler). Returns its
-    results: per line, n_best Translation."""
+    results: per line, n_best Translation. `log_notes` False: the rules are not logged (the API's
+    second and later batches of one stream)."""
     from onmt.translate.input_rules import data_target_limit, prepare_lines, resolve
     from onmt.translate.translator import Translator
     run, option_notes = opts.resolve_translate_run(opt, session.model_opt, session.preprocess,
                                                    data_target_limit(session.preprocess))
     rules, notes = resolve(run, session.preprocess)
-    for note in notes + option_notes:
+    for note in notes + option_notes if log_notes else []:
         logger.info(note)
     opts.validate_translate_run(run)
     translator = Translator.from_opt(run, session.model, session.vocabs, show_progress=show_progress)
-    return translator.translate(prepare_lines(src_lines, rules.lower, rules.src_trunc, rules.tokenize),
-                                prepare_lines(tgt_lines, rules.lower, rules.tgt_trunc, rules.tokenize),
+
+    def prepare(lines, trunc):
+        return prepare_lines(lines, rules.lower, trunc, rules.tokenize, rules.mask_digits)
+    return translator.translate(prepare(src_lines, rules.src_trunc), prepare(tgt_lines, rules.tgt_trunc),
                                 callbacks=callbacks)

@@ -6,8 +6,9 @@ first touch: at beam 5 and batch 64 that was a third of the decoding time here. 
 trim thresholds makes freed blocks reusable. The peak memory is unchanged; it is just not returned
 to the system before the process ends. Called by the preprocess entry point and, through
 `reuse_freed_memory_for(device)` (decoding and training on the CPU only: on a GPU the large tensors are
-the device's), by the train and translate entry points and Summarizer.load (the API); a no-op where the
-C library is not glibc.
+the device's), by the train and translate entry points; the API (Summarizer.load) only when asked
+(`reuse_freed_memory=True`: a library does not tune the allocator of the process it runs in). A no-op where
+the C library is not glibc.
 """
 import ctypes
 import ctypes.util

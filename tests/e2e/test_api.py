@@ -122,7 +122,7 @@ def test_the_api_raises_python_exceptions_not_system_exit(setup):
     s = Summarizer.load(ckpts["copy"])
     with pytest.raises(OptionError, match="invalid choice: 'huge'"):      # a parser error, not SystemExit(2)
         s.summarize(["w1 w2"], length_penalty="huge")
-    with pytest.raises(ValueError, match="argument -beam_size/--beam_size: invalid int value"):
+    with pytest.raises(TypeError, match="beam_size must be an int, got str 'many'"):
         s.summarize(["w1 w2"], beam_size="many")
     if not __import__("torch").cuda.is_available():
         with pytest.raises(OptionError, match="device='cuda': CUDA is not available here"):
@@ -142,15 +142,82 @@ def test_every_search_option_of_translate_py(setup):
     assert s.summarize(TEXTS, detokenize=False, **settings) == out.read_text().split("\n")[:len(TEXTS)]
 
 
-def test_load_keeps_freed_memory_as_translate_py_does(setup, monkeypatch):
-    """Summarizer.load sets the allocator as translate.py's start does (onmt/utils/memory.py), after the
-    checkpoint loaded: a load that fails changes nothing."""
+def test_load_leaves_the_allocator_and_the_logger_alone(setup, monkeypatch):
+    """A library does not tune the process's allocator (onmt/utils/memory.py) unless asked, and
+    progress=True leaves the toolkit's logger with the handlers it had."""
     from onmt.utils import memory
+    from onmt.utils.logging import logger
     calls = []
     monkeypatch.setattr(memory, "reuse_freed_memory", lambda: calls.append("memory"))
+    monkeypatch.setattr(logger, "handlers", [])
     d, ckpts = setup
+    s = Summarizer.load(ckpts["copy"])
+    assert calls == [] and logger.handlers == []
+    state = (logger.level, logger.propagate)
+    assert s.summarize(TEXTS[:2], progress=True) == s.summarize(TEXTS[:2])
+    assert logger.handlers == [] and (logger.level, logger.propagate) == state
+    list(s.summarize(iter(TEXTS), progress=True))
+    assert logger.handlers == [] and (logger.level, logger.propagate) == state
     with pytest.raises(OptionError):
-        Summarizer.load(ckpts["copy"], device="nonsense")
+        Summarizer.load(ckpts["copy"], device="nonsense", reuse_freed_memory=True)
     assert calls == []
-    Summarizer.load(ckpts["copy"])
+    Summarizer.load(ckpts["copy"], reuse_freed_memory=True)              # opt in: as translate.py
     assert calls == ["memory"]
+
+
+def test_an_iterator_is_read_one_batch_at_a_time(setup):
+    """A generator in: a generator out, which pulls batch_size texts before its first result; the same
+    results, details and "line" numbers as a list."""
+    _, ckpts = setup
+    s = Summarizer.load(ckpts["rnn"])
+    pulled = []
+
+    def texts():
+        for t in TEXTS * 3:
+            pulled.append(t)
+            yield t
+    out = s.summarize(texts(), beam_size=2, batch_size=4)
+    assert pulled == [] and not isinstance(out, list)
+    first = next(out)
+    assert len(pulled) == 4
+    assert [first, *out] == s.summarize(TEXTS * 3, beam_size=2, batch_size=4) and len(pulled) == 18
+    details = list(s.summarize(iter(TEXTS * 2), beam_size=2, batch_size=4, return_details=True))
+    assert [d["line"] for d in details] == list(range(12))
+    assert details[7]["summary"] == details[1]["summary"]
+    with pytest.raises(TypeError, match=r"texts\[5\] is int"):
+        list(s.summarize(iter(["w1", "w2", "w3", "w4", "w5", 6]), batch_size=2))
+
+
+def test_arguments_of_the_wrong_type_are_a_type_error_naming_them(setup):
+    _, ckpts = setup
+    s = Summarizer.load(ckpts["rnn"])
+    for kwargs, name in (({"beam_size": "5"}, "beam_size must be an int"), ({"n_best": True}, "n_best"),
+                         ({"alpha": "0.5"}, "alpha must be a number"),
+                         ({"replace_unk": 1}, "replace_unk must be a bool"),
+                         ({"ignore_when_blocking": "w3"}, "ignore_when_blocking must be a list of str"),
+                         ({"length_penalty": 1}, "length_penalty must be a str"),
+                         ({"detokenize": "yes"}, "detokenize must be a bool")):
+        with pytest.raises(TypeError, match=name):
+            s.summarize(["w1 w2"], **kwargs)
+    assert s.summarize(["w1 w2"], alpha=1, length_penalty="wu") == s.summarize(["w1 w2"], alpha=1.0,
+                                                                              length_penalty="wu")
+    with pytest.raises(TypeError, match="texts must be a string or an iterable of strings, got int"):
+        s.summarize(5)
+    for kwargs, name in (({"precision": 16}, "precision must be a str"), ({"compile": "no"}, "compile must be a bool"),
+                         ({"path": 3}, "path must be a str")):
+        with pytest.raises(TypeError, match=name):
+            Summarizer.load(**{"path": ckpts["rnn"], **kwargs})
+
+
+def test_repr_names_the_checkpoint_family_and_device(setup):
+    _, ckpts = setup
+    text = repr(Summarizer.load(ckpts["copy"]))
+    assert text.startswith(f"Summarizer({str(ckpts['copy'])!r}, model_family='copy', device='cpu'")
+
+
+def test_raw_input_gets_the_training_texts_digit_rule(tmp_path):
+    """A Gigaword model (its record: every digit written #) reads raw text's digits as # too."""
+    record = {"lower": True, "text": {"tokenize": "ptb", "lower": True, "digits": "#"}}
+    s = Summarizer.load(save_tiny_checkpoint(tmp_path / "g.pt", "copy", record, seed=4))
+    details = s.summarize(["Bolt ran 100m in 9.58 seconds."], beam_size=2, return_details=True)[0]
+    assert details["src"] == ["bolt", "ran", "###m", "in", "#.##", "seconds", "."]

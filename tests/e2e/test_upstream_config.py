@@ -129,3 +129,105 @@ def test_data_beside_a_configs_data_mapping_is_refused(tmp_path):
     with pytest.raises(OptionError, match="-data .* and the -config.s data: mapping both name the training data"):
         train_bin.main(["-config", str(tmp_path / "a.yaml"), "-data", str(tmp_path / "elsewhere")])
     assert not (tmp_path / "run").exists()
+
+
+# upstream OpenNMT-py 3.5.1's docs/source/examples/summary/cnndm.yaml, key for key, its paths under {d}
+UPSTREAM_CNNDM = """## where the vocabularies go
+save_data: {d}/cnndm/run/example
+overwrite: False
+
+src_seq_length: 10000
+tgt_seq_length: 10000
+src_seq_length_trunc: 400
+tgt_seq_length_trunc: 100
+
+share_vocab: True
+
+data:
+    cnndm:
+        path_src: {d}/cnndm/train.txt.src
+        path_tgt: {d}/cnndm/train.txt.tgt.tagged
+        transforms: []
+        weight: 1
+    valid:
+        path_src: {d}/cnndm/val.txt.src
+        path_tgt: {d}/cnndm/val.txt.tgt.tagged
+        transforms: []
+
+src_vocab_size: 50000
+tgt_vocab_size: 50000
+
+src_vocab: {d}/cnndm/run/example.vocab.src
+tgt_vocab: {d}/cnndm/run/example.vocab.tgt
+
+save_model: {d}/cnndm/run/model
+copy_attn: true
+global_attention: mlp
+word_vec_size: 128
+hidden_size: 512
+layers: 1
+encoder_type: brnn
+train_steps: 200000
+max_grad_norm: 2
+dropout: 0
+batch_size: 16
+valid_batch_size: 16
+optim: adagrad
+learning_rate: 0.15
+adagrad_accumulator_init: 0.1
+reuse_copy_attn: true
+copy_loss_by_seqlength: true
+bridge: true
+seed: 777
+world_size: 2
+gpu_ranks: [0, 1]
+"""
+
+
+def test_upstreams_cnndm_yaml_runs_unchanged(tmp_path):
+    """The file as upstream documents it (toy data from tools/make_toy_data.py under upstream's file names):
+    onmt_build_vocab, then a few training steps (the command line sizes the model and the run for a test and
+    this machine: one process on the CPU); the keys it drops are one log line naming the file, once."""
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers.paths import ROOT
+    toy = tmp_path / "toy"
+    subprocess.run([sys.executable, "tools/make_toy_data.py", "-task", "summ", "-dir", str(toy), "-train_size", "48",
+                    "-valid_size", "8", "-test_size", "2"], cwd=ROOT, check=True, capture_output=True)
+    (tmp_path / "cnndm").mkdir()
+    for ours, theirs in (("train.src", "train.txt.src"), ("train.tgt", "train.txt.tgt.tagged"),
+                         ("valid.src", "val.txt.src"), ("valid.tgt", "val.txt.tgt.tagged")):
+        shutil.copy(toy / f"{ours}.txt", tmp_path / "cnndm" / theirs)
+    config = tmp_path / "cnndm.yaml"
+    config.write_text(UPSTREAM_CNNDM.format(d=tmp_path))
+    build_vocab_bin.main(["-config", str(config), "-n_sample", "-1", "-log_file", str(tmp_path / "v.log")])
+    assert (tmp_path / "cnndm" / "run" / "example.vocab.src").exists()
+    log = tmp_path / "t.log"
+    train_bin.main(["-config", str(config), "-train_steps", "3", "-valid_steps", "3", "-word_vec_size", "8",
+                    "-hidden_size", "16", "-world_size", "1", "-gpu_ranks", "-log_file", str(log)])
+    assert (tmp_path / "cnndm" / "run" / "model_step_3.pt").exists()
+    for text in (log.read_text(), (tmp_path / "v.log").read_text()):
+        ignored = [line for line in text.splitlines() if "ignored upstream keys" in line]
+        assert len(ignored) == 1 and f"ignored upstream keys in {config}: " in ignored[0]
+        assert all(f"{k} (" in ignored[0] for k in ("overwrite", "transforms", "weight"))
+
+
+def test_dashed_keys_yaml_errors_and_refused_keys_name_the_config(tmp_path, capsys):
+    """`-copy_attn: true` is the option, as on the command line; a YAML error names the file and line; the
+    keys that would change the result are refused together, in one line naming the file."""
+    from onmt import opts
+    (tmp_path / "d.yaml").write_text("-copy_attn: true\n-layers: 2\n--rnn_size: 8\ndata: x\n")
+    opt = opts.parse_with_given(opts.train_parser(), ["-config", str(tmp_path / "d.yaml")])
+    assert opt.copy_attn and opt.layers == 2 and opt.rnn_size == 8 and {"copy_attn", "layers"} <= opt._given
+    (tmp_path / "bad.yaml").write_text("data: x\nlayers: [1, 2\nrnn_size: 3\n")
+    (tmp_path / "refused.yaml").write_text("data: x\nlabel_smoothing: 0.1\ncopy_attn_force: true\nrnn_sise: 4\n")
+    for name, expected in (("bad.yaml", r"bad.yaml, line 3, column \d+: not valid YAML"),
+                           ("refused.yaml", r"refused.yaml: 3 key\(s\) not available here, none of them run: "
+                                            r".*-label_smoothing.*; .*-copy_attn_force.*; .*-rnn_sise \(did you mean")):
+        with pytest.raises(SystemExit) as exc:
+            opts.parse_with_given(opts.train_parser(), ["-config", str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert __import__("re").search(expected, err) and "unicode string" not in err, err

@@ -102,3 +102,16 @@ def test_an_upstream_failure_at_one_precision_is_a_row_not_the_end(tmp_path, mon
     assert "upstream: failed, RuntimeError: expected scalar type Half" in fp16 and "| failed |" in fp16
     with pytest.raises(SystemExit):   # ours failing is still the end
         mod.translate_side("ours", ["x"], str(tmp_path / "pred.txt"), {}, a, "r1", str(tmp_path), None, None)
+
+
+def test_train_figures_read_upstreams_step_lines_and_ours():
+    """Upstream writes "N sec", this project names its clocks ("wall N s; training CPU N s")."""
+    mod = _module()
+    upstream = ("[i] Step 10/40; acc: 5.0; ppl: 90.0; xent: 4.5; lr: 0.15; 300/100 tok/s; 2 sec\n"
+                "[i] Step 20/40; acc: 6.0; ppl: 80.0; xent: 4.4; lr: 0.15; 320/120 tok/s; 4 sec\n")
+    ours = ("[i] Step 10/40; acc: 5.0; ppl: 90.0; xent: 4.5; lr: 1.50e-01; 300/100 tok/s; wall 2 s; "
+            "training CPU 1 s; epoch 0\n[i] Step 20/40; acc: 6.0; ppl: 80.0; xent: 4.4; lr: 1.50e-01; "
+            "320/120 tok/s; wall 4 s; training CPU 3 s; epoch 0\n")
+    for text in (upstream, ours):
+        fig = mod.train_figures(text, "ours")
+        assert fig["tgt_tok_s"] == 120 and fig["sents_s"] == 32 * 10 / 2

@@ -11,11 +11,12 @@ from experiments import rl_vs_ml, rl_vs_ml_report  # noqa: E402
 
 
 def test_read_curve_takes_each_validation_with_its_training_time(tmp_path):
+    """Older logs' "(step N; S s of training)" and today's "(step N; training CPU S s)" alike."""
     log = tmp_path / "train.log"
     log.write_text("[x INFO] Validation xent: 4.0000 (step 100; 130 s of training)\n"
                    "[x INFO] Validation ROUGE-L F1 (greedy): 30.50; mean length 6.1 (step 100; 130 s of training)\n"
                    "[x INFO] Step 150/1000; acc: 1\n"
-                   "[x INFO] Validation xent: 3.0000 (step 200; 190 s of training)\n")
+                   "[x INFO] Validation xent: 3.0000 (step 200; training CPU 190 s)\n")   # today's form
     curve = rl_vs_ml.read_curve(str(log), offset=100.0)
     assert [p["step"] for p in curve] == [100, 200] and [p["seconds"] for p in curve] == [30.0, 90.0]
     assert curve[0]["rougeL"] == 30.5 and curve[0]["ppl"] == pytest.approx(54.598, abs=1e-3)

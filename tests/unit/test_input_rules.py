@@ -150,3 +150,17 @@ def test_checkpoint_without_record_translates_as_given(tmp_path, seen):
     (tmp_path / "src.txt").write_text("W1 w2 w3\n")
     log = translate(tmp_path, "-model", ckpt, "-src", tmp_path / "src.txt", "-beam_size", "1")
     assert seen["src"] == ["W1 w2 w3"] and "no record of its preprocessing" in log
+
+
+def test_digits_are_written_hash_where_the_training_text_was():
+    """Gigaword's text writes every digit #: a record with "digits": "#" gives raw input the same."""
+    gigaword = {"lower": False, "text": {"tokenize": "ptb", "lower": True, "digits": "#"}}
+    rules, notes = resolve(topt(), model_opt(), gigaword)
+    assert rules.mask_digits and rules.lower and rules.tokenize
+    assert any("digits" in n and "#.##" in n for n in notes)
+    line = "Bolt ran 100m in 9.58 seconds in 2009."
+    assert prepare_lines([line], rules.lower, 0, rules.tokenize, rules.mask_digits) == \
+        ["bolt ran ###m in #.## seconds in #### ."]
+    rules, _ = resolve(topt(), model_opt(), {"text": {"tokenize": "ptb", "lower": True}})    # CNN/DM: digits kept
+    assert not rules.mask_digits
+    assert prepare_lines([line], True, 0, True, rules.mask_digits) == ["bolt ran 100m in 9.58 seconds in 2009 ."]

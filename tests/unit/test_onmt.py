@@ -20,3 +20,12 @@ def test_summarizer_on_first_use_and_no_other_name():
     assert onmt.Summarizer is Summarizer
     with pytest.raises(AttributeError, match="module 'onmt' has no attribute 'Translator'"):
         onmt.Translator
+
+
+def test_version_is_the_packages():
+    import re
+
+    import onmt
+    with open(f"{ROOT}/pyproject.toml", encoding="utf-8") as f:
+        declared = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+    assert onmt.__version__ == declared

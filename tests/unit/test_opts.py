@@ -332,3 +332,16 @@ def test_translate_compile_without_a_compiler_is_refused_in_one_line(monkeypatch
     with pytest.raises(OptionError, match=re.escape("-compile: torch.compile needs a C++ compiler on the CPU")):
         opts.validate_translate_opts(parse("-compile"))
     opts.validate_translate_opts(parse())   # off by default: nothing is checked
+
+
+def test_detokenize_replaces_unk_unless_keep_unk():
+    """Readable output (-detokenize) writes the attended source word for <unk>, as -replace_unk does."""
+    def updated(*args):
+        opt = opts.parse_with_given(opts.translate_parser(), ["-model", "m", "-src", "s", *args])
+        opts.update_translate_opts(opt)
+        opts.validate_translate_opts(opt)
+        return opt
+    assert updated("-detokenize").replace_unk and not updated().replace_unk
+    assert not updated("-detokenize", "-keep_unk").replace_unk
+    with pytest.raises(OptionError, match="-keep_unk and -replace_unk"):
+        updated("-detokenize", "-keep_unk", "-replace_unk")

@@ -393,7 +393,7 @@ def test_gigaword_seed_ignores_extra(tmp_path, capsys):
     out = tmp_path / "out"
     gigaword_main(["-input", tmp_path / "in", "-output", out])
     assert tree(out) == ["prepare.json", "train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
-    assert json.loads((out / "prepare.json").read_text()) == {"tokenize": "ptb", "lower": True}
+    assert json.loads((out / "prepare.json").read_text()) == {"tokenize": "ptb", "lower": True, "digits": "#"}
     assert lines(out, "valid.src.txt") == ["valid <unk> source"] and lines(out, "valid.tgt.txt") == ["valid <unk>"]
     log = capsys.readouterr().out
     assert "format: seed" in log and "ignored (not a split): extra.src.txt, extra.tgt.txt" in log

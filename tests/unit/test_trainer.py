@@ -274,7 +274,7 @@ def test_a_long_validation_shows_progress(data, tmp_path, monkeypatch):
     log = tmp_path / "log.txt"
     _train(data, str(tmp_path / "p"), "-train_steps", "3", "-valid_steps", "3", "-log_file", str(log))
     lines = [x for x in log.read_text().splitlines() if "Validation: " in x and " batches, " in x]
-    assert len(lines) >= 2 and "Validation: 1 batches, 32 examples (40 s)" in lines[0]
+    assert len(lines) >= 2 and "Validation: 1 batches, 32 examples (wall 40 s)" in lines[0]
 
 
 def test_a_diverging_run_is_said_once_naming_the_likely_option(data, tmp_path):
