@@ -1,4 +1,4 @@
-"""Speed of the batched ROUGE reward (onmt/reinforced/rewards.py) against the rouge-score package.
+"""Speed of the batched ROUGE reward (onmt/losses/rewards.py) against the rouge-score package.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/reward_bench.py     # 64 pairs of 100-token sequences,
                                                                  # Zipf(1.0) ids over 5000 words

@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 from experiments.common import run  # noqa: E402
+from experiments.rl_vs_ml_report import CONTROL, write_report  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "rl_vs_ml")
 
@@ -47,7 +48,6 @@ ARMS = {"a1": (1, 0.9984, 100, []), "b1": (1, None, 300, []), "a2": (2, 0.9984, 
         "a3": (3, 0.9984, 100, []), "b3": (3, None, 300, []), "c1": (1, 1.0, 100, []), "d1": (1, 0.9, 100, []),
         "e1": (1, 0.9984, 100, ["-rl_normalization", "tokens"]), "f1": (1, 0.99, 100, [])}
 PAIRS = [("a1", "b1"), ("a2", "b2"), ("a3", "b3"), ("c1", "d1"), ("e1", "f1")]
-CONTROL = {"a1": "b1", "a2": "b2", "a3": "b3", "c1": "b1", "d1": "b1", "e1": "b1", "f1": "b1"}
 # the training CPU seconds: "(step N; training CPU S s)", or "(step N; S s of training)" in older logs
 VALID_LINE = re.compile(r"Validation (xent|ROUGE-L F1 \(greedy\)): ([\d.]+).*\(step (\d+); "
                         r"(?:training (?:CPU|wall) (\d+) s|(\d+) s of training)\)")
@@ -241,7 +241,6 @@ def score_pair(a, base, names):
             result["paired_equal_steps"] = evaluate(a, os.path.join(a.workdir, "scores", n + ".txt"),
                                                     os.path.join(a.workdir, "scores", eq["name"] + ".txt"))["paired"]
         write_json(os.path.join(RESULTS, f"{n}.json"), result)
-    from experiments.rl_vs_ml_report import write_report
     write_report(RESULTS)
 
 

@@ -12,6 +12,8 @@ ROWS = [("ml_best", "ML, converged (start of every arm)"),
         ("b_steps", "(b) ML continued, equal steps"), ("c", "(c) RL only, gamma 1"),
         ("d", "(d) mixed, gamma 0.9"), ("e", "(e) mixed, gamma 0.9984, -rl_normalization tokens"),
         ("f", "(f) mixed, gamma 0.99")]
+# each mixed arm's ML control (the arm of its seed trained with the ML objective alone)
+CONTROL = {"a1": "b1", "a2": "b2", "a3": "b3", "c1": "b1", "d1": "b1", "e1": "b1", "f1": "b1"}
 
 
 def load(results):
@@ -49,7 +51,6 @@ def row(r, control, start_seconds):
 
 
 def table(results):
-    from experiments.rl_vs_ml import CONTROL
     heads = ["model", "step", "CPU s since the ML start", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)",
              "control", "ΔR-L vs equal-step control", "length / ref", "rep. trigrams %", "novel bigrams %",
              "copy share %"]

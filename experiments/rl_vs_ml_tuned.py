@@ -39,27 +39,12 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 from experiments import rl_vs_ml  # noqa: E402
 from experiments.common import run  # noqa: E402
+from experiments.rl_vs_ml_tuned_kinds import KINDS, MAIN, MATCHED  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "rl_vs_ml_tuned")
 ALPHAS = ["0", "0.5", "1", "1.25", "1.5", "1.75", "2"]
 SEARCH = ["-beam_size", "5", "-max_length", "30"]
 FRACTIONS = (1 / 3, 2 / 3, 1.0)
-# arm kind -> (-rl_gamma or None, learning rate, fresh Adam, more train.py options, description); kinds in
-# MATCHED train on the pairs resampled to the test set's source-reference overlap (matched_data)
-KINDS = {"a": (0.9984, "0.0001", True, [], "mixed objective, gamma 0.9984, lr 1e-4 (the paper's)"),
-         "b": (None, "0.0001", True, [], "ML continued at lr 1e-4, equal CPU time"),
-         "m": (None, "0.001", False, [], "ML phase continued at its own lr 1e-3 and Adam state, equal CPU time"),
-         # the variants of the mixed objective (-variants): what might make it help on the test set
-         "r": (0.9984, "0.0001", True, ["-rl_reward", "rougeL_recall"], "mixed, reward ROUGE-L recall"),
-         "x": (0.9984, "0.0001", True, ["-rl_reward", "mix"], "mixed, reward mean of ROUGE-1/2/L F1"),
-         "l": (0.9984, "0.0001", True, ["-rl_reward", "rougeL_bp"],
-               "mixed, reward ROUGE-L F1 x brevity penalty (length-aware)"),
-         "g": (0.9, "0.0001", True, [], "mixed, gamma 0.9"),
-         "h": (0.9984, "0.0003", True, [], "mixed, lr 3e-4"),
-         "o": (0.9984, "0.0001", True, [], "mixed, training pairs resampled to the test set's overlap"),
-         "p": (None, "0.0001", True, [], "ML at lr 1e-4, training pairs resampled to the test set's overlap")}
-MAIN = "abm"
-MATCHED = "op"
 OVERLAP_BINS = 10
 
 def parse_args(argv=None):

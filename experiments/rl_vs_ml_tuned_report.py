@@ -20,7 +20,7 @@ from onmt.evaluation.breakdown import OVERLAP_EDGES, gain_by_bucket, reference_o
 SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "gigaword")
 CONTROLS = ("b{s}", "b{s}_steps", "m{s}", "p{s}")
 from experiments.rl_vs_ml_report import load  # noqa: E402  (one JSON per scored view, ml_phase left out)
-from experiments.rl_vs_ml_tuned import KINDS  # noqa: E402
+from experiments.rl_vs_ml_tuned_kinds import KINDS  # noqa: E402
 
 KIND = {"ml_best": "ML start (best validation perplexity)", "b_steps": "(b) ML continued at 1e-4, equal steps",
         **{k: f"({k}) {v[4]}" for k, v in KINDS.items()}}

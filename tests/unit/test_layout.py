@@ -277,3 +277,58 @@ def test_only_onmt_opts_writes_opt_asks_what_was_given_or_reads_a_family_alias()
                     node.attr in aliases and isinstance(node.value, ast.Name) and node.value.id in options)):
                 found.append(f"{where} .{node.attr}")
     assert not found, found
+
+
+def _local_imports(folder, package):
+    """{module name: the modules of `package` it imports (anywhere in the file, function bodies too)}."""
+    graph = {}
+    for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(ROOT, folder, name), encoding="utf-8").read())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.startswith(package + "."):
+                    found.add(node.module.split(".")[1])
+                elif node.module == package:
+                    found.update(a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(a.name.split(".")[1] for a in node.names if a.name.startswith(package + "."))
+        graph[name[:-3]] = found - {name[:-3]}
+    return graph
+
+
+@pytest.mark.parametrize("folder", ["experiments", "bench"])
+def test_no_import_circle_among_scripts(folder):
+    """experiments/ and bench/ modules import one another in one direction only (rl_vs_ml.py and its
+    report once imported each other)."""
+    graph = _local_imports(folder, folder)
+    state = {}
+
+    def visit(node, path):
+        if state.get(node) == "open":
+            pytest.fail(f"{folder}/: import circle {' -> '.join(path + [node])}")
+        if state.get(node) == "done":
+            return
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt, path + [node])
+        state[node] = "done"
+    for node in graph:
+        visit(node, [])
+
+
+def test_cited_onmt_paths_exist():
+    """Every onmt/… .py path that a benchmark, an experiment, a tool or a doc names exists (a benchmark
+    once cited onmt/reinforced/rewards.py, which had moved to onmt/losses/)."""
+    missing = []
+    for folder in ("bench", "experiments", "tools", "docs"):
+        for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+            if not name.endswith((".py", ".md", ".sh")):
+                continue
+            text = open(os.path.join(ROOT, folder, name), encoding="utf-8").read()
+            for path in sorted(set(re.findall(r"(?<![\w/])onmt/[\w/]+\.py", text))):
+                if not os.path.exists(os.path.join(ROOT, path)):
+                    missing.append(f"{folder}/{name}: {path}")
+    assert not missing, missing
