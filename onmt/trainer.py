@@ -93,6 +93,7 @@ class Trainer(Reporting):
         # CPU seconds of this process on the CPU (fair between runs sharing cores), wall time elsewhere
         self._clock = time.process_time if self.device.type == "cpu" else time.perf_counter
         self.clock_name = "training CPU" if self.device.type == "cpu" else "training wall"   # the report lines'
+        self._profile = None   # a ProfileRun while train(profile=...) runs
 
     @classmethod
     def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None, rank=0,
@@ -137,6 +138,8 @@ class Trainer(Reporting):
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
+        if self._profile is not None:
+            return step >= self._profile.last
         if self._out_of_time() or self.early_stopping.should_stop:
             return True
         if self.epochs > 0:
@@ -155,12 +158,18 @@ class Trainer(Reporting):
             out = bool(flag.item())
         return out
 
-    def train(self, train_data, valid_data=None, start_step=0, data_pos=(0, 0)):
+    def train(self, train_data, valid_data=None, start_step=0, data_pos=(0, 0), profile=None):
         """Train from `start_step` at data position (epoch, batches consumed); returns the last step.
-        A SIGTERM or ^C (utils/stop.py) ends the step in progress, saves it and raises Stopped."""
+        A SIGTERM or ^C (utils/stop.py) ends the step in progress, saves it and raises Stopped. `profile`
+        (-profile, onmt/utils/profiling.py ProfileRun): the loop runs the profiled steps, then stops with
+        no report line, sample or checkpoint."""
         from onmt.utils.stop import StopSignals
-        with StopSignals() as self._stop:
-            return self._train(train_data, valid_data, start_step, data_pos)
+        self._profile = profile
+        try:
+            with StopSignals() as self._stop:
+                return self._train(train_data, valid_data, start_step, data_pos)
+        finally:
+            self._profile = None
 
     def _train(self, train_data, valid_data, start_step, data_pos):
         step = start_step
@@ -177,7 +186,7 @@ class Trainer(Reporting):
                 step += 1
                 window.update(self._timed_step(group, step))
                 group = []
-                if step % self.report_every == 0:
+                if step % self.report_every == 0 and self._profile is None:
                     window = sum_statistics(window, self.world)  # every rank's figures, logged by rank 0
                     self._report(step, total, epoch, window, time.time() - t0, time.time() - t_start)
                     window, t0 = Statistics(), time.time()
@@ -185,7 +194,7 @@ class Trainer(Reporting):
                     saving = self._done(step, epoch) or (self.save_checkpoint_steps > 0 and
                                                          step % self.save_checkpoint_steps == 0)
                     self._validate_and_keep_best(valid_data, step, (epoch, pos), save_step=saving)
-                if self.sample_every > 0 and step % self.sample_every == 0:
+                if self.sample_every > 0 and step % self.sample_every == 0 and self._profile is None:
                     self.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
@@ -212,22 +221,17 @@ class Trainer(Reporting):
         return step
 
     def _timed_step(self, group, step):
+        profiler = self._profile.profiler if self._profile is not None else None
+        if profiler is not None and step == self._profile.first + 1:
+            profiler.start()
         t0 = self._clock()
         stats = self.train_step(group, step)
         spent = self._clock() - t0
+        if profiler is not None and step > self._profile.first:
+            profiler.done_one()
         self._run_seconds += spent
         self.train_seconds += spent
         return stats
-
-    def _log_why_stopped(self, step):
-        if self.rank != 0:
-            return
-        if self.early_stopping.should_stop:
-            logger.info(f"Early stopping at step {step}: {self.early_stopping.bad} validations without improvement "
-                        f"of {', '.join(self.early_stopping.criteria)}; best {self.early_stopping.describe()}")
-        elif 0 < self.train_time_limit <= self._run_seconds:   # rank 0's clock decides (_out_of_time)
-            logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
-                        f"({self.clock_name} {self._run_seconds:.0f} s in this run)")
 
     def _validate_and_keep_best(self, valid_data, step, data_pos, save_step=False):
         """Validate at `step`; a new best (every early-stopping criterion improved) is saved and becomes
@@ -239,12 +243,7 @@ class Trainer(Reporting):
         if save_step and step not in self._saved_steps:
             self.save(step, data_pos)
         if not improved:
-            if self.rank == 0:
-                es = self.early_stopping
-                count = f"{es.bad} validation{'s' if es.bad > 1 else ''} in a row without improvement"
-                limit = (f"early stopping after {es.patience}" if es.patience else "early stopping off")
-                logger.info(f"Validation: no improvement of {', '.join(es.criteria)} ({count}; {limit}); "
-                            f"best {es.describe()}")
+            self._log_no_improvement()
             return
         path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
         if step not in self._saved_steps:
@@ -254,11 +253,6 @@ class Trainer(Reporting):
         if self.rank == 0:
             logger.info(f"New best: {self.early_stopping.describe()} -> {best}")
 
-    def profile(self, train_data, n_steps, path, start_step=0, data_pos=(0, 0), warmup=2):
-        """-profile N: `warmup` training steps, then `n_steps` steps under torch.profiler, then stop
-        without a checkpoint (onmt/utils/profiling.py `profile_training`)."""
-        from onmt.utils.profiling import profile_training
-        return profile_training(self, train_data, n_steps, path, start_step, data_pos, warmup)
 
     def _stop_if_signalled(self, step, data_pos):
         """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its data
@@ -357,7 +351,10 @@ class Trainer(Reporting):
     # ------------------------------------------------------------------ validation / reporting
     def save(self, step, data_pos, path=None):
         """Write the checkpoint of `step` to {save_model}_step_{step}.pt (pruned with -keep_checkpoint),
-        or to `path` (not pruned); every rank calls it, rank 0 writes. Returns the path on rank 0."""
+        or to `path` (not pruned); every rank calls it, rank 0 writes. Returns the path on rank 0 (None, and
+        nothing written, while profiling)."""
+        if self._profile is not None:
+            return None
         rng_ranks = gather_objects(rng_state(), self.world)  # every rank's: each resumes its own draws
         tracked = path is None
         if tracked:

@@ -128,6 +128,25 @@ class Reporting:
     # ------------------------------------------------------------------ checkpoints
 
 
+    def _log_no_improvement(self):
+        if self.rank != 0:
+            return
+        es = self.early_stopping
+        count = f"{es.bad} validation{'s' if es.bad > 1 else ''} in a row without improvement"
+        limit = (f"early stopping after {es.patience}" if es.patience else "early stopping off")
+        logger.info(f"Validation: no improvement of {', '.join(es.criteria)} ({count}; {limit}); best {es.describe()}")
+
+    def _log_why_stopped(self, step):
+        if self.rank != 0:
+            return
+        if self.early_stopping.should_stop:
+            logger.info(f"Early stopping at step {step}: {self.early_stopping.bad} validations without improvement "
+                        f"of {', '.join(self.early_stopping.criteria)}; best {self.early_stopping.describe()}")
+        elif 0 < self.train_time_limit <= self._run_seconds:   # rank 0's clock decides (_out_of_time)
+            logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
+                        f"({self.clock_name} {self._run_seconds:.0f} s in this run)")
+
+
 def eta(step, total, steps_in_window, window_s):
     """'; 1.93 steps/s, ETA 2m10s' from the last report window's pace (its validations and saves
     included), where the run ends at a known step; '' otherwise (-epochs)."""

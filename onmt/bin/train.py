@@ -204,9 +204,9 @@ def _train_rank(opt, world, data):
         trainer.restore(ckpt, same_run=same_run, path=opt.train_from)
     try:
         if opt.profile:   # profile N steps, then stop (exit status 0, no checkpoint)
-            from onmt.utils.profiling import trace_path
-            trainer.profile(train_data, opt.profile, trace_path(opt, opt.save_model), start_step=start_step,
-                            data_pos=data_pos)
+            from onmt.utils.profiling import profile_training, trace_path
+            profile_training(trainer, train_data, opt.profile, trace_path(opt, opt.save_model), start_step=start_step,
+                             data_pos=data_pos)
             return
         trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
     finally:

@@ -5,6 +5,8 @@ torch.profiler tables, then the top 15 (operator, input shapes) pairs, which tel
 another, and a Chrome trace (chrome://tracing, https://ui.perfetto.dev) is written to
 the trace path, atomically (a temporary file renamed when complete).
 """
+from typing import NamedTuple
+
 import torch
 
 from onmt.utils.files import check_output, write_atomic
@@ -83,34 +85,23 @@ def _device_key(averages):
         else "self_cuda_time_total"
 
 
+class ProfileRun(NamedTuple):
+    """-profile: the training loop stops after step `last`; its steps after `first` run under `profiler`
+    (rank 0; None on the other ranks)."""
+    first: int
+    last: int
+    profiler: object
+
+
 def profile_training(trainer, train_data, n_steps, path, start_step=0, data_pos=(0, 0), warmup=2):
-    """`warmup` training steps of `trainer` (onmt/trainer.py), then `n_steps` steps under torch.profiler
-    (tables logged by rank 0, Chrome trace written to `path`). No checkpoint is written: training stops
-    there. Returns the number of profiled steps."""
-    from onmt.errors import UserError
-    profiler = Profiler(n_steps, path, trainer.device, "training steps", log=logger.info) if trainer.rank == 0 else None
-    epoch, pos = data_pos
-    step, group, total = start_step, [], warmup + n_steps
-    while step - start_step < total:
-        got = 0
-        for batch in train_data.iter_epoch(epoch, start=pos):
-            got += 1
-            group.append(batch)
-            if len(group) < trainer.accum_count:
-                continue
-            if profiler is not None and step - start_step == warmup:
-                profiler.start()
-            step += 1
-            trainer.train_step(group, step)
-            group = []
-            if profiler is not None:
-                profiler.done_one()
-            if step - start_step >= total:
-                break
-        else:
-            if got == 0 and pos == 0:
-                raise UserError(f"epoch {epoch} gave this process no training batch")
-            epoch, pos = epoch + 1, 0
-    if profiler is not None:
-        profiler.stop()
+    """-profile N: the trainer's own loop (onmt/trainer.py `train`), `warmup` steps, then `n_steps` steps
+    under torch.profiler (tables logged by rank 0, a Chrome trace written to `path`), then a stop with no
+    validation and no checkpoint. Returns the number of profiled steps."""
+    profiler = Profiler(n_steps, path, trainer.device, "training steps") if trainer.rank == 0 else None
+    try:
+        trainer.train(train_data, None, start_step, data_pos,
+                      profile=ProfileRun(start_step + warmup, start_step + warmup + n_steps, profiler))
+    finally:
+        if profiler is not None:
+            profiler.stop()
     return n_steps
