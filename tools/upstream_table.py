@@ -81,8 +81,8 @@ def option_rows():
 
 
 def config_rows():
-    rows = [("data: NAME: " + key, "-config", "same here: a corpus (NAME `valid`: the validation corpus; several "
-                                              "training corpora are concatenated)") for key in upstream_config.CORPUS_KEYS]
+    corpus = "same here: a corpus (NAME `valid`: the validation corpus; several training corpora are concatenated)"
+    rows = [("data: NAME: " + key, "-config", corpus) for key in upstream_config.CORPUS_KEYS]
     for key, here in upstream_config.DATA_KEYS.items():
         what = "same here" if key == here else f"here as `{here}`"
         rows.append((key, "-config", f"{what}: preprocess.py's `-{here}` for the dataset train.py builds"))

@@ -20,7 +20,8 @@ def train_opts(parser):
     g.add("-compile", "--compile", action="store_true",
           help="torch.compile the decoder's step (the reinforced model's teacher-forced passes and rollouts, the "
                "step-loop decoders; See et al.'s fused decoder pass is not compiled), on first use (~30 s on the "
-               "CPU). Measured no faster on the CPU (docs/benchmarks.md, Lower precision); for GPUs (bench/gpu_suite.sh)")
+               "CPU). Measured no faster on the CPU (docs/benchmarks.md, Lower precision); for GPUs "
+               "(bench/gpu_suite.sh)")
     g = parser.add_argument_group("Schedule")
     g.add("-train_steps", "--train_steps", type=int, default=100000, help="stop after this many steps")
     g.add("-epochs", "--epochs", type=int, default=0, help="if > 0, train this many epochs instead of -train_steps")
