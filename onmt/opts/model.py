@@ -39,7 +39,7 @@ def model_opts(parser):
     g.add("-pre_word_vecs_dec", "--pre_word_vecs_dec", default=None,
           help="GloVe-format text file for decoder embeddings")
     g.add("-param_init", "--param_init", type=float, default=0.1, help="uniform init range (0: PyTorch defaults)")
-    g = parser.add_argument_group("Model, OpenNMT-py's options (README, Upstream OpenNMT-py flags)")
+    g = parser.add_argument_group("Model, OpenNMT-py's options (docs/upstream.md, Upstream OpenNMT-py flags)")
     g.add("-share_decoder_embeddings", "--share_decoder_embeddings", action="store_true",
           help="the generator's output matrix is the decoder embedding (needs -word_vec_size = -rnn_size); "
                "-reinforced ties W_out = tanh(E_tgt W_proj) already: implied there")
@@ -64,7 +64,7 @@ def model_opts(parser):
           help="ablation: free W_out instead of tanh(E_tgt W_proj)")
     g.add("-intra_attn_scale", "--intra_attn_scale", default="none", choices=["none", "sqrt"],
           help="the bilinear attention scores e = h^d . W h (eqs. 2 and 6): none = as written; sqrt = divided "
-               "by sqrt(-rnn_size), the same equations with W / sqrt(H), which trains stably (README, "
+               "by sqrt(-rnn_size), the same equations with W / sqrt(H), which trains stably (docs/user-guide.md, "
                "Sanity tasks). A fresh -reinforced model uses sqrt unless given; checkpoints without it: none")
     g.add("-scheduled_sampling", "--scheduled_sampling", type=float, default=0.0,
           help="probability that the next decoder input is the model's own previous prediction")

@@ -5,7 +5,7 @@ def train_opts(parser):
     g.add("-data", "--data", required=True, help="prefix given to preprocess.py -save_data")
     g.add("-data_config", "--data_config", default=None,
           help="set by a -config in OpenNMT-py 3.x form (its data: mapping of corpora, src_vocab, save_data, "
-               "...): train.py builds the dataset for it, or finds it built (README, OpenNMT-py 3.x configs)")
+               "...): train.py builds the dataset for it, or finds it built (docs/upstream.md, OpenNMT-py 3.x configs)")
     g.add("-save_model", "--save_model", default="model", help="checkpoints are {save_model}_step_{N}.pt")
     g.add("-train_from", "--train_from", default="", help="resume everything from this checkpoint")
     g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
@@ -20,7 +20,8 @@ def train_opts(parser):
     g.add("-compile", "--compile", action="store_true",
           help="torch.compile the decoder's step (the reinforced model's teacher-forced passes and rollouts, the "
                "step-loop decoders; See et al.'s fused decoder pass is not compiled), on first use (~30 s on the "
-               "CPU). Measured no faster on the CPU (README, Lower precision); for GPUs (bench/gpu_suite.sh)")
+               "CPU). Measured no faster on the CPU (docs/benchmarks.md, Lower precision); for GPUs "
+               "(bench/gpu_suite.sh)")
     g = parser.add_argument_group("Schedule")
     g.add("-train_steps", "--train_steps", type=int, default=100000, help="stop after this many steps")
     g.add("-epochs", "--epochs", type=int, default=0, help="if > 0, train this many epochs instead of -train_steps")
@@ -47,7 +48,7 @@ def train_opts(parser):
     g.add("-pool_factor", "--pool_factor", type=int, default=100, help="batches per length-sorted bucket pool")
     g.add("-accum_count", "--accum_count", type=int, default=1,
           help="one optimizer step per N batches (per process): the update of one N times larger batch")
-    g = parser.add_argument_group("Several processes (README, Several GPUs)")
+    g = parser.add_argument_group("Several processes (docs/user-guide.md, Several GPUs)")
     g.add("-world_size", "--world_size", type=int, default=1,
           help="number of processes; N > 1 outside torchrun spawns N on this machine (CPU, or GPUs with "
                "-gpu_ranks); under torchrun its WORLD_SIZE counts")

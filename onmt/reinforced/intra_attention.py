@@ -17,7 +17,7 @@ per-pass products (onmt/fused/step_source.py, passed in as `source`) against.
 Both take a `scale` s (default 1): e = s * h^d . W h, i.e. the same equations with the matrix s W.
 -intra_attn_scale sqrt (a fresh -reinforced model's default) sets s = 1/sqrt(H) as Vaswani et al.
 scale dot products; the paper does not say. With s = 1 the bilinear scores' gradients into the
-recurrent states make a one-layer model's training spike and its copying fail (README, Sanity tasks).
+recurrent states make a one-layer model's training spike and its copying fail (docs/user-guide.md, Sanity tasks).
 """
 import torch
 import torch.nn as nn

@@ -80,7 +80,7 @@ def resolve(opt, device, world_size_given=False, cpu_given=False):
         if env is None and gpu_ranks and sorted(gpu_ranks) != list(range(world_size)):
             raise UserError(f"-world_size {world_size} -gpu_ranks {' '.join(map(str, gpu_ranks))}: this "
                             f"machine spawns every rank (-gpu_ranks {' '.join(map(str, range(world_size)))}); "
-                            "for several machines use torchrun (README, Several GPUs)")
+                            "for several machines use torchrun (docs/user-guide.md, Several GPUs)")
         if gpu_ranks and torch.cuda.device_count() < world_size:
             raise UserError(f"-world_size {world_size} with -gpu_ranks needs {world_size} GPUs, "
                             f"this machine has {torch.cuda.device_count()}")

@@ -2,7 +2,7 @@
 
 tools/make_toy_data.py -> preprocess -> train -> translate (beam 5) through the real entry points,
 scored by exact match (prediction line == reference line) on 500 held-out pairs. RECIPES is the
-README's table "Sanity tasks": each family's sizes and steps on copy, reverse, sort and copy_oov, and
+docs/user-guide.md's table "Sanity tasks": each family's sizes and steps on copy, reverse, sort and copy_oov, and
 the floor each must reach (its measured exact match on this CPU, less a margin for another host's
 arithmetic). copy_oov's target vocabulary holds only the 20 common words, so its rare words can only be
 copied: without a pointer the same model stays <= 20 %.

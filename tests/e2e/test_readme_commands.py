@@ -1,7 +1,8 @@
-"""Every command line of the README parses with its command's own parser (exact option names, choices,
-config files that exist), every `./run.sh` action it names exists, and every tool it runs answers -h:
-the README cannot go stale when an option is renamed. Lines with placeholders (`...`, `[optional]`,
-upper-case names such as D or HOST) are illustrations, not commands, and are left out."""
+"""Every command line of the README and of docs/*.md parses with its command's own parser (exact option
+names, choices, config files that exist), every `./run.sh` action it names exists, and every tool it runs
+answers -h: the documentation cannot go stale when an option is renamed. Lines with placeholders (`...`,
+`[optional]`, upper-case names such as D or HOST) are illustrations, not commands, and are left out."""
+import glob
 import os
 import re
 import shlex
@@ -13,7 +14,7 @@ import pytest
 from helpers.paths import ROOT
 from onmt import opts
 
-README = os.path.join(ROOT, "README.md")
+DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 PARSERS = {"train.py": opts.train_parser, "translate.py": opts.translate_parser,
            "preprocess.py": opts.preprocess_parser, "onmt.bin.evaluate": opts.evaluate_parser,
            "onmt_evaluate": opts.evaluate_parser, "onmt_train": opts.train_parser,
@@ -23,10 +24,10 @@ PARSERS = {"train.py": opts.train_parser, "translate.py": opts.translate_parser,
 WRAPPERS = {"timeout": 1, "nohup": 0}
 
 
-def readme_commands():
-    """(line number, argv) of each command in the README's code blocks, continuation lines joined,
-    comments and environment assignments dropped."""
-    text = open(README, encoding="utf-8").read().split("\n")
+def readme_commands(path):
+    """(line number, command) of each command in the code blocks of the markdown file `path`, continuation
+    lines joined, comments dropped."""
+    text = open(path, encoding="utf-8").read().split("\n")
     out, in_block, pending, start = [], False, "", 0
     for n, line in enumerate(text, 1):
         if line.startswith("```"):
@@ -66,8 +67,17 @@ def _placeholder(command):
 
 
 def _cases():
+    """(where: "FILE line N", the command, its script, its arguments) of every command of DOCS."""
     cases = []
-    for n, command in readme_commands():
+    for path in DOCS:
+        name = os.path.relpath(path, ROOT)
+        cases += [(f"{name} line {n}", *case) for n, *case in _file_cases(path)]
+    return cases
+
+
+def _file_cases(path):
+    cases = []
+    for n, command in readme_commands(path):
         argv = _argv(command)
         if not argv:
             continue
@@ -86,21 +96,23 @@ def _cases():
 CASES = _cases()
 
 
-def test_the_readme_has_commands_of_each_kind():
+def test_the_docs_have_commands_of_each_kind():
     scripts = {os.path.basename(c[2]) for c in CASES}
-    assert {"train.py", "translate.py", "preprocess.py", "run.sh", "onmt.bin.evaluate"} <= scripts, scripts
+    kinds = {"train.py", "translate.py", "preprocess.py", "run.sh", "onmt.bin.evaluate", "onmt_evaluate"}
+    assert kinds <= scripts, scripts
+    assert {c[0].split(" line ")[0] for c in CASES} >= {"README.md", "docs/user-guide.md", "docs/upstream.md"}
 
 
-@pytest.mark.parametrize("line, command, script, args", [c for c in CASES if os.path.basename(c[2]) in PARSERS
+@pytest.mark.parametrize("where, command, script, args", [c for c in CASES if os.path.basename(c[2]) in PARSERS
                                                         and not _placeholder(c[1])], ids=lambda v: str(v)[:40])
-def test_command_parses(line, command, script, args):
+def test_command_parses(where, command, script, args):
     parser = PARSERS[os.path.basename(script)]()
     cwd = os.getcwd()
     os.chdir(ROOT)   # config/... paths are the repository's
     try:
         opts.parse_with_given(parser, args)
     except SystemExit as e:
-        pytest.fail(f"README line {line}: `{command}` does not parse (exit {e.code})")
+        pytest.fail(f"{where}: `{command}` does not parse (exit {e.code})")
     finally:
         os.chdir(cwd)
 
@@ -108,16 +120,19 @@ def test_command_parses(line, command, script, args):
 def test_run_sh_actions_exist():
     actions = set(re.findall(r"^\s+([a-z_|]+)\)", open(os.path.join(ROOT, "run.sh"), encoding="utf-8").read(), re.M))
     known = {a for group in actions for a in group.split("|")}
-    for line, command, script, args in CASES:
+    for where, command, script, args in CASES:
         if script.endswith("run.sh"):
             for word in args:
-                assert word in known, f"README line {line}: ./run.sh {word} is no action of run.sh"
+                assert word in known, f"{where}: ./run.sh {word} is no action of run.sh"
 
 
 def test_tools_answer_help():
-    tools = sorted({c[2] for c in CASES if c[2].startswith("tools/") and c[2].endswith(".py")})
+    tools = {}
+    for where, command, script, args in CASES:
+        if script.startswith("tools/") and script.endswith(".py"):
+            tools.setdefault(script, where)
     assert tools
-    for tool in tools:
+    for tool, where in sorted(tools.items()):
         r = subprocess.run([sys.executable, os.path.join(ROOT, tool), "-h"], capture_output=True, text=True,
                            cwd=ROOT, timeout=120)
-        assert r.returncode == 0, f"{tool} -h: {r.stderr[-500:]}"
+        assert r.returncode == 0, f"{where}: {tool} -h: {r.stderr[-500:]}"

@@ -94,7 +94,7 @@ def test_reinforced_alone_is_the_papers_structure():
     assert _train_opt("-reinforced", "-input_feed", "1").reinforced
     # and the paper's recipe where nothing was given: sizes, Adam 1e-3, batch 50, dropout 0, sampling 0.25
     assert (opt.word_vec_size, opt.rnn_size, opt.dropout, opt.scheduled_sampling) == (100, 400, 0.0, 0.25)
-    # and scores scaled by 1/sqrt(H) (the paper is silent; unscaled spikes: README, Sanity tasks)
+    # and scores scaled by 1/sqrt(H) (the paper is silent; unscaled spikes: docs/user-guide.md, Sanity tasks)
     assert opt.intra_attn_scale == "sqrt"
     assert _train_opt("-reinforced", "-intra_attn_scale", "none").intra_attn_scale == "none"
     assert (opt.optim, opt.learning_rate, opt.batch_size) == ("adam", 0.001, 50)

@@ -1,5 +1,5 @@
-"""Upstream OpenNMT-py's training and preprocessing flags, with upstream's meaning (README, Upstream
-OpenNMT-py flags)."""
+"""Upstream OpenNMT-py's training and preprocessing flags, with upstream's meaning (docs/upstream.md,
+Upstream OpenNMT-py flags)."""
 import math
 
 import pytest
