@@ -36,8 +36,8 @@ UPSTREAM_OPTIONS = {
     "random_sampling_topk": (None, "decoding is greedy or beam search"),
     "random_sampling_temp": (None, "decoding is greedy or beam search"),
     "phrase_table": (None, "-replace_unk copies the attended source word"),
-    "fp32": (None, "translation runs in float32"),
-    "int8": (None, "translation runs in float32"),
+    "fp32": ("-precision fp32", "one option names the decoding's precision"),
+    "int8": ("-precision int8", "one option names the decoding's precision"),
 }
 
 
