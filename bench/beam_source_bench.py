@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import torch
 
-from bench.translation_ab import alternate, lines_and_opt, parser, report
+from bench.lib.translation_ab import alternate, lines_and_opt, parser, report
 from onmt.models.rnn_decoder import RNNDecoderState
 from onmt.translate.session import load_session
 

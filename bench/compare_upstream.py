@@ -46,8 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:   # run as a script (sys.path[0] is bench/) or loaded from its path
     sys.path.insert(0, ROOT)
-from bench.compare_upstream_table import precision_rows, print_table  # noqa: E402,F401
-from bench.measured_run import _env, fail, last_line, must, run  # noqa: E402,F401
+from bench.lib.compare_upstream_table import precision_rows, print_table  # noqa: E402,F401
+from bench.lib.measured_run import _env, fail, last_line, must, run  # noqa: E402,F401
 
 UPSTREAM_PACKAGES = ["torch==2.13.0", "configargparse", "pyyaml", "sacrebleu", "six", "pyonmttok", "rapidfuzz",
                      "pyahocorasick", "tensorboard", "ctranslate2", "spacy", "fasttext-wheel"]

@@ -13,7 +13,7 @@ compiled times) and the share of identical first predictions.
 """
 import torch
 
-from bench.translation_ab import alternate, lines_and_opt, parser, report
+from bench.lib.translation_ab import alternate, lines_and_opt, parser, report
 from onmt.translate.session import load_session
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench.common import exp_seconds_per_element, matmul_peak_flops
+from bench.lib.common import exp_seconds_per_element, matmul_peak_flops
 from onmt import opts
 from onmt.evaluation import METRICS, score
 from onmt.evaluation.bootstrap import paired_test

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from bench.common import (
+from bench.lib.common import (
     exp_seconds_per_element,
     floor_line,
     matmul_peak_flops,

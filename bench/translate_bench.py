@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from bench.common import model_opt, peak_rss_mib, synthetic_vocabs
+from bench.lib.common import model_opt, peak_rss_mib, synthetic_vocabs
 from onmt.model_builder import build_model
 from onmt.translate.translator import SearchSettings, Translator
 from onmt.utils.memory import reuse_freed_memory
