@@ -125,8 +125,7 @@ class Reporting:
                        f"(a uniform guess scores {V}): training is diverging; lower -learning_rate or set "
                        f"-max_grad_norm{hint}")
 
-    # ------------------------------------------------------------------ checkpoints
-
+    # ------------------------------------------------------------------ early stopping
 
     def _log_no_improvement(self):
         if self.rank != 0:
