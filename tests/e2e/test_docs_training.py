@@ -17,7 +17,8 @@ from helpers.paths import ROOT, load_module
 
 _readme = load_module(os.path.join(ROOT, "tests", "e2e", "test_readme_commands.py"), "_docs_commands")
 STEPS = 12
-TRAIN = [c for c in _readme.CASES if os.path.basename(c[2]) in ("train.py", "onmt_train") and not _readme._placeholder(c[1])]
+TRAIN = [c for c in _readme.CASES
+         if os.path.basename(c[2]) in ("train.py", "onmt_train") and not _readme._placeholder(c[1])]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def _rewrite(args, data, tmp, written):
     """The command's options with its data, paths and device replaced; None when it resumes a checkpoint
     no earlier command wrote."""
     out, skip = [], False
-    for i, word in enumerate(args):
+    for word in args:
         if skip:
             skip = False
             continue
