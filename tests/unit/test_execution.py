@@ -19,7 +19,8 @@ from onmt.translate.beam_search import beam_search
 
 CASES = {   # name -> (model options, what build_model says of its fused paths with fused kernels)
     "reinforced": (dict(model_family="reinforced", rnn_size=8), "every fused path applies"),
-    "copy_coverage": (dict(model_family="copy", coverage_attn=True, global_attention="mlp"), "every fused path applies"),
+    "copy_coverage": (dict(model_family="copy", coverage_attn=True, global_attention="mlp"),
+                      "every fused path applies"),
     "rnn_general": (dict(model_family="rnn", global_attention="general"),
                     "step-loop fallback: the fused decoder pass needs a 1-layer LSTM with input feeding and mlp "
                     "attention (this decoder: general attention)"),

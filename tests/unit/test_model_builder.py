@@ -91,8 +91,8 @@ def test_compiled_decoder_step_gives_the_same_loss_and_gradients():
     from torch._dynamo.utils import counters
 
     from helpers.reinforced import _batch, _model
-    from onmt.hardware import compile_problem
     from onmt.fused.execution import compile_step
+    from onmt.hardware import compile_problem
     if compile_problem("cpu"):
         pytest.skip(compile_problem("cpu"))
     batch = _batch(seed=1, B=4, S=7, T=6)
