@@ -19,12 +19,13 @@
                      All are what the step computes anyway (returning them costs nothing); the
                      searches keep them per hypothesis only when asked (keep_attn /
                      keep_inspection).
-    scores, state, attns = model.decode_step_scores(inputs, state)   optional: decode_step for the
-             searches, log p as "step scores" (onmt/modules/step_scores.py: bans, a beam's top K, each
-             row's best, the full (B, X) on demand) that need not write the (B, X) tensor (the
-             reinforced model's fused decoding: onmt/fused/mixture_scores.py). Same state and attns;
-             scores.full() equals decode_step's logp. The searches call decode_step where a model
-             lacks it (translate/decoding.py `decode_step_scores`).
+    scores, state, attns = model.decode_step_scores(inputs, state)   decode_step for the searches,
+             log p as "step scores" (onmt/modules/step_scores.py: bans, a beam's top K, each row's
+             best, the full (B, X) on demand) that need not write the (B, X) tensor (the fused
+             decodings: onmt/fused/mixture_scores.py). Same state and attns; scores.full() equals
+             decode_step's logp. Default (models/generic.py ModelDefaults): decode_step's logp as a
+             DenseScores; the searches do the same for a model outside the registry that lacks it
+             (translate/decoding.py `decode_step_scores`).
     logp, attns = model(batch)                         teacher forcing on batch.tgt
              logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: "std" (B, T-1, S),
              "coverage" (B, T-1, S) for coverage models (the coverage before each step),
@@ -56,8 +57,16 @@
              consecutive rows of one source each (DecoderStateBase: a state keeping its source
              fields once per source selects each group's, not a copy per row).
 
-Models also expose `tgt_vocab_size` (V_tgt) and `copy` (True when logp covers the extended
-vocabulary). `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
+Models also expose `tgt_vocab_size` (V_tgt), `copy` (True when logp covers the extended
+vocabulary), `execution` (what runs: onmt/fused/execution.py, fixed when the model is built) and the
+members with defaults of onmt/models/generic.py's ModelDefaults, which every registered model inherits:
+    model.decode_step_scores(inputs, state)       above
+    model.upgrade_state_dict(state) -> state      a checkpoint's state dict with old keys renamed (identity)
+    model.execution_notes() -> [str]              the fused paths of `execution` that do not apply to the
+                                                  model, each with why (build_model logs them; none)
+    model.embeddings(side) -> module or None      the "encoder" / "decoder" word embeddings (-pre_word_vecs_*,
+                                                  -fix_word_vecs_*): that side's `.embeddings`
+`Model` and `DecoderState` below state the same contract as typing Protocols (checked by
 tests/unit/test_interface.py for every family of the registry); ATTN_KEYS lists every attns key.
 """
 from dataclasses import dataclass, fields, replace
@@ -95,6 +104,7 @@ class Model(Protocol):
 
     tgt_vocab_size: int
     copy: bool
+    execution: object                                          # onmt/fused/execution.py's Execution
 
     def encode(self, batch) -> "EncoderOutput": ...
 
@@ -107,6 +117,15 @@ class Model(Protocol):
     def gold_log_likelihood(self, batch) -> tuple: ...         # (ll (B, T-1), pred (B, T-1), attns)
 
     def rollout(self, batch, enc, max_length, modes=("sample",)) -> tuple: ...   # one Rollout per mode
+
+    # with defaults (onmt/models/generic.py ModelDefaults)
+    def decode_step_scores(self, inputs, state) -> tuple: ...  # (step scores, state, attns)
+
+    def upgrade_state_dict(self, state) -> dict: ...           # old checkpoint keys renamed
+
+    def execution_notes(self) -> list: ...                     # fused paths that do not apply, with why
+
+    def embeddings(self, side): ...                            # "encoder" / "decoder" word embeddings or None
 
 
 def gold_targets(batch, extended_size):

@@ -2,7 +2,7 @@
 
     MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls, loss_cls)
         FAMILIES[name]                   the family's option knowledge (onmt/opts/families.py)
-        model_cls.from_opt(opt, vocabs, kernels="fused")  -> nn.Module implementing onmt/interface.py
+        model_cls.from_opt(opt, vocabs, execution=None)  -> nn.Module implementing onmt/interface.py
         loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
 
 Every family trains with the one Trainer (onmt/trainer.py), which knows no model.
@@ -17,6 +17,7 @@ from typing import NamedTuple
 import torch.nn as nn
 
 from onmt.errors import UserError
+from onmt.fused.execution import as_execution
 from onmt.losses.ml import MLLoss
 from onmt.losses.rl import MixedLoss
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
@@ -95,7 +96,7 @@ def _load_pretrained(model, opt, vocabs):
                                      (opt.pre_word_vecs_dec, "decoder", vocabs.tgt, "decoder")):
         if not path:
             continue
-        emb = getattr(getattr(model, owner, None), "embeddings", None)
+        emb = model.embeddings(owner)
         if not isinstance(emb, Embeddings):
             logger.warning("the %s has no word embeddings to load %s into", side, path)
             continue
@@ -108,8 +109,7 @@ def _fix_embeddings(model, opt):
     for side in ("encoder", "decoder"):
         if not getattr(opt, f"fix_word_vecs_{side[:3]}"):
             continue
-        owner = getattr(model, side, None)
-        emb = getattr(owner, "embeddings", None)
+        emb = model.embeddings(side)
         if not isinstance(emb, nn.Module):
             raise UserError(f"-fix_word_vecs_{side[:3]}: the {name_of(model)} model's {side} has no embeddings")
         for p in emb.parameters():
@@ -121,10 +121,12 @@ def name_of(model):
 
 
 def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None, own_options=False,
-                device="cpu", kernels="fused"):
+                device="cpu", execution=None):
     """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`, built with
-    `kernels` ("fused" or "plain": onmt/fused/kernels.py); logs its family, its number of parameters, its
-    device and its kernels (the one line that says which model runs).
+    `execution` (what runs, made once by the entry point: onmt/fused/execution.py; None: the default, fused
+    kernels, no decoding precision, nothing compiled; a kernels name "fused" / "plain": the default with
+    it); logs its family, its number of parameters, its device, its execution and the fused paths that do
+    not apply to it, each with why (`execution_line`: the one line that says what runs).
 
     allow_new: parameters that `checkpoint_state` lacks (e.g. coverage added on -train_from) keep the
     initialization of a fresh model; otherwise a checkpoint must hold exactly the model's parameters,
@@ -132,11 +134,11 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     and says "its options" (`own_options`: the checkpoint's own) or "these options".
     """
     name = model_type(opt)
-    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs, kernels=kernels)
+    execution = as_execution(execution)
+    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs, execution=execution)
     init_parameters(model, opt.param_init)
     if checkpoint_state is not None:
-        if hasattr(model, "upgrade_state_dict"):  # keys of older versions renamed (ReinforcedModel.RENAMED_KEYS)
-            checkpoint_state = model.upgrade_state_dict(checkpoint_state)
+        checkpoint_state = model.upgrade_state_dict(checkpoint_state)  # older keys renamed (interface.py)
         own = model.state_dict()
         unexpected = [k for k in checkpoint_state if k not in own]
         missing = [k for k in own if k not in checkpoint_state]
@@ -155,35 +157,19 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
         _load_pretrained(model, opt, vocabs)
     _fix_embeddings(model, opt)
     model = model.to(device)
+    logger.info(execution_line(name, model, device))
+    return model
+
+
+def execution_line(name, model, device):
+    """build_model's line: "Model NAME: N parameters; device D; execution: kernels K, precision P, compile C"
+    then the fused paths of the execution that do not apply to the model, each with why
+    (`model.execution_notes()`), or "; every fused path applies"."""
     n_params = sum(p.numel() for p in model.parameters())
-    logger.info(f"Model {name}: {n_params} parameters; device {device}; kernels {kernels}")
-    return model
-
-
-def compile_decoder_step(model):
-    """-compile: the decoder's `step` (every family's decoder has one) through torch.compile, put on the
-    decoder instance, so the model's passes, rollouts and decoding call it; the parameters, the state dict
-    and so the checkpoints are unchanged. One graph for every batch size, source length and step
-    (dynamic shapes: the intra-decoder history grows by one row per step); the fused per-pass
-    autograd functions inside a step (onmt/fused/) break the graph and run eagerly. Returns the model."""
-    import torch
-    decoder = model.decoder
-    decoder.step = torch.compile(type(decoder).step.__get__(decoder), dynamic=True)
-    return model
-
-
-def compile_decoding(model):
-    """translate -compile: every mlp attention's scores (See et al.'s, Bahdanau's) through torch.compile
-    (onmt/fused/step_attention.compiled_mlp_scores), put on the attention instances; nothing else of the
-    model changes. Returns how many attentions now score compiled (0: the model has no mlp attention)."""
-    from onmt.fused.step_attention import compiled_mlp_scores
-    from onmt.modules.global_attention import GlobalAttention
-    attentions = [m for m in model.modules() if isinstance(m, GlobalAttention) and m.attn_type == "mlp"]
-    if attentions:
-        score = compiled_mlp_scores()
-        for attention in attentions:
-            attention._mlp_score = score
-    return len(attentions)
+    notes = model.execution_notes()
+    tail = "".join(f"; {note}" for note in notes) if notes or not model.execution.fused else \
+        "; every fused path applies"
+    return f"Model {name}: {n_params} parameters; device {device}; execution: {model.execution.describe()}{tail}"
 
 
 def _shape(t):

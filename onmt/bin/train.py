@@ -142,9 +142,10 @@ def _train_rank(opt, world, data):
     from onmt.utils.tensorboard import TensorBoard
     board = TensorBoard.from_opt(opt) if world.rank == 0 else None  # checked here, before any work
 
+    from onmt.fused.execution import Execution
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
-    from onmt.model_builder import build_loss, build_model, compile_decoder_step, model_entry
+    from onmt.model_builder import build_loss, build_model, model_entry
     vocabs, meta = load_vocabs(data)
     check_training_examples(data, meta)
 
@@ -167,10 +168,8 @@ def _train_rank(opt, world, data):
     random.seed(opt.seed)
     model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
                         allow_new=opts.resume_adds_parameters(opt),
-                        checkpoint_name=opt.train_from or None, device=device)
-    if opt.compile:
-        compile_decoder_step(model)
-        logger.info("-compile: the decoder's step is compiled by torch.compile on its first call")
+                        checkpoint_name=opt.train_from or None, device=device,
+                        execution=Execution.for_training(opt))   # -compile: the decoder's step, compiled on first call
     optimizer = build_optimizer(opt, model, ckpt)
     logger.info(describe_phase(opt, ckpt))
     distributed.broadcast_model(model, world)

@@ -5,11 +5,12 @@ onmt/reinforced/intra_attention.py, o_t = [h^d_t ; c^e_t ; c^d_t] in onmt/reinfo
 eqs. 9-13 in onmt/reinforced/pointer_generator.py; See et al. 2017's attention (eqs. 1-3, 11) in
 onmt/modules/global_attention.py, p_gen and the mixture (eqs. 4, 8, 9) in onmt/modules/copy_generator.py
 and copy_mixture.py. That plain code is the reference: each kernel here is tested against it (values
-and gradients), and a whole model runs it alone when built with kernels="plain" (kernels.py: the one
-setting, fixed at construction, and the one place that says where a fused kernel can run now, the
-toolkit's only grad-mode check included). Nothing in onmt/modules imports this package: a model built
-with kernels="fused" (the default) gives the modules it builds the fused versions (the mlp score, the
-copy generator's decoding mixture, the dropout class) and calls the others itself.
+and gradients), and a whole model runs it alone when built with kernels "plain" (execution.py: the one
+implementation selector, Execution(kernels, precision, compile), fixed at construction and logged by
+build_model with the fused paths that do not apply; kernels.py: the one place that says where a fused
+kernel can run now, the toolkit's only grad-mode check included). Nothing in onmt/modules imports this
+package: a model built with fused kernels (the default) gives the modules it builds the fused versions
+(the mlp score, the copy generator's decoding mixture, the dropout class) and calls the others itself.
 tests/e2e/test_plain_vs_fused.py compares a whole ML step, a whole mixed step (values and every
 gradient) and a whole beam search of each family, plain against fused.
 

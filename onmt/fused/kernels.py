@@ -1,8 +1,10 @@
-"""Plain or fused: the one setting, and the few checks that say whether a fused kernel can run now.
+"""Plain or fused, and the few checks that say whether a fused kernel can run now.
 
-A model is built with `kernels="plain"` or `kernels="fused"` (the default; `build_model(...,
-kernels=...)` logs it on its "Model ..." line), stores it, and hands it to its submodules when it
-builds them: nothing reads a global or the grad mode to choose an implementation.
+A model is built with kernels "plain" or "fused" (the default), a field of its Execution
+(onmt/fused/execution.py: kernels, decoding precision, compile; `build_model(..., execution=...)` logs it
+on its "Model ..." line), keeps it, and hands it to its submodules when it builds them: nothing reads a
+global or writes a mark into a module to choose an implementation; the grad mode only picks, among the
+fused kernels the execution allows, a decoding-only kernel or a training pass (below).
 
     plain  the equation-shaped reference code only (onmt/modules, onmt/reinforced, onmt/models): no
            packed or prepared weights, no row blocks, no sigmoid form of the mlp score, no fast exp,

@@ -21,8 +21,8 @@ import warnings
 
 import torch
 
-from onmt.fused.kernels import decoding_only, fast_dtype
-from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged, decoding_precision, precision_set
+from onmt.fused.kernels import fast_dtype
+from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged
 from onmt.modules.precision import float32_region
 
 _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
@@ -106,29 +106,30 @@ def prepared_linear(weight, bias, precision="fp32", rows_hint=None):
     raise ValueError(f"unknown precision {precision!r}")
 
 
-def decoding_gates(kernels, rnn, x, h):
+def decoding_gates(execution, rnn, x, h):
     """The `gates` of onmt/modules/lstm_step.py for one decoding step of the nn.LSTM `rnn` on x (B, E)
     and h (L, B, H), or None (the plain two addmm per layer): with fused kernels, without autograd, in
-    eval mode, in a model whose decoding precision was set (translate.py, the API), on float32 inputs.
+    eval mode, in a model built to decode in a chosen precision (`execution.prepared_decoding`:
+    translate.py, the API; onmt/fused/execution.py), on float32 inputs.
     Each layer's gates are then ONE product [x ; h] [W_ih ; W_hh]^T + (b_ih + b_hh) prepared once per set
     of parameters in that precision (lstm_gate_products; packed float32, bf16 or int8, the gates float32)
     instead of two addmm and an add per layer and step. Measured at 150 rows, input 128, hidden 256, one
     thread: 1.38 ms per step for the two addmm, 1.22 packed float32, 0.75 bf16, 0.45 int8."""
-    if not (decoding_only(kernels) and not rnn.training and precision_set(rnn) and fast_dtype(x, h)):
+    if not (execution.prepared_decoding and execution.decoding_only() and not rnn.training and fast_dtype(x, h)):
         return None
-    return lstm_gate_products(rnn)
+    return lstm_gate_products(rnn, execution.decoding_precision)
 
 
-def lstm_gate_products(rnn):
-    """Per layer of the nn.LSTM `rnn`, its DecodingLSTMLayer in rnn's decoding precision, prepared once while
-    its parameters are unchanged (decoding_gates)."""
+def lstm_gate_products(rnn, precision):
+    """Per layer of the nn.LSTM `rnn`, its DecodingLSTMLayer in `precision`, prepared once while its
+    parameters are unchanged (decoding_gates)."""
     def build():
         layers = []
         for layer in range(rnn.num_layers):
             w_ih, w_hh, b_ih, b_hh = (getattr(rnn, f"{name}_l{layer}").detach().float()
                                       for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
             layers.append(DecodingLSTMLayer(torch.cat([w_ih, w_hh], dim=1), b_ih + b_hh,  # (4H, E+H), (4H,)
-                                            decoding_precision(rnn)))
+                                            precision))
         return layers
     return cached_while_unchanged(rnn, list(rnn.parameters()), build)
 
@@ -178,11 +179,12 @@ def quantized_rnn(rnn):
     return cached_while_unchanged(rnn, list(rnn.parameters()), build)
 
 
-def encoder_lowered(kernels, encoder, packed):
+def encoder_lowered(execution, encoder, packed):
     """Whether `encoder` (a module) runs its RNN on `packed` through run_rnn: with fused kernels, without
-    autograd, in eval mode, in a model decoding in bf16 or int8 (-precision), on float32 inputs."""
-    return (decoding_only(kernels) and not encoder.training and decoding_precision(encoder) in ("bf16", "int8")
-            and fast_dtype(packed.data))
+    autograd, in eval mode, in a model built to decode in bf16 or int8 (`execution`: -precision), on
+    float32 inputs."""
+    return (execution.prepared_decoding and execution.precision in ("bf16", "int8") and execution.decoding_only()
+            and not encoder.training and fast_dtype(packed.data))
 
 
 def run_rnn(rnn, packed, precision):

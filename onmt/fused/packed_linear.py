@@ -52,7 +52,6 @@ class PackedLinear:
 
 
 CACHE_ATTR = "_decoding_weight_cache"
-PRECISION_ATTR = "_decoding_precision"
 
 
 def cached_while_unchanged(owner, tensors, build):
@@ -60,9 +59,9 @@ def cached_while_unchanged(owner, tensors, build):
     unchanged: an optimizer step or load_state_dict writes parameters in place, which bumps their
     version counters, and .to() gives new storage, so either rebuilds. For what decoding derives from
     fixed weights (a packed W_out): a translation run packs once instead of once per batch. Call
-    `drop_cached(owner)` when training starts, so no idle copy is kept. The owner's decoding precision
-    (`set_decoding_precision`) is part of the key: changing it rebuilds."""
-    key = (decoding_precision(owner),) + tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
+    `drop_cached(owner)` when training starts, so no idle copy is kept. The decoding precision it is
+    built in is the model's execution's (onmt/fused/execution.py), fixed when the model is built."""
+    key = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
     cached = owner.__dict__.get(CACHE_ATTR)
     if cached is None or cached[0] != key:
         cached = (key, build())
@@ -79,28 +78,3 @@ def drop_cached(owner):
     """Forget the cached_while_unchanged values of `owner` and of its submodules."""
     for m in _owners(owner):
         m.__dict__.pop(CACHE_ATTR, None)
-
-
-def set_decoding_precision(owner, precision):
-    """Decode with `owner`'s (a model's) vocabulary products in `precision` ("fp32", "bf16", "fp16",
-    "int8": onmt/fused/low_precision.py) from now on, its decoders' LSTM gates as one prepared product
-    per layer (low_precision.decoding_gates) and its encoder lowered (low_precision.run_rnn), with every
-    submodule marked. A setting of the model, like its eval mode, not state: what it changes is rebuilt
-    once (cached_while_unchanged), not per batch. The prepared products are fused kernels: a model built
-    with kernels="plain" decodes in float32 only (another precision is a ValueError)."""
-    if precision != "fp32" and getattr(owner, "kernels", "fused") == "plain":
-        raise ValueError(f"decoding precision {precision} needs the fused kernels: "
-                         "a model built with kernels='plain' decodes in fp32 only")
-    for m in _owners(owner):
-        m.__dict__[PRECISION_ATTR] = precision
-    drop_cached(owner)
-
-
-def decoding_precision(owner):
-    """`owner`'s decoding precision: "fp32" unless set_decoding_precision said otherwise."""
-    return owner.__dict__.get(PRECISION_ATTR, "fp32")
-
-
-def precision_set(owner):
-    """Whether set_decoding_precision marked `owner` (a model decoding for translate.py or the API)."""
-    return PRECISION_ATTR in owner.__dict__

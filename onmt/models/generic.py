@@ -1,11 +1,39 @@
 """The interface's generic implementations for models without a fused path (the baselines, test
-models): the gold log-likelihood from the full distribution, rollouts through decode_step."""
+models): the gold log-likelihood from the full distribution, rollouts through decode_step; and
+`ModelDefaults`, the defaults of interface.Model's optional members, which every registered model inherits."""
 import torch
 
 from onmt.constants import BOS, EOS
+from onmt.fused.execution import Execution
 from onmt.fused.kernels import gradients_wanted
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.modules.sampling import sample_rows
+from onmt.modules.step_scores import DenseScores
+
+
+class ModelDefaults:
+    """interface.Model's optional members with their defaults (a model class lists it before nn.Module and
+    overrides what it does better), so that callers call them instead of asking `hasattr`."""
+
+    execution = Execution()   # what runs (onmt/fused/execution.py); a model sets its own when built
+
+    def decode_step_scores(self, inputs, state):
+        """decode_step with its log p (float32) as a DenseScores (onmt/modules/step_scores.py)."""
+        logp, state, attns = self.decode_step(inputs, state)
+        return DenseScores(logp.float()), state, attns
+
+    @classmethod
+    def upgrade_state_dict(cls, state):
+        """A checkpoint's model state with the keys of older versions renamed to today's: none to rename."""
+        return state
+
+    def execution_notes(self):
+        """The fused paths of `execution` that do not apply to this model, each with why: none."""
+        return []
+
+    def embeddings(self, side):
+        """The word embeddings of `side` ("encoder" or "decoder"): its `.embeddings` module, or None."""
+        return getattr(getattr(self, side, None), "embeddings", None)
 
 
 def gold_from_forward(model, batch):

@@ -7,10 +7,14 @@ At step t the RNN reads [emb(y_{t-1}); feed], where feed is
 Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_t]) (c_t = c for the
 fixed-context model); dropout is applied to it before the generator and before it is fed back.
 
-With kernels="fused" (the default) the decoder builds its modules with onmt/fused's versions (the mlp
-score, the dropout masks) and runs a teacher-forced pass through the fused kernels where they apply
-(onmt/fused/kernels.py decides: `_fused_pass`, `step_attention`), a decoding step with the prepared
-LSTM gates (low_precision.decoding_gates); with kernels="plain", the plain step loop of the formulas.
+The decoder is built with the model's Execution (onmt/fused/execution.py). With fused kernels (the
+default) it builds its modules with onmt/fused's versions (the mlp score, the dropout masks) and runs a
+teacher-forced pass through the fused kernels where they apply (`fused_pass_problem` says where the
+fused decoder pass does not, and why; onmt/fused/kernels.py whether a kernel runs now: `_fused_pass`,
+`step_attention`), and, in a model built to decode in a chosen precision, a decoding step with the
+prepared LSTM gates (low_precision.decoding_gates); with plain kernels, the plain step loop of the
+formulas. Its compile setting puts its `step` (compile "decoder-step") or its mlp attention's decoding
+scores (compile "mlp-scores") through torch.compile when it is built.
 """
 from dataclasses import dataclass, fields, replace
 from typing import Optional
@@ -20,9 +24,9 @@ import torch.nn as nn
 
 from onmt.fused.decoder_pass import lstm_mlp_decoder_pass
 from onmt.fused.dropout import Dropout, dropout_mask
-from onmt.fused.kernels import check_kernels, training_pass
+from onmt.fused.execution import as_execution, compile_step
 from onmt.fused.low_precision import decoding_gates
-from onmt.fused.step_attention import StepAttention, mlp_scores_blocked
+from onmt.fused.step_attention import StepAttention, compiled_mlp_scores, mlp_scores_blocked
 from onmt.interface import DecoderStateBase
 from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
@@ -93,16 +97,16 @@ class RNNDecoder(nn.Module):
         input_feed: feed the previous attentional vector (ignored with attn_type "none").
         coverage: coverage vector in the attention.
         dropout: between RNN layers and on the attentional vector.
-        kernels: "fused" or "plain" (onmt/fused/kernels.py; module docstring).
+        execution: the model's Execution (onmt/fused/execution.py; module docstring) or a kernels name.
     """
 
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, attn_type="general",
-                 input_feed=True, coverage=False, dropout=0.0, kernels="fused"):
+                 input_feed=True, coverage=False, dropout=0.0, execution=None):
         super().__init__()
         if coverage and attn_type == "none":
             raise ValueError("coverage needs attention")
-        self.kernels = check_kernels(kernels)
-        fused = kernels == "fused"
+        self.execution = execution = as_execution(execution)
+        fused = execution.fused
         self.embeddings = embeddings
         self.num_layers, self.hidden_size = num_layers, hidden_size
         self.attn_type = attn_type
@@ -116,9 +120,50 @@ class RNNDecoder(nn.Module):
             self.attn = None
             self.linear_out = nn.Linear(2 * hidden_size, hidden_size)
         else:
+            compiled = execution.compile == "mlp-scores" and attn_type == "mlp"
             self.attn = GlobalAttention(hidden_size, attn_type, coverage=coverage,
-                                        mlp_score=mlp_scores_blocked if fused else None)
+                                        mlp_score=compiled_mlp_scores() if compiled else
+                                        mlp_scores_blocked if fused else None)
         self.dropout = (Dropout if fused else nn.Dropout)(dropout)
+        if execution.compile == "decoder-step":
+            compile_step(self)
+
+    @property
+    def kernels(self):
+        return self.execution.kernels
+
+    def fused_pass_problem(self):
+        """None where a teacher-forced pass can run as the fused decoder pass (See et al.'s structure: a
+        one-layer LSTM, input feeding, mlp attention; onmt/fused/decoder_pass.py), else why not."""
+        if not self.execution.fused:
+            return "plain kernels"
+        found = [what for what, wrong in (
+            ("no attention" if self.attn is None else f"{self.attn.attn_type} attention",
+             self.attn is None or self.attn.attn_type != "mlp"),
+            ("no input feeding", not self.input_feed),
+            (type(self.rnn).__name__, not isinstance(self.rnn, nn.LSTM)),
+            (f"{self.num_layers} layers", self.num_layers != 1)) if wrong]
+        if not found:
+            return None
+        return ("the fused decoder pass needs a 1-layer LSTM with input feeding and mlp attention "
+                f"(this decoder: {', '.join(found)})")
+
+    def execution_notes(self):
+        """The fused paths of this decoder's Execution that do not apply to it, each with why (build_model
+        logs them)."""
+        if not self.execution.fused:
+            return []
+        notes = []
+        problem = self.fused_pass_problem()
+        if problem:
+            notes.append(f"step-loop fallback: {problem}")
+        if self.execution.prepared_decoding and not isinstance(self.rnn, nn.LSTM):
+            notes.append(f"no prepared decoding gates: they are an LSTM's (this decoder: {type(self.rnn).__name__})")
+        if self.execution.compile == "mlp-scores" and (self.attn is None or self.attn.attn_type != "mlp"):
+            notes.append("compile mlp-scores: this decoder has no mlp attention, nothing is compiled")
+        if self.execution.compile == "decoder-step" and not problem:
+            notes.append("compile decoder-step: the fused decoder pass of training runs eagerly")
+        return notes
 
     def init_state(self, enc, src_ex=None, n_oov=0):
         """enc: EncoderOutput -> RNNDecoderState at the start of decoding."""
@@ -164,7 +209,7 @@ class RNNDecoder(nn.Module):
         attention: a `step_attention(state)` of this pass, or None (the plain attention)."""
         if isinstance(self.rnn, nn.LSTM):  # the cell equations: a per-step nn.LSTM call costs more
             x = self._rnn_input(emb, state)  # (B, E [+ H])
-            gates = decoding_gates(self.kernels, self.rnn, x, state.hidden[0])
+            gates = decoding_gates(self.execution, self.rnn, x, state.hidden[0])
             rnn_out, hidden = lstm_step(self.rnn, x, state.hidden, gates)  # (B, H)
         else:
             rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
@@ -178,8 +223,8 @@ class RNNDecoder(nn.Module):
     def step_attention(self, state):
         """The fused attention of a whole teacher-forced pass from `state` (onmt/fused/step_attention.py):
         with fused kernels under autograd in float32 only (its backward is the gain,
-        kernels.training_pass); None otherwise."""
-        if self.attn is None or not training_pass(self.kernels, state.memory):
+        Execution.training_pass); None otherwise."""
+        if self.attn is None or not self.execution.training_pass(state.memory):
             return None
         return StepAttention(state.keys, state.memory)
 
@@ -194,11 +239,11 @@ class RNNDecoder(nn.Module):
     def _fused_pass(self, emb, state):
         """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass as one
         autograd function (onmt/fused/decoder_pass.py) with fused kernels when gradients are wanted in
-        float32 or float64 without autocast (kernels.training_pass); None otherwise (the step loop runs)."""
+        float32 or float64 without autocast (Execution.training_pass), where its structure allows
+        (fused_pass_problem); None otherwise (the step loop runs)."""
         memory = state.memory
-        if (self.attn is None or self.attn.attn_type != "mlp" or not self.input_feed
-                or not isinstance(self.rnn, nn.LSTM) or self.num_layers != 1 or emb.size(1) == 0
-                or not training_pass(self.kernels, memory, emb, dtypes=(torch.float32, torch.float64))):
+        if (self.fused_pass_problem() is not None or emb.size(1) == 0
+                or not self.execution.training_pass(memory, emb, dtypes=(torch.float32, torch.float64))):
             return None
         B, T, _ = emb.shape
         drop = self._dropout_masks(T, B, emb)

@@ -3,9 +3,8 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from onmt.fused.kernels import check_kernels
+from onmt.fused.execution import as_execution
 from onmt.fused.low_precision import encoder_lowered, run_rnn
-from onmt.fused.packed_linear import decoding_precision
 from onmt.interface import EncoderOutput
 
 RNN_TYPES = {"LSTM": nn.LSTM, "GRU": nn.GRU}      # -rnn_type -> torch module (the decoders' too)
@@ -26,13 +25,14 @@ class RNNEncoder(nn.Module):
             split back into L layers. (OpenNMT-py reshapes the (L*dirs, B, H/dirs) tensor without
             transposing, which mixes examples when it has more than one layer or direction; here the
             layers of one example are concatenated.)
-        kernels: "fused" (lowered while decoding at -precision bf16 / int8) or "plain" (onmt/fused/kernels.py).
+        execution: the model's Execution (onmt/fused/execution.py; lowered while decoding at -precision bf16 /
+            int8 with fused kernels); a kernels name "fused" / "plain" stands for the default one with it.
     """
 
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False, dropout=0.0,
-                 bridge=False, kernels="fused"):
+                 bridge=False, execution=None):
         super().__init__()
-        self.kernels = check_kernels(kernels)
+        self.execution = as_execution(execution)
         if bidirectional and hidden_size % 2:
             raise ValueError(f"a bidirectional encoder needs an even hidden size, got {hidden_size}")
         self.embeddings = embeddings
@@ -50,6 +50,10 @@ class RNNEncoder(nn.Module):
         else:
             self.bridge = None
 
+    @property
+    def kernels(self):
+        return self.execution.kernels
+
     def _bridge(self, linear, s):
         """(L, B, H) -> (L, B, H): relu(linear([s_1; ..; s_L])) per example."""
         L, B, H = s.shape
@@ -66,11 +70,11 @@ class RNNEncoder(nn.Module):
 
     def _run_rnn(self, packed):
         """self.rnn on a packed sequence; with fused kernels, without autograd, in a model decoding in
-        bf16 or int8 (-precision: packed_linear.set_decoding_precision), lowered (low_precision.run_rnn:
+        bf16 or int8 (-precision: the model's execution), lowered (low_precision.run_rnn:
         bfloat16 autocast or PyTorch's dynamic int8 LSTM), its outputs float32."""
-        if not encoder_lowered(self.kernels, self, packed):
+        if not encoder_lowered(self.execution, self, packed):
             return self.rnn(packed)
-        return run_rnn(self.rnn, packed, decoding_precision(self))
+        return run_rnn(self.rnn, packed, self.execution.precision)
 
     def forward(self, src, lengths):
         """src (B, S) ids, lengths (B,) >= 1 -> EncoderOutput(memory (B, S, H), final (L, B, H), mask)."""

@@ -1,11 +1,12 @@
 """The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
 onmt/interface.py.
 
-`kernels` ("fused", the default, or "plain": onmt/fused/kernels.py) is fixed when the model is built:
-the model stores it and builds its encoder, decoder, embeddings and generator with it. With "fused" a
-decoding step's vocabulary product is packed once (`_decoding_linear`), the copy generator decodes with
-row blocks in place (onmt/fused/step_mixture.py) and the copy model's training path is the gold-only
-mixture (onmt/fused/gold_mixture.py); with "plain" every path is the formula.
+`execution` (an Execution, onmt/fused/execution.py: kernels, decoding precision, compile) is fixed when
+the model is built: the model keeps it and builds its encoder, decoder, embeddings and generator with it.
+With fused kernels a decoding step's vocabulary product is packed once in the decoding precision
+(`_decoding_linear`), the copy generator decodes with row blocks in place (onmt/fused/step_mixture.py)
+and the copy model's training path is the gold-only mixture (onmt/fused/gold_mixture.py); with plain
+kernels every path is the formula.
 """
 import torch.nn as nn
 
@@ -13,12 +14,12 @@ from onmt.constants import UNK
 from onmt.errors import UserError
 from onmt.fused import step_mixture
 from onmt.fused.dropout import Dropout
+from onmt.fused.execution import as_execution
 from onmt.fused.gold_mixture import copy_generator_gold_log_prob
-from onmt.fused.kernels import check_kernels, decoding_only
 from onmt.fused.low_precision import prepared_linear
-from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
+from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
 from onmt.interface import gold_targets
-from onmt.models.generic import gold_from_forward, rollout_from_steps
+from onmt.models.generic import ModelDefaults, gold_from_forward, rollout_from_steps
 from onmt.models.rnn_decoder import RNNDecoder
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_generator import CopyGenerator, Generator
@@ -26,7 +27,7 @@ from onmt.modules.embeddings import Embeddings
 from onmt.modules.step_scores import DenseScores
 
 
-class NMTModel(nn.Module):
+class NMTModel(ModelDefaults, nn.Module):
     """RNN encoder, RNN decoder (attention / input feeding / fixed context) and a softmax generator.
 
     Args:
@@ -34,25 +35,31 @@ class NMTModel(nn.Module):
         decoder: RNNDecoder.
         generator: Generator (plain) or CopyGenerator (pointer-generator, extended vocabulary).
         tgt_vocab_size: V_tgt.
-        kernels: "fused" or "plain" (module docstring); the encoder and decoder are built with the same.
+        execution: an Execution (module docstring) or a kernels name; the encoder and decoder are built with
+            the same.
     """
 
     copy = False  # True when log-probabilities cover the extended vocabulary
 
-    def __init__(self, encoder, decoder, generator, tgt_vocab_size, kernels="fused"):
+    def __init__(self, encoder, decoder, generator, tgt_vocab_size, execution=None):
         super().__init__()
-        self.kernels = check_kernels(kernels)
-        if (encoder.kernels, decoder.kernels) != (kernels, kernels):
-            raise ValueError(f"a {kernels} model needs a {kernels} encoder and decoder, got "
-                             f"{encoder.kernels} and {decoder.kernels}")
+        self.execution = execution = as_execution(execution)
+        if (encoder.execution, decoder.execution) != (execution, execution):
+            raise ValueError(f"a model of {execution} needs an encoder and a decoder of the same, got "
+                             f"{encoder.execution} and {decoder.execution}")
         self.encoder, self.decoder, self.generator = encoder, decoder, generator
         self.tgt_vocab_size = tgt_vocab_size
 
+    @property
+    def kernels(self):
+        return self.execution.kernels
+
     @classmethod
-    def from_opt(cls, opt, vocabs, kernels="fused"):
+    def from_opt(cls, opt, vocabs, execution=None):
         """Build from the model options (onmt/opts/model.py, updated: -layers already resolved into
-        -enc_layers and -dec_layers) and the Vocabs, with `kernels` (module docstring)."""
-        fused = check_kernels(kernels) == "fused"
+        -enc_layers and -dec_layers) and the Vocabs, with `execution` (module docstring)."""
+        execution = as_execution(execution)
+        fused = execution.fused
         dropout_cls = Dropout if fused else nn.Dropout
         src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
         if opt.share_embeddings:
@@ -62,10 +69,10 @@ class NMTModel(nn.Module):
         else:
             tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
         encoder = RNNEncoder(opt.rnn_type, opt.enc_layers, opt.rnn_size, src_emb,
-                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge, kernels=kernels)
+                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge, execution=execution)
         decoder = RNNDecoder(opt.rnn_type, opt.dec_layers, opt.rnn_size, tgt_emb,
                              attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
-                             coverage=opt.coverage_attn, dropout=opt.dropout, kernels=kernels)
+                             coverage=opt.coverage_attn, dropout=opt.dropout, execution=execution)
         tgt_vocab_size = len(vocabs.tgt)
         tied = tgt_emb if opt.share_decoder_embeddings else None
         if cls.copy:
@@ -75,7 +82,7 @@ class NMTModel(nn.Module):
                                       **mixture)
         else:
             generator = Generator(opt.rnn_size, tgt_vocab_size, tied_embeddings=tied)
-        return cls(encoder, decoder, generator, tgt_vocab_size, kernels=kernels)
+        return cls(encoder, decoder, generator, tgt_vocab_size, execution=execution)
 
     # ------------------------------------------------------------------ interface
     def encode(self, batch):
@@ -115,7 +122,7 @@ class NMTModel(nn.Module):
         With fused kernels and without autograd the vocabulary product uses the generator's weight packed
         once (PackedLinear)."""
         dec, state = self.decoder.step(self.embed_target(inputs), state)
-        linear = self._decoding_linear() if decoding_only(self.kernels) else None
+        linear = self._decoding_linear() if self.execution.decoding_only() else None
         logp, attns = self._generate(dec, state, linear)
         return logp, state, attns
 
@@ -123,7 +130,7 @@ class NMTModel(nn.Module):
         """decode_step with log p as step scores (interface.py): the copy model's fused decoding gives a
         mixture_scores.MixtureScores (the searches' top K without the (B, X) log-probabilities written),
         every other case decode_step's tensor as a DenseScores."""
-        if not (self.copy and decoding_only(self.kernels)):
+        if not (self.copy and self.execution.decoding_only()):
             logp, state, attns = self.decode_step(inputs, state)
             return DenseScores(logp.float()), state, attns
         dec, state = self.decoder.step(self.embed_target(inputs), state)
@@ -144,7 +151,11 @@ class NMTModel(nn.Module):
         proj = self.generator.linear
         weight, bias = proj.weight, proj.bias  # (V, H), (V,)
         return cached_while_unchanged(self, [weight, bias],
-                                      lambda: prepared_linear(weight, bias, decoding_precision(self)))
+                                      lambda: prepared_linear(weight, bias, self.execution.decoding_precision))
+
+    def execution_notes(self):
+        """The fused paths of the model's execution that do not apply to it, each with why (interface.py)."""
+        return self.decoder.execution_notes()
 
     def forward(self, batch):
         """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S) (and "p_copy"
@@ -171,7 +182,7 @@ class CopyNMTModel(NMTModel):
         """The fused training path (onmt/fused/gold_mixture.py): log p(gold) (B, T-1) with 0 at
         padding, the argmax (B, T-1) and the attns, without the (B, T-1, X) distribution; with plain
         kernels, from `forward` (the full distribution)."""
-        if self.kernels == "plain":
+        if not self.execution.fused:
             return gold_from_forward(self, batch)
         state = self.init_state(batch, self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)

@@ -6,9 +6,11 @@ et al.'s eqs. 9 and 11) and the encoder attention (eqs. 2-5, 10); the attentions
 `intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t keeps its 3H size and the
 generator's parameters keep their shapes. `step` is the plain path; a teacher-forced pass or a rollout
 may pass it the fused per-pass lookups and products of `step_embedding()` / `step_source()`
-(onmt/fused/), which give the same values and gradients. Built with kernels="fused" (the default) its
-dropout draws its masks with torch.rand and a decoding step uses the prepared LSTM gates
-(onmt/fused/low_precision.py `decoding_gates`); with "plain", nn.Dropout and the two addmm per layer.
+(onmt/fused/), which give the same values and gradients. Built with the model's Execution
+(onmt/fused/execution.py): with fused kernels (the default) its dropout draws its masks with torch.rand
+and, in a model built to decode in a chosen precision, a decoding step uses the prepared LSTM gates
+(onmt/fused/low_precision.py `decoding_gates`); with plain kernels, nn.Dropout and the two addmm per layer;
+with compile "decoder-step" its `step` goes through torch.compile (execution.compile_step).
 """
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Tuple
@@ -18,7 +20,7 @@ import torch.nn as nn
 
 from onmt.constants import UNK
 from onmt.fused.dropout import Dropout
-from onmt.fused.kernels import check_kernels
+from onmt.fused.execution import as_execution, compile_step
 from onmt.fused.low_precision import decoding_gates
 from onmt.fused.step_embedding import StepEmbedding
 from onmt.fused.step_source import StepSource
@@ -63,21 +65,27 @@ class ReinforcedDecoder(nn.Module):
         temporal: intra-temporal (True) or plain (False) attention over the encoder.
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
         score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with -intra_attn_scale sqrt).
-        kernels: "fused" or "plain" (module docstring, onmt/fused/kernels.py).
+        execution: the model's Execution (module docstring, onmt/fused/execution.py) or a kernels name.
     """
 
     def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True,
-                 score_scale=1.0, kernels="fused"):
+                 score_scale=1.0, execution=None):
         super().__init__()
-        self.kernels = check_kernels(kernels)
+        self.execution = execution = as_execution(execution)
         self.embeddings = embeddings
         self.tgt_vocab_size = embeddings.tgt_vocab_size
         self.hidden_size = hidden_size
-        self.dropout = (Dropout if kernels == "fused" else nn.Dropout)(dropout)
+        self.dropout = (Dropout if execution.fused else nn.Dropout)(dropout)
         self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal, scale=score_scale)
         self.dec_attn = IntraDecoderAttention(hidden_size, scale=score_scale) if intra_decoder else None
+        if execution.compile == "decoder-step":
+            compile_step(self)
+
+    @property
+    def kernels(self):
+        return self.execution.kernels
 
     @property
     def output_size(self):
@@ -113,7 +121,7 @@ class ReinforcedDecoder(nn.Module):
         inputs = inputs.masked_fill(inputs >= self.tgt_vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
         x = emb.squeeze(1)  # (B, E)
-        h_t, hidden = lstm_step(self.rnn, x, state.hidden, decoding_gates(self.kernels, self.rnn, x, state.hidden[0]))
+        h_t, hidden = lstm_step(self.rnn, x, state.hidden, decoding_gates(self.execution, self.rnn, x, state.hidden[0]))
         # the source fields per row (a beam state keeps them once per example); a `source` reads them as stored
         keys, memory = (state.enc_keys, state.memory) if source is not None else (
             state.per_row("enc_keys"), state.per_row("memory"))  # (B, S, H) x2

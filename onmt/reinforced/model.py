@@ -12,8 +12,9 @@ of a step on CPU). The training and rollout paths use the fused kernels of onmt/
 its __init__.py); the per-step-generator baselines they are measured against live in
 bench/reinforced_step_bench.py.
 
-`kernels` ("fused", the default, or "plain": onmt/fused/kernels.py) is fixed when the model is built and
-given to its encoder, decoder and generator. With "plain" every path is the formula: the teacher forcing
+`execution` (an Execution, onmt/fused/execution.py: kernels, decoding precision, compile) is fixed when
+the model is built and given to its encoder, decoder and generator. With plain kernels every path is the
+formula: the teacher forcing
 through `decoder.step` and `generator.forward` (the ML loss gathers the gold from the full distribution,
 scheduled sampling takes its argmax), decoding with W_out unpacked, rollouts as rollout.py says.
 """
@@ -23,6 +24,7 @@ import torch
 import torch.nn as nn
 
 from onmt.fused.dropout import Dropout
+from onmt.fused.execution import as_execution
 from onmt.fused.gold_mixture import (
     logits_on,
     packed_out_weight,
@@ -30,12 +32,11 @@ from onmt.fused.gold_mixture import (
     pointer_generator_predict,
     training_loop_product,
 )
-from onmt.fused.kernels import check_kernels, decoding_only
-from onmt.fused.packed_linear import cached_while_unchanged, decoding_precision, drop_cached
+from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs, pointer_generator_step_scores
 from onmt.fused.step_source import DecodingSource
 from onmt.interface import gold_targets
-from onmt.models.generic import gold_from_forward
+from onmt.models.generic import ModelDefaults, gold_from_forward
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
 from onmt.modules.embeddings import Embeddings
@@ -47,42 +48,43 @@ from onmt.reinforced.pointer_generator import PointerGenerator
 from onmt.reinforced.rollout import rollout as lockstep_rollout
 
 
-class ReinforcedModel(nn.Module):
+class ReinforcedModel(ModelDefaults, nn.Module):
     copy = True
     # state_dict key prefixes renamed since checkpoints were first written: old -> new
     RENAMED_KEYS = (("decoder.embedding.", "decoder.embeddings."),)
 
-    def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax", kernels="fused"):
+    def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax", execution=None):
         super().__init__()
         if sampling_mode not in ("argmax", "sample"):
             raise ValueError(f"sampling_mode must be argmax or sample, got {sampling_mode}")
-        self.kernels = check_kernels(kernels)
-        if {encoder.kernels, decoder.kernels, generator.kernels} != {kernels}:
-            raise ValueError(f"a {kernels} model needs a {kernels} encoder, decoder and generator")
+        self.execution = execution = as_execution(execution)
+        if {encoder.execution, decoder.execution, generator.execution} != {execution}:
+            raise ValueError(f"a model of {execution} needs an encoder, decoder and generator of the same")
         self.encoder, self.decoder, self.generator = encoder, decoder, generator
         self.scheduled_sampling = scheduled_sampling
         self.sampling_mode = sampling_mode
 
     @classmethod
-    def from_opt(cls, opt, vocabs, kernels="fused"):
-        """The model of `opt` with each module's own initialization and `kernels` (module docstring);
+    def from_opt(cls, opt, vocabs, execution=None):
+        """The model of `opt` with each module's own initialization and `execution` (module docstring);
         -param_init is applied by onmt.model_builder (build_model / init_parameters), as for every family."""
         # shared vocabulary and equal layer counts: checked by opts.validate_model_opts and the
         # registry's check_data before any model is built
-        dropout_cls = Dropout if check_kernels(kernels) == "fused" else nn.Dropout
+        execution = as_execution(execution)
+        dropout_cls = Dropout if execution.fused else nn.Dropout
         embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
         encoder = RNNEncoder("LSTM", opt.enc_layers, opt.rnn_size, embeddings,
-                             bidirectional=opt.brnn, dropout=opt.dropout, kernels=kernels)
+                             bidirectional=opt.brnn, dropout=opt.dropout, execution=execution)
         partial = PartialEmbedding(embeddings.lut, len(vocabs.tgt))
         decoder = ReinforcedDecoder(partial, opt.rnn_size, num_layers=opt.dec_layers, dropout=opt.dropout,
                                     temporal=not opt.no_temporal_attn,
                                     intra_decoder=not opt.no_intra_decoder_attn,
                                     score_scale=opt.rnn_size ** -0.5 if opt.intra_attn_scale == "sqrt" else 1.0,
-                                    kernels=kernels)
+                                    execution=execution)
         generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
-                                     tied=not opt.no_tied_output, kernels=kernels)
+                                     tied=not opt.no_tied_output, execution=execution)
         return cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,
-                   sampling_mode=opt.scheduled_sampling_mode, kernels=kernels)
+                   sampling_mode=opt.scheduled_sampling_mode, execution=execution)
 
     @classmethod
     def upgrade_state_dict(cls, state):
@@ -93,6 +95,22 @@ class ReinforcedModel(nn.Module):
                     return new + key[len(old):]
             return key
         return {rename(k): v for k, v in state.items()}
+
+    @property
+    def kernels(self):
+        return self.execution.kernels
+
+    def execution_notes(self):
+        """The fused paths of the model's execution that do not apply to it, each with why (interface.py)."""
+        if not self.execution.fused:
+            return []
+        notes = []
+        if self.scheduled_sampling > 0 and not self._fused_argmax():
+            notes.append("scheduled sampling from the full distribution: the fused argmax needs "
+                         "-scheduled_sampling_mode argmax")
+        if self.execution.compile == "mlp-scores":
+            notes.append("compile mlp-scores: this model has no mlp attention, nothing is compiled")
+        return notes
 
     @property
     def tgt_vocab_size(self):
@@ -106,7 +124,7 @@ class ReinforcedModel(nn.Module):
         state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)
         # W_out = tanh(E_tgt W_proj) once per batch, not at every decoding step (V x E x 3H FLOPs);
         # fused without autograd (beam search) packed for the steps' products, once per set of parameters
-        if not decoding_only(self.kernels):
+        if not self.execution.decoding_only():
             return replace(state, out_weight=self.generator.out_weight())  # (V, 3H), (V,)
         weight, packed = self._decoding_weight()
         return replace(state, out_weight=weight, out_packed=packed)
@@ -122,7 +140,7 @@ class ReinforcedModel(nn.Module):
         (packed_linear.cached_while_unchanged)."""
         def build():
             weight = self.generator.out_weight()  # (V, 3H), (V,)
-            return weight, packed_out_weight(self.generator, weight, decoding_precision(self))
+            return weight, packed_out_weight(self.generator, weight, self.execution.decoding_precision)
         return cached_while_unchanged(self, list(self.generator.parameters()), build)
 
     def decode_step(self, inputs, state):
@@ -146,7 +164,7 @@ class ReinforcedModel(nn.Module):
         """decode_step with log p as a step-scores object (interface.py): on the fused decoding path a
         mixture_scores.MixtureScores (the searches' top K without the (B, X) log-probabilities written),
         elsewhere decode_step's tensor as a DenseScores."""
-        if not (decoding_only(self.kernels) and state.out_packed is not None):
+        if not (self.execution.decoding_only() and state.out_packed is not None):
             logp, state, attns = self.decode_step(inputs, state)
             return DenseScores(logp.float()), state, attns
         o_t, attn, state, intra, _ = self._decoder_step(inputs, state)
@@ -159,7 +177,7 @@ class ReinforcedModel(nn.Module):
         """The decoder's step: (o_t (B, 3H), attn (B, S), new state, intra (B, t) or None, whether the
         fused decoding path runs)."""
         # fused without autograd, the encoder attention's scores in BLAS's fast layout (step_source.DecodingSource)
-        fused = decoding_only(self.kernels)
+        fused = self.execution.decoding_only()
         source = DecodingSource(state.enc_keys, state.memory, state.source_rows) if fused else None
         o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
         return o_t, attn, state, intra, fused
@@ -186,7 +204,7 @@ class ReinforcedModel(nn.Module):
         onmt/fused/gold_mixture.py); same values and gradients as `forward` + gather. attns
         also holds "p_copy" (B, T-1), p(u=1) at every step (no gradient; padding steps included).
         With plain kernels, from `forward` (the full distribution)."""
-        if self.kernels == "plain":
+        if not self.execution.fused:
             return gold_from_forward(self, batch)
         out, attns, state, weight, loop_product = self._teacher_forcing(batch)
         B, n_steps, S = attns["std"].shape
@@ -225,7 +243,7 @@ class ReinforcedModel(nn.Module):
             loop_weight = tuple(w.detach() for w in weight)
         outputs, attns, fed_back = [], [], []
         embed, source = None, None
-        if self.kernels == "fused":  # the per-pass lookups and products (onmt/fused/step_embedding.py, step_source.py)
+        if self.execution.fused:  # the per-pass lookups and products (onmt/fused/step_embedding.py, step_source.py)
             embed, source = self.decoder.step_embedding(), self.decoder.step_source(state)
         inputs = tgt[:, 0]  # (B,)
         for t in range(n_steps):
@@ -246,7 +264,7 @@ class ReinforcedModel(nn.Module):
     # ------------------------------------------------------------------ scheduled sampling
     def _fused_argmax(self):
         """Whether scheduled sampling takes the argmax without the (N, X) distribution (fused kernels)."""
-        return self.sampling_mode == "argmax" and self.kernels == "fused"
+        return self.sampling_mode == "argmax" and self.execution.fused
 
     def _choose(self, logp):
         """The model's own prediction from log p (N, X): argmax or a sample. Returns (N,) ids."""

@@ -20,18 +20,19 @@ for the product E_tgt W_proj of (13), which runs in autocast's precision, widene
 fused training path's logits products do the same: onmt/fused/gold_softmax.py). Its outputs (log p, the
 logits, W_out) are float32; gradients reach o in o's own dtype.
 
-Built with kernels="fused" (the default), `out_weight` computes (13) with the tanh inside the product
-(onmt/fused/tied_weight.py; float32 on the CPU), `draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and
-`forward` writes the mixture in place without autograd (onmt/fused/step_mixture.py); "plain": torch.exp
-and the out-of-place scatter. The same values either way, up to float32 rounding in `draw`.
+Built with fused kernels (its Execution, onmt/fused/execution.py; the default), `out_weight` computes (13)
+with the tanh inside the product (onmt/fused/tied_weight.py; float32 on the CPU), `draw` exponentiates
+through exp2 (onmt/fused/fast_exp.py) and `forward` writes the mixture in place without autograd
+(onmt/fused/step_mixture.py); plain kernels: torch.exp and the out-of-place scatter.
+The same values either way, up to float32 rounding in `draw`.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from onmt.fused import step_mixture, tied_weight
+from onmt.fused.execution import as_execution
 from onmt.fused.fast_exp import exp_shifted_
-from onmt.fused.kernels import check_kernels
 from onmt.modules import copy_mixture
 from onmt.modules.copy_mixture import IMPOSSIBLE
 from onmt.modules.precision import float32_region, widen
@@ -41,10 +42,10 @@ from onmt.modules.sampling import sample_rows
 class PointerGenerator(nn.Module):
     """Maps o_t (N, D) and the encoder attention (N, S) to log p over the extended vocabulary."""
 
-    def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True, kernels="fused"):
+    def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True, execution=None):
         super().__init__()
-        self.kernels = check_kernels(kernels)
-        self._scatter = step_mixture.scatter_mixture if kernels == "fused" else copy_mixture.scatter_mixture
+        self.execution = as_execution(execution)
+        self._scatter = step_mixture.scatter_mixture if self.execution.fused else copy_mixture.scatter_mixture
         self.tgt_vocab_size = tgt_vocab_size
         self.tied = tied
         self.switch = nn.Linear(in_dim, 1)  # W_u, b_u of (11)
@@ -58,12 +59,16 @@ class PointerGenerator(nn.Module):
         else:
             self.out = nn.Linear(in_dim, tgt_vocab_size)  # free W_out (V, D), b_out of (9)
 
+    @property
+    def kernels(self):
+        return self.execution.kernels
+
     def out_weight(self, n_oov=0):
         """W_out and b_out from the current parameters, padded to the extended vocabulary:
         (X, D) and (X,), the OOV slots with zero weights and an impossible bias."""
         if self.tied:
             emb = self.embedding.target_weight()  # (V, E) E_tgt
-            if self.kernels == "fused" and tied_weight.fusable(emb, self.proj):  # the tanh inside the product
+            if self.execution.fused and tied_weight.fusable(emb, self.proj):  # the tanh inside the product
                 return self.pad_weight((tied_weight.tanh_product(emb, self.proj), self.bias), n_oov)  # (13)
             product = emb @ self.proj  # (V, D): under autocast (-amp) in its low precision, widened at once
         with float32_region(self.bias if self.tied else self.out.bias):  # float32 under autocast too
@@ -92,7 +97,7 @@ class PointerGenerator(nn.Module):
         with float32_region(o):
             logits, o, attn = widen(logits), widen(o), widen(attn)
             top = logits.amax(dim=1, keepdim=True)  # (N, 1)
-            weights = exp_shifted_(logits.clone(), top) if self.kernels == "fused" else torch.exp(logits - top)
+            weights = exp_shifted_(logits.clone(), top) if self.execution.fused else torch.exp(logits - top)
             word = sample_rows(weights)  # (N,) from the (N, V) weights
             position = sample_rows(attn)  # (N,) padding (attention 0) is never drawn
             copied_word = src_ex.gather(1, position.unsqueeze(1)).squeeze(1)  # (N,)

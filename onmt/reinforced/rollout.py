@@ -6,11 +6,11 @@ A sampled row draws the switch, then a source position or a word (PointerGenerat
 of the mixture); a greedy row takes the mixture's argmax. After the loop, log p(y_t) of the sampled
 tokens with gradient.
 
-With kernels="fused" (the model's setting, onmt/fused/kernels.py) W_out is packed once per call
+With fused kernels (the model's Execution, onmt/fused/execution.py) W_out is packed once per call
 (a product of 2B rows costs little more than one of B), the argmax comes without the (N, X) mixture
 (gold_mixture.pointer_generator_predict), the sampled steps use the per-pass lookups and products
 (step_embedding, step_source), and ONE fused gold-only pass (gold_log_prob with the drawn ids as gold,
-as the ML loss does) gives log p(y_t) from the same logits kept during the loop. With "plain": F.linear,
+as the ML loss does) gives log p(y_t) from the same logits kept during the loop. Plain kernels: F.linear,
 the argmax of `PointerGenerator.forward` and its full distribution gathered at the drawn ids.
 """
 from dataclasses import dataclass, field
@@ -47,7 +47,7 @@ class _Run:
 def rollout(model, batch, enc, max_length, modes=("sample",)):
     """`model.rollout` (interface.py) for a ReinforcedModel: module docstring."""
     check_rollout_modes(modes, max_length)
-    fused = model.kernels == "fused"
+    fused = model.execution.fused
     weight = model.generator.out_weight()  # (V, 3H), (V,)
     product = training_loop_product(model.generator, weight) if fused else _plain_product(weight)  # -amp: low
     B, V = batch.batch_size, model.tgt_vocab_size
@@ -88,7 +88,7 @@ def _plain_product(weight):
 def _greedy(model, run, step_logits, weight):
     """The argmax of the mixture (B,) for a greedy run's step."""
     state = run.state
-    if model.kernels == "fused":
+    if model.execution.fused:
         return pointer_generator_predict(model.generator, run.o, run.attn, state.src_ex, state.first_pos,
                                          logits=step_logits)
     padded = model.generator.pad_weight(tuple(w.detach() for w in weight), state.n_oov)  # (X, 3H), (X,)
@@ -100,7 +100,7 @@ def _start_run(model, batch, enc, mode, grad):
     with torch.set_grad_enabled(grad):
         state = model.decoder.init_state(enc, batch.src_ex, batch.n_oov)
         step_args = (dict(embed=model.decoder.step_embedding(), source=model.decoder.step_source(state))
-                     if grad and model.kernels == "fused" else {})
+                     if grad and model.execution.fused else {})
     inputs = torch.full((batch.batch_size,), BOS, dtype=torch.long, device=batch.src.device)  # (B,)
     return _Run(mode, grad, state, step_args, inputs, torch.zeros_like(inputs, dtype=torch.bool))
 
@@ -114,7 +114,7 @@ def _finish_run(model, run, weight):
     drawn = tokens.t().reshape(-1)  # (L*B,) step-major
     o, attn = torch.cat(run.outputs), torch.cat(run.attns)  # (L*B, 3H), (L*B, S)
     with torch.set_grad_enabled(run.grad):
-        if model.kernels == "fused":
+        if model.execution.fused:
             ll, _ = pointer_generator_gold_log_prob(model.generator, o, attn, src_ex, first_pos, drawn,
                                                     weight=weight, logits=run.logits[:L * B])  # (L*B,)
         else:

@@ -53,16 +53,17 @@ def checkpoint_model_options(saved, name=None):
     return model_opt
 
 
-def model_from_checkpoint(ckpt, device, name=None):
-    """(model in eval mode on `device`, Vocabs, the model's options) from a loaded checkpoint (`name`:
-    its path, for the messages)."""
+def model_from_checkpoint(ckpt, device, name=None, execution=None):
+    """(model in eval mode on `device`, built with `execution` (onmt/fused/execution.py; None: the default),
+    Vocabs, the model's options) from a loaded checkpoint (`name`: its path, for the messages)."""
     from onmt.model_builder import build_model
     try:
         vocabs = Vocabs.from_dict(ckpt["vocab"])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise UserError(f"checkpoint {name or ''} is damaged: its vocabulary cannot be read ({e!r})") from None
     model_opt = checkpoint_model_options(ckpt["opt"], name)
-    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True, device=device)
+    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True, device=device,
+                        execution=execution)
     model.eval()
     return model, vocabs, model_opt
 
@@ -70,20 +71,16 @@ def model_from_checkpoint(ckpt, device, name=None):
 def load_session(path, device, precision="fp32", compile=False):
     """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
     (-precision: checked first, one OptionError where the device cannot run it fast); `compile`
-    (-compile): its mlp attention scores through torch.compile (model_builder.compile_decoding)."""
-    from onmt.fused.packed_linear import set_decoding_precision
+    (-compile): its mlp attention scores through torch.compile, compiled on first use; both chosen by the
+    model's Execution (onmt/fused/execution.py), which build_model logs."""
+    from onmt.fused.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
     opts.check_precision(precision, torch.device(device).type)
     if compile:
         opts.check_compile(torch.device(device).type)
     ckpt = load_checkpoint(path, device="cpu")
-    model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path)
-    set_decoding_precision(model, precision)
-    if compile:
-        from onmt.model_builder import compile_decoding
-        n = compile_decoding(model)
-        logger.info(f"-compile: {n} mlp attention(s) score through torch.compile, compiled on first use" if n else
-                    "-compile: this model has no mlp attention; nothing is compiled")
+    model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path,
+                                                     execution=Execution.for_decoding(precision, compile))
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 

@@ -1,4 +1,4 @@
-"""A whole model with kernels="plain" against the same model with kernels="fused" (onmt/fused/kernels.py).
+"""A whole model with kernels="plain" against the same model with kernels="fused" (onmt/fused/execution.py).
 
 Each family is built twice with the same parameters: once with the plain reference formulas only, once
 with the fused kernels (the default). On the same batch and the same seeds, a whole ML training step
@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from helpers.models import make_batch, make_opt, make_vocabs
-from onmt.fused.packed_linear import set_decoding_precision
+from onmt.fused.execution import Execution
 from onmt.losses.ml import MLLoss
 from onmt.model_builder import build_loss, build_model
 from onmt.translate.beam_search import beam_search
@@ -41,12 +41,12 @@ VALUE_TOL = dict(rtol=1e-5, atol=1e-5)
 ATTN_TOL = dict(rtol=1e-5, atol=1e-6)
 
 
-def _pair(family, **more):
-    """(options, plain model, fused model) with the same parameters."""
+def _pair(family, precision=None, **more):
+    """(options, plain model, fused model) with the same parameters, built to decode in `precision`."""
     opt = make_opt(**SIZES, **FAMILIES[family], **more)
     torch.manual_seed(0)
-    fused = build_model(opt, make_vocabs(), kernels="fused")
-    plain = build_model(opt, make_vocabs(), kernels="plain")
+    fused = build_model(opt, make_vocabs(), execution=Execution("fused", precision))
+    plain = build_model(opt, make_vocabs(), execution=Execution("plain", precision))
     plain.load_state_dict(fused.state_dict())
     assert (plain.kernels, fused.kernels) == ("plain", "fused")
     return opt, plain, fused
@@ -110,13 +110,12 @@ def test_a_mixed_training_step_is_the_same_plain_and_fused(family):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_beam_and_greedy_search_are_the_same_plain_and_fused(family):
-    _, plain, fused = _pair(family)
+    _, plain, fused = _pair(family, precision="fp32")   # as translate.py and the API decode: prepared LSTM gates
     batch = _batch()
     coverage = dict(coverage_penalty_kind="wu", beta=0.3)
     results = {}
     for name, model in (("plain", plain), ("fused", fused)):
         model.eval()
-        set_decoding_precision(model, "fp32")   # as translate.py and the API decode: prepared LSTM gates
         with torch.no_grad():
             results[name] = (beam_search(model, batch, beam_size=4, n_best=2, max_length=8, block_ngram_repeat=2,
                                          keep_inspection=True, **coverage)
@@ -131,10 +130,10 @@ def test_beam_and_greedy_search_are_the_same_plain_and_fused(family):
 
 def test_a_plain_model_runs_no_fused_kernel():
     """A training step (mixed, dropout on) and a beam search with kernels="plain" call no function of
-    onmt/fused but the deciding ones; the fused model calls its kernels."""
+    onmt/fused but the deciding ones (kernels.py, execution.py, ...); the fused model calls its kernels."""
     import onmt.fused
     folder = os.path.dirname(onmt.fused.__file__)
-    deciding = {"kernels.py", "low_precision.py:decoding_gates", "low_precision.py:encoder_lowered",
+    deciding = {"kernels.py", "execution.py", "low_precision.py:decoding_gates", "low_precision.py:encoder_lowered",
                 "packed_linear.py:drop_cached", "packed_linear.py:_owners"}
     for kernels in ("plain", "fused"):
         called = set()
@@ -144,7 +143,7 @@ def test_a_plain_model_runs_no_fused_kernel():
                 called.add(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_code.co_name}")
         for family in FAMILIES:
             opt = make_opt(**{**SIZES, "dropout": 0.2}, **FAMILIES[family], rl_gamma=0.5, max_gen_length=4)
-            model = build_model(opt, make_vocabs(), kernels=kernels)
+            model = build_model(opt, make_vocabs(), execution=kernels)
             sys.setprofile(profile)
             try:
                 _train_step(model, build_loss(opt), _batch(), seed=1)

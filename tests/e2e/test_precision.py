@@ -65,12 +65,13 @@ def test_compiled_mlp_attention_gives_the_same_predictions(trained, caplog):
         pytest.skip(compile_problem("cpu"))
     models, src = trained
     ref, got = _translate(models["copy"], src, "fp32"), _translate(models["copy"], src, "fp32", compile=True)
-    assert "-compile: 1 mlp attention(s) score through torch.compile" in caplog.text
+    assert "execution: kernels fused, precision fp32 (prepared decoding), compile mlp-scores; every fused path" \
+        in caplog.text
     assert [r[0].tokens for r in got] == [r[0].tokens for r in ref]
     assert max(abs(g[0].score - r[0].score) for g, r in zip(got, ref)) < 1e-4
     caplog.clear()
     _translate(models["reinforced"], src[:2], "fp32", compile=True)
-    assert "-compile: this model has no mlp attention; nothing is compiled" in caplog.text
+    assert "compile mlp-scores: this model has no mlp attention, nothing is compiled" in caplog.text
 
 
 @pytest.mark.parametrize("family", ["rnn", "copy"])

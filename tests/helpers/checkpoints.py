@@ -16,12 +16,12 @@ FAMILIES = {
 }
 
 
-def build_tiny(family, seed=0):
-    """(model in eval mode, its options) of a FAMILIES entry."""
+def build_tiny(family, seed=0, execution=None):
+    """(model in eval mode, its options) of a FAMILIES entry, built with `execution` (onmt/fused/execution.py)."""
     from onmt.model_builder import build_model
     opt = make_opt(**FAMILIES[family])
     torch.manual_seed(seed)
-    model = build_model(opt, VOCABS)
+    model = build_model(opt, VOCABS, execution=execution)
     model.eval()
     return model, opt
 

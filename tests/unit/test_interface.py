@@ -55,3 +55,33 @@ def test_every_family_implements_the_protocol_and_only_documented_attns_keys(ove
     assert set(attns) == forward_keys and set(attns) <= set(ATTN_KEYS)
     _, _, attns = model.gold_log_likelihood(batch)
     assert set(attns) == forward_keys
+
+
+@pytest.mark.parametrize("name", ["reinforced", "copy", "rnn"])
+def test_every_registered_family_has_the_protocols_members_with_defaults(name):
+    """Every family of the registry is a Model with the members that have defaults (models/generic.py
+    ModelDefaults): its execution, decode_step_scores (the full log p of decode_step), upgrade_state_dict
+    (today's keys unchanged), execution_notes (a list of sentences) and embeddings(side)."""
+    from onmt.fused.execution import Execution
+    from onmt.interface import Model
+    from onmt.model_builder import MODEL_REGISTRY, build_model
+    from onmt.modules.embeddings import Embeddings
+    assert sorted(MODEL_REGISTRY) == ["copy", "reinforced", "rnn"]
+    torch.manual_seed(0)
+    vocabs = make_vocabs()
+    model = build_model(make_opt(model_family=name), vocabs).eval()
+    assert isinstance(model, Model) and model.execution == Execution()
+    for member in ("decode_step_scores", "upgrade_state_dict", "execution_notes", "embeddings"):
+        assert callable(getattr(type(model), member)), member
+    state_dict = model.state_dict()
+    assert list(model.upgrade_state_dict(state_dict)) == list(state_dict)
+    assert isinstance(model.execution_notes(), list)
+    assert isinstance(model.embeddings("encoder"), Embeddings) and model.embeddings("decoder") is not None
+    assert model.embeddings("generator") is None
+    batch = make_batch(vocabs, B=2, S=6, T=5)
+    with torch.no_grad():
+        state = model.init_state(batch, model.encode(batch))
+        inputs = torch.full((2,), 5)
+        logp, _, _ = model.decode_step(inputs, state)
+        scores, _, _ = model.decode_step_scores(inputs, state)
+    torch.testing.assert_close(scores.full(), logp.float(), atol=2e-5, rtol=1e-6)

@@ -11,8 +11,9 @@ from helpers.checkpoints import build_tiny, save_tiny_checkpoint
 from onmt import opts
 from onmt.errors import OptionError
 from onmt.fused import low_precision
+from onmt.fused.execution import Execution
 from onmt.fused.low_precision import CastLinear, Int8Linear, prepared_linear
-from onmt.fused.packed_linear import PackedLinear, decoding_precision, set_decoding_precision
+from onmt.fused.packed_linear import PackedLinear
 
 
 def _weights(V=300, D=64, seed=0):
@@ -104,10 +105,9 @@ def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, pre
     from onmt.translate.translator import SearchSettings, Translator
     counter = _Counting(Int8Linear if precision == "int8" else CastLinear)
     monkeypatch.setattr(low_precision, "Int8Linear" if precision == "int8" else "CastLinear", counter)
-    model, _ = build_tiny(family)
+    model, _ = build_tiny(family, execution=Execution.for_decoding(precision))
     from helpers.checkpoints import VOCABS
-    set_decoding_precision(model, precision)
-    assert decoding_precision(model) == precision
+    assert model.execution.precision == model.decoder.execution.precision == precision
     tr = Translator(model, VOCABS, SearchSettings(beam_size=3, max_length=4), batch_size=2, batch_fn=toy_batches,
                     log=lambda m: None)
     for _ in range(2):
@@ -118,8 +118,9 @@ def test_low_precision_weights_are_built_once_per_model(monkeypatch, family, pre
     vocabulary = [shape for shape in counter.shapes if shape[0] == model.tgt_vocab_size]
     assert counter.n == 1 + rnn.num_layers and len(vocabulary) == 1
     assert sorted(counter.shapes) == sorted(gates + vocabulary)
-    set_decoding_precision(model, "fp32")   # another precision: rebuilt as float32, no low-precision build
-    tr.translate(["w1 w2 w3"])
+    fp32, _ = build_tiny(family, execution=Execution.for_decoding("fp32"))   # float32: no low-precision build
+    Translator(fp32, VOCABS, SearchSettings(beam_size=3, max_length=4), batch_size=2, batch_fn=toy_batches,
+               log=lambda m: None).translate(["w1 w2 w3"])
     assert counter.n == 1 + rnn.num_layers
 
 
@@ -155,6 +156,9 @@ def test_int8_encoder_is_quantize_dynamics_rnn_built_once(monkeypatch, rnn_type)
     from onmt.modules.embeddings import Embeddings
     torch.manual_seed(0)
     enc = RNNEncoder(rnn_type, 2, 32, Embeddings(50, 16), bidirectional=True).eval()
+    low = RNNEncoder(rnn_type, 2, 32, Embeddings(50, 16), bidirectional=True,
+                     execution=Execution.for_decoding("int8")).eval()
+    low.load_state_dict(enc.state_dict())
     src, lengths = torch.randint(4, 50, (5, 9)), torch.tensor([9, 7, 9, 3, 1])
     builds = []
     original = torch.ao.quantization.quantize_dynamic
@@ -162,7 +166,8 @@ def test_int8_encoder_is_quantize_dynamics_rnn_built_once(monkeypatch, rnn_type)
                         lambda *a, **k: builds.append(1) or original(*a, **k))
     with torch.no_grad():
         exact = enc(src, lengths)
-        set_decoding_precision(enc, "int8")
+        assert not builds                            # fp32 (no precision chosen): not lowered
+        enc = low
         first, second = enc(src, lengths), enc(src, lengths)
     assert len(builds) == 1 and first.memory.dtype == torch.float32
     assert torch.equal(first.memory, second.memory)
@@ -178,7 +183,7 @@ def test_int8_encoder_is_quantize_dynamics_rnn_built_once(monkeypatch, rnn_type)
 
 @pytest.mark.parametrize("precision, tol", [("fp32", 1e-5), ("bf16", 0.05), ("int8", 0.05)])
 def test_decoding_gates_are_one_prepared_product_per_layer(monkeypatch, precision, tol):
-    """With fused kernels, the model's decoding precision set (translate.py, the API) and no autograd in
+    """With fused kernels, a decoding precision chosen (Execution.for_decoding: translate.py, the API), no autograd in
     eval mode, lstm_step's gates come from [W_ih ; W_hh] prepared once in that precision
     (decoding_gates): close to the plain step (float32: equal to rounding), built once per set of
     parameters, rebuilt after a parameter update; plain kernels, training mode and autograd keep the
@@ -190,21 +195,22 @@ def test_decoding_gates_are_one_prepared_product_per_layer(monkeypatch, precisio
     rnn = nn.LSTM(16, 32, num_layers=2, batch_first=True).eval()
     x, h, c = torch.randn(5, 16), torch.randn(2, 5, 32), torch.randn(2, 5, 32)
 
-    def step(kernels="fused"):
-        return lstm_step(rnn, x, (h, c), low_precision.decoding_gates(kernels, rnn, x, h))
+    decoding = Execution.for_decoding(precision)
+
+    def step(execution=decoding):
+        return lstm_step(rnn, x, (h, c), low_precision.decoding_gates(execution, rnn, x, h))
     with torch.no_grad():
-        ref = step()   # no precision set: the plain path
+        ref = step(Execution())   # no precision chosen (training, validation): the plain path
         built, original = [], low_precision.prepared_linear
         monkeypatch.setattr(low_precision, "prepared_linear",
                             lambda *a, **k: built.append(a[0].shape) or original(*a, **k))
-        set_decoding_precision(rnn, precision)
         got = [step() for _ in range(3)]
         assert built == [(128, 48), (128, 64)]          # (4H, E+H), (4H, H+H): once each
-        assert low_precision.decoding_gates("plain", rnn, x, h) is None
+        assert low_precision.decoding_gates(Execution("plain", "fp32"), rnn, x, h) is None
         rnn.weight_hh_l1.add_(0.01)                     # an optimizer step: rebuilt once
         moved = step()
         assert len(built) == 4
-    assert low_precision.decoding_gates("fused", rnn, x, h) is None   # under autograd
+    assert low_precision.decoding_gates(decoding, rnn, x, h) is None   # under autograd
     for top, (h_new, c_new) in got:
         err = max((top - ref[0]).abs().max(), (c_new - ref[1][1]).abs().max()).item()
         assert err < tol and (precision == "fp32" or err > 1e-5), err   # really in that precision
@@ -217,14 +223,14 @@ def test_decoding_gates_are_one_prepared_product_per_layer(monkeypatch, precisio
 
 
 def test_a_plain_model_decodes_in_float32_only():
-    """Low precisions are fused kernels: set_decoding_precision refuses them for kernels="plain"."""
+    """Low precisions are fused kernels: an Execution refuses them with kernels="plain"."""
     from helpers.checkpoints import FAMILIES, VOCABS
     from helpers.models import make_opt
     from onmt.model_builder import build_model
-    model = build_model(make_opt(**FAMILIES["copy"]), VOCABS, kernels="plain")
-    set_decoding_precision(model, "fp32")
+    model = build_model(make_opt(**FAMILIES["copy"]), VOCABS, execution=Execution("plain", "fp32"))
+    assert model.execution.decoding_precision == "fp32"
     with pytest.raises(ValueError, match="fused"):
-        set_decoding_precision(model, "bf16")
+        Execution("plain", "bf16")
 
 
 def test_cpu_description_names_the_flags_that_decide_the_precisions_speed(monkeypatch):

@@ -45,16 +45,18 @@ def test_odd_size_with_brnn_rejected():
 
 @pytest.mark.parametrize("rnn_type", ["LSTM", "GRU"])
 def test_bf16_decoding_runs_the_rnn_in_bfloat16_and_returns_float32(rnn_type):
-    """A model decoding in bf16 (set_decoding_precision) encodes under bfloat16 autocast without
+    """A model built to decode in bf16 (Execution.for_decoding) encodes under bfloat16 autocast without
     autograd: float32 outputs close to the float32 ones but not equal, padding still zero; with autograd
     or in training mode the encoder is float32, bit for bit."""
-    from onmt.fused.packed_linear import set_decoding_precision
+    from onmt.fused.execution import Execution
     torch.manual_seed(0)
-    enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True).eval()
+    ref_enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True).eval()
+    enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True,
+                     execution=Execution.for_decoding("bf16")).eval()
+    enc.load_state_dict(ref_enc.state_dict())
     src, lengths = torch.randint(4, 15, (3, 7)), torch.tensor([7, 5, 2])
     with torch.no_grad():
-        ref = enc(src, lengths)
-        set_decoding_precision(enc, "bf16")
+        ref = ref_enc(src, lengths)
         low = enc(src, lengths)
     assert low.memory.dtype == torch.float32 and (low.memory[2, 2:] == 0).all()
     err = (low.memory - ref.memory).abs().max().item()

@@ -13,8 +13,8 @@ from onmt.reinforced.rollout import rollout
 def _pair():
     opt = make_opt(reinforced=True, brnn=True, rnn_size=16, word_vec_size=8, param_init=1.0, dropout=0.0)
     torch.manual_seed(0)
-    fused = build_model(opt, make_vocabs(), kernels="fused")
-    plain = build_model(opt, make_vocabs(), kernels="plain")
+    fused = build_model(opt, make_vocabs(), execution="fused")
+    plain = build_model(opt, make_vocabs(), execution="plain")
     plain.load_state_dict(fused.state_dict())
     return plain, fused
 

@@ -57,11 +57,11 @@ def test_each_familys_step_scores_hold_its_decode_step(family, kernels):
     """The searches' view of a step: the copy models' fused decoding (reinforced, See et al.'s) gives
     MixtureScores (nothing (B, X) written), every other case decode_step's tensor; the full log p equals
     decode_step's either way."""
-    from onmt.fused.packed_linear import set_decoding_precision
+    from onmt.fused.execution import Execution
     torch.manual_seed(0)
     vocabs = make_vocabs()
-    model = build_model(make_opt(**FAMILIES[family]), vocabs, kernels=kernels).eval()
-    set_decoding_precision(model, "fp32")   # as translate.py does: the fused path's prepared weights
+    # decoding in fp32 as translate.py does: the fused path's prepared weights
+    model = build_model(make_opt(**FAMILIES[family]), vocabs, execution=Execution(kernels, precision="fp32")).eval()
     batch = make_batch(vocabs, B=3, S=7, T=6, copy_source=True)
     with torch.no_grad():
         state = model.init_state(batch, model.encode(batch))

@@ -62,7 +62,7 @@ def test_fused_generator_out_weight_equals_the_plain_one_and_its_gradients():
     def build(kernels):
         torch.manual_seed(0)
         emb = PartialEmbedding(torch.nn.Embedding(vocab, E), tgt)
-        return PointerGenerator(D, tgt, embedding=emb, tied=True, kernels=kernels)
+        return PointerGenerator(D, tgt, embedding=emb, tied=True, execution=kernels)
 
     plain, fused = build("plain"), build("fused")
     fused.load_state_dict(plain.state_dict())

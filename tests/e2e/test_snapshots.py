@@ -1,0 +1,46 @@
+"""Behaviour snapshots: every case of helpers/snapshots.py (each model family, GRU and 2-layer decoders, ML
+and mixed training steps, beam 3 / greedy / int8 translation) recomputed and compared BIT FOR BIT with
+tests/data/snapshots.json, recorded from the code before the execution selector (onmt/execution.py)
+replaced the kernels strings, the precision marks and -compile's patching.
+
+Exact comparison: on one machine, one thread, float32 on the CPU, every path here is deterministic (the
+fused kernels included: no atomics, fixed summation orders; dropout masks and scheduled sampling drawn
+from the seeded generator). The snapshot records the PyTorch version and the CPU's kernel set; where
+either differs the test is skipped, saying so (oneDNN and MKL choose their kernels, and so their
+rounding, by instruction set): regenerate the snapshot there from a trusted commit (helpers/snapshots.py).
+"""
+import pytest
+
+from helpers.snapshots import CASES, environment, load_expected, record_case, toy_data
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def expected():
+    snapshot = load_expected()
+    if snapshot["environment"] != environment():
+        pytest.skip(f"snapshot recorded on {snapshot['environment']}, this is {environment()}: the rounding "
+                    "of the CPU's kernels may differ (regenerate with helpers/snapshots.py --write)")
+    return snapshot["cases"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("snapshots")
+    return (str(root),) + toy_data(str(root))
+
+
+def test_every_case_is_recorded(expected):
+    assert sorted(expected) == sorted(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_snapshot_unchanged(name, expected, data):
+    root, prefix, src = data
+    got = record_case(name, root, prefix, src)
+    want = expected[name]
+    assert sorted(got) == sorted(want), f"{name}: recorded {sorted(got)}, expected {sorted(want)}"
+    differ = [key for key in sorted(want) if got[key] != want[key]]
+    assert not differ, f"{name}: {differ} differ: " + "; ".join(f"{k}: {got[k]!r} != {want[k]!r}"[:400]
+                                                                  for k in differ)
