@@ -110,6 +110,20 @@ def check_distinct_outputs(outputs):
                 raise UserError(f"{what_a} and {what_b} are both {a}: one output would be lost; give each its own file")
 
 
+def check_not_prefix_files(outputs, prefix, what, names):
+    """UserError when one of `outputs` ({"-log_file": path, ...}) is, by any spelling or link, a file the
+    run writes, replaces or removes under `prefix` (`what`, e.g. "-save_model runs/m"): one in the prefix's
+    folder whose name `names` (a compiled pattern) matches. Streams (`-`, /dev/null) are never replaced."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(prefix)))
+    for out_what, path in outputs.items():
+        if not path or is_stream(path):
+            continue
+        real = os.path.realpath(path)
+        if os.path.dirname(real) == folder and names.match(os.path.basename(real)):
+            raise UserError(f"{out_what} {path} is one of the files of {what}, which the run writes over or "
+                            f"removes: give {out_what} another file")
+
+
 def process_alive(pid):
     """Whether process `pid` exists on this machine (a process of another user counts)."""
     try:
