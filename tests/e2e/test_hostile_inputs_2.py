@@ -169,3 +169,17 @@ def test_a_log_beside_the_dataset_is_fine(tmp_path, monkeypatch):
     (tmp_path / "p").mkdir()
     run_main(preprocess_bin.main, _preprocess_argv(src, tgt, "p/data", "-log_file", "p/data.log"))
     assert (tmp_path / "p" / "data.log").stat().st_size > 0 and (tmp_path / "p" / "data.meta.json").exists()
+
+
+def test_save_config_on_a_full_disk_keeps_the_previous_file(capsys, tmp_path, monkeypatch):
+    """-save_config was opened with open(path, "w"): a failed write left a truncated config."""
+    import errno
+    (tmp_path / "c.yaml").write_text("old: 1\n")
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "replace", full)
+    err = one_line_error(capsys, preprocess_bin.main, _preprocess_argv("s.txt", "t.txt", str(tmp_path / "p" / "d"),
+                                                                       "-save_config", str(tmp_path / "c.yaml")))
+    assert "-save_config" in err and "No space left on device" in err
+    assert (tmp_path / "c.yaml").read_text() == "old: 1\n" and sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
