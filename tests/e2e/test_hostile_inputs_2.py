@@ -183,3 +183,36 @@ def test_save_config_on_a_full_disk_keeps_the_previous_file(capsys, tmp_path, mo
                                                                        "-save_config", str(tmp_path / "c.yaml")))
     assert "-save_config" in err and "No space left on device" in err
     assert (tmp_path / "c.yaml").read_text() == "old: 1\n" and sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
+# --------------------------------------------------------------------------- numbers
+PREPROCESS_NUMBERS = [
+    (["-src_seq_length_trunc", "-1"], "-src_seq_length_trunc must be >= 0, got -1"),   # was: last word dropped
+    (["-tgt_seq_length_trunc", "-2"], "-tgt_seq_length_trunc must be >= 0, got -2"),
+    (["-src_seq_length", "0"], "-src_seq_length must be positive, got 0"),
+    (["-tgt_seq_length", "-1"], "-tgt_seq_length must be positive, got -1"),
+    (["-src_words_min_frequency", "-1"], "-src_words_min_frequency must be >= 0"),
+    (["-report_every", "-1"], "-report_every must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("more_args,message", PREPROCESS_NUMBERS, ids=[" ".join(a) for a, _ in PREPROCESS_NUMBERS])
+def test_impossible_preprocessing_numbers(capsys, tmp_path, more_args, message):
+    src, tgt = _corpus(tmp_path / "c")
+    err = one_line_error(capsys, preprocess_bin.main, _preprocess_argv(src, tgt, str(tmp_path / "p" / "d"), *more_args))
+    assert message in err and not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("more_args,message", [(["-gpu", "0"], "-gpu 0 given but CUDA is not available"),
+                                               (["-precision", "fp16"], "-precision fp16")])
+def test_tune_decoding_device_options_checked_at_start(capsys, tmp_path, more_args, message):
+    """onmt_tune_decoding -gpu 0 on a machine without CUDA was a traceback after reading the inputs."""
+    import torch
+
+    from onmt.bin import tune_decoding as tune_bin
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine accepts these")
+    err = one_line_error(capsys, tune_bin.main, ["-model", str(tmp_path / "m.pt"), "-src", str(tmp_path / "s.txt"),
+                                                 "-tgt", str(tmp_path / "t.txt"), "-output", str(tmp_path / "o.yaml"),
+                                                 *more_args])
+    assert message in err and list(tmp_path.iterdir()) == []
