@@ -216,3 +216,29 @@ def test_tune_decoding_device_options_checked_at_start(capsys, tmp_path, more_ar
                                                  "-tgt", str(tmp_path / "t.txt"), "-output", str(tmp_path / "o.yaml"),
                                                  *more_args])
     assert message in err and list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- damaged files
+META_DAMAGE = [
+    (lambda m: [1, 2], "a JSON list, not an object"),
+    (lambda m: {**m, "shard_sizes": "x"}, '"shard_sizes" should be an object of lists of example counts'),
+    (lambda m: {**m, "share_vocab": "yes"}, '"share_vocab" should be true or false'),
+    (lambda m: {k: v for k, v in m.items() if k != "shards"}, 'no "shards"'),
+    (lambda m: {**m, "shards": {"train": ["../x.pt"]}}, '"shards" should be an object of lists of file names'),
+    (lambda m: {**m, "src_vocab_size": 3.5}, '"src_vocab_size" should be a positive integer'),
+]
+
+
+@pytest.mark.parametrize("damage,message", META_DAMAGE, ids=[m for _, m in META_DAMAGE])
+def test_meta_json_of_the_wrong_shape_is_one_line(capsys, tmp_path, damage, message):
+    """A meta.json that is JSON but not preprocess.py's (a hand edit): a TypeError / AttributeError traceback."""
+    import json
+    src, tgt = _corpus(tmp_path / "c")
+    run_main(preprocess_bin.main, _preprocess_argv(src, tgt, str(tmp_path / "p" / "d")))
+    meta = tmp_path / "p" / "d.meta.json"
+    meta.write_text(json.dumps(damage(json.loads(meta.read_text()))))
+    capsys.readouterr()
+    err = one_line_error(capsys, train_bin.main, ["-data", str(tmp_path / "p" / "d"), "-save_model",
+                                                  str(tmp_path / "m"), "-rnn_size", "8", "-word_vec_size", "8",
+                                                  "-train_steps", "1"])
+    assert f"{meta} is damaged ({message}" in err and not list(tmp_path.glob("m*"))
