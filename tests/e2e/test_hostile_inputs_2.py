@@ -242,3 +242,38 @@ def test_meta_json_of_the_wrong_shape_is_one_line(capsys, tmp_path, damage, mess
                                                   str(tmp_path / "m"), "-rnn_size", "8", "-word_vec_size", "8",
                                                   "-train_steps", "1"])
     assert f"{meta} is damaged ({message}" in err and not list(tmp_path.glob("m*"))
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """A checkpoint trained 1 step on toy data."""
+    from helpers.e2e import random_pair_data, torch_threads
+    folder = tmp_path_factory.mktemp("ckpt")
+    prefix = random_pair_data(str(folder), seed=3, n_examples=16, max_len=6, target=lambda w: w[:3])
+    with torch_threads(1):
+        run_main(train_bin.main, ["-data", prefix, "-save_model", str(folder / "m"), "-rnn_size", "8",
+                                  "-word_vec_size", "8", "-layers", "1", "-batch_size", "8", "-train_steps", "1"])
+    return {"prefix": prefix, "ckpt": str(folder / "m_step_1.pt")}
+
+
+RESUME_DAMAGE = [("rng", "x", "its rng is 'x', not an RNG state"),
+                 ("rng", {"torch": 1, "python": 2}, "not an RNG state"),
+                 ("rng_ranks", [1], "not a list of RNG states"),
+                 ("world_size", 0, "its world_size is 0, not a positive integer"),
+                 ("saved_checkpoints", 5, "its saved_checkpoints is 5, not a list of paths"),
+                 ("early_stopping", "x", "not an early-stopping state"),
+                 ("early_stopping", {"criteria": ["ppl"], "best": {"ppl": "low"}}, "not an early-stopping state")]
+
+
+@pytest.mark.parametrize("key,value,message", RESUME_DAMAGE, ids=[f"{k}={v!r}" for k, v, _ in RESUME_DAMAGE])
+def test_checkpoint_with_a_damaged_resume_state_is_one_line(capsys, tmp_path, checkpoint, key, value, message):
+    """-train_from a checkpoint whose RNG state was not one: a TypeError traceback after building the model;
+    a damaged early-stopping state or list of checkpoints was trained on (exit 0) or failed at the end."""
+    import torch
+    ckpt = torch.load(checkpoint["ckpt"], weights_only=True)
+    ckpt[key] = value
+    torch.save(ckpt, tmp_path / "c.pt")
+    err = one_line_error(capsys, train_bin.main, ["-data", checkpoint["prefix"], "-save_model", str(tmp_path / "m"),
+                                                  "-train_from", str(tmp_path / "c.pt"), "-train_steps", "3"])
+    assert f"checkpoint {tmp_path / 'c.pt'} is damaged: " in err and message in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt"]
