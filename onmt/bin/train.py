@@ -111,6 +111,12 @@ def check_prefix_outputs(opt):
     check_not_prefix_files(outputs(opt), opt.save_model, f"-save_model {opt.save_model}", names)
 
 
+def save_config_file(path, text):
+    """-save_config: written whole or not at all (a stream written through)."""
+    from onmt.utils.files import write_text_atomic
+    write_text_atomic(path, text, f"-save_config {path}")
+
+
 def main(argv=None):
     opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs,
                         outputs=outputs, before_log=check_prefix_outputs)
@@ -127,7 +133,7 @@ def main(argv=None):
     check_not_inputs({"-save_config": opt.save_config,
                       "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt, data))
     if opt.save_config:
-        opts.write_config(opt, opt.save_config, opts.train_parser())
+        opts.write_config(opt, opt.save_config, opts.train_parser(), write=save_config_file)
         logger.info(f"wrote the options to {opt.save_config}")
         return
     check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save
