@@ -9,6 +9,7 @@ file (one summary a line: marks and ROUGE, no attention). The page embeds everyt
 one article at a time and prints nothing but one line: the file written and its size.
 """
 import os
+import sys
 import time
 
 from onmt import opts
@@ -47,8 +48,10 @@ def main(argv=None):
     html = build_page(opt)
     size = write_page(opt.output, html)
     human = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
+    from onmt.utils.files import descriptor_of
     print(f"{opt.output}: {size:,} bytes ({human}), {len(opt.system)} system(s), "
-          f"written in {time.perf_counter() - start:.1f} s")
+          f"written in {time.perf_counter() - start:.1f} s",
+          file=sys.stderr if descriptor_of(opt.output) == 1 else sys.stdout)   # not inside the page
     return size
 
 

@@ -15,6 +15,12 @@ def _terminate(signum, frame):
     raise Terminated   # a KeyboardInterrupt: unwinds through the writers, which remove their temporary files
 
 
+def save_config_file(path, text):
+    """-save_config: written whole or not at all (a stream written through)."""
+    from onmt.utils.files import write_text_atomic
+    write_text_atomic(path, text, f"-save_config {path}")
+
+
 def main(argv=None):
     """Run preprocessing; returns None (console scripts exit with main()'s value). See load_vocabs."""
     opt = opts.preprocess_parser().parse_args(argv)
@@ -23,7 +29,7 @@ def main(argv=None):
     check_inputs_survive(opt)   # before the log is opened for appending
     logger = init_logger(opt.log_file)
     if opt.save_config:
-        opts.write_config(opt, opt.save_config, opts.preprocess_parser())
+        opts.write_config(opt, opt.save_config, opts.preprocess_parser(), write=save_config_file)
         logger.info("wrote the options to %s", opt.save_config)
         return
     reuse_freed_memory()

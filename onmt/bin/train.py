@@ -91,8 +91,35 @@ def inputs(opt, data=None):
             "-pre_word_vecs_enc": opt.pre_word_vecs_enc, "-pre_word_vecs_dec": opt.pre_word_vecs_dec}
 
 
+def outputs(opt):
+    """The files train.py writes besides its checkpoints, no two of them one file and none of them a file
+    of -save_model (`check_prefix_outputs`)."""
+    from onmt.utils.profiling import trace_path
+    return {"-log_file": opt.log_file, "-save_config": opt.save_config,
+            "-profile_trace": trace_path(opt, opt.save_model) if opt.profile else None}
+
+
+def check_prefix_outputs(opt):
+    """UserError when -log_file, -save_config or -profile_trace is a checkpoint of -save_model, its best
+    checkpoint or its lock: a save, a pruning or the lock's removal would lose it."""
+    import os
+    import re
+
+    from onmt.utils.files import check_not_prefix_files
+    base = re.escape(os.path.basename(opt.save_model))
+    names = re.compile(rf"{base}(_step_\d+\.pt|_best\.pt(\.tmp\d+)?|\.lock)$")
+    check_not_prefix_files(outputs(opt), opt.save_model, f"-save_model {opt.save_model}", names)
+
+
+def save_config_file(path, text):
+    """-save_config: written whole or not at all (a stream written through)."""
+    from onmt.utils.files import write_text_atomic
+    write_text_atomic(path, text, f"-save_config {path}")
+
+
 def main(argv=None):
-    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs)
+    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs,
+                        outputs=outputs, before_log=check_prefix_outputs)
     data = opt.data
     if opt._config_notes:
         logger.info(opt._config_notes)
@@ -106,7 +133,7 @@ def main(argv=None):
     check_not_inputs({"-save_config": opt.save_config,
                       "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt, data))
     if opt.save_config:
-        opts.write_config(opt, opt.save_config, opts.train_parser())
+        opts.write_config(opt, opt.save_config, opts.train_parser(), write=save_config_file)
         logger.info(f"wrote the options to {opt.save_config}")
         return
     check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save

@@ -102,4 +102,4 @@ def page_html(data, summary, title):
 def write_page(path, html, what=None):
     """Write the page atomically; its size in bytes."""
     write_text_atomic(path, html, what or f"-output {path}")
-    return os.path.getsize(path)
+    return len(html.encode("utf-8"))     # not the path's size: `-` and /dev/null have none

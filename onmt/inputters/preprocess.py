@@ -234,12 +234,26 @@ def check_inputs_survive(opt):
     inputs = {f"-{n}": getattr(opt, n) for n in ("train_src", "train_tgt", "valid_src", "valid_tgt", "src_vocab",
                                                    "tgt_vocab", "config") if vars(opt).get(n)}
     check_not_inputs({"-log_file": opt.log_file, "-save_config": opt.save_config}, inputs)
+    check_outputs_apart(opt)
     folder = os.path.dirname(os.path.abspath(opt.save_data))
     for what, path in inputs.items():
         if os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder) and \
                 OUTPUT_NAME(os.path.basename(opt.save_data)).match(os.path.basename(os.path.realpath(path))):
             raise UserError(f"-save_data {opt.save_data} would replace this command's {what} {path}: give "
                             f"-save_data another prefix, or keep the input elsewhere")
+
+
+def check_outputs_apart(opt):
+    """UserError when -log_file and -save_config are one file, or one of them is a file of -save_data
+    (a vocabulary, a shard, meta.json, the lock): the dataset's swap or the lock's removal would lose it."""
+    import re
+
+    from onmt.utils.files import check_distinct_outputs, check_not_prefix_files
+    outputs = {"-log_file": opt.log_file, "-save_config": opt.save_config}
+    check_distinct_outputs(outputs)
+    base = os.path.basename(opt.save_data)
+    names = re.compile(f"{OUTPUT_NAME(base).pattern}|{re.escape(base)}\\.lock$")
+    check_not_prefix_files(outputs, opt.save_data, f"-save_data {opt.save_data}", names)
 
 
 # ---------------------------------------------------------------------------- driver

@@ -165,9 +165,56 @@ def load_meta(save_data):
         raise UserError(f"{path} not found: run preprocess.py first (-save_data {save_data})")
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            meta = json.load(f)
     except (OSError, ValueError) as e:
         raise UserError(f"cannot read {path} ({e}): run preprocess.py again") from None
+    problem = meta_problem(meta)
+    if problem:
+        raise UserError(f"{path} is damaged ({problem}): run preprocess.py again")
+    return meta
+
+
+def meta_problem(meta):
+    """What is wrong with the fields of a meta.json that the readers use (a hand edit, another tool's
+    file); None when nothing is. A field that older versions did not write may be missing."""
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def names_list(v):
+        return isinstance(v, list) and all(isinstance(n, str) and n and os.path.basename(n) == n for n in v)
+    if not isinstance(meta, dict):
+        return f"a JSON {type(meta).__name__}, not an object"
+    for key, ok, what in (
+            ("share_vocab", lambda v: isinstance(v, bool), "true or false"),
+            ("src_vocab_size", lambda v: is_int(v) and v > 0, "a positive integer"),
+            ("tgt_vocab_size", lambda v: is_int(v) and v > 0, "a positive integer"),
+            ("shards", lambda v: isinstance(v, dict) and all(names_list(x) for x in v.values()),
+             "an object of lists of file names")):
+        if key not in meta:
+            return f"no \"{key}\""
+        if not ok(meta[key]):
+            return f"\"{key}\" should be {what}, got {json.dumps(meta[key])[:80]}"
+    for key, ok, what in (
+            ("dynamic_dict", lambda v: isinstance(v, bool), "true or false"),
+            ("lower", lambda v: isinstance(v, bool), "true or false"),
+            ("shard_sizes", lambda v: isinstance(v, dict) and all(
+                isinstance(x, list) and all(is_int(n) and n >= 0 for n in x) for x in v.values()),
+             "an object of lists of example counts"),
+            ("summary", lambda v: isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()),
+             "an object of objects"),
+            ("vocab_sha1", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+             "an object of strings"),
+            ("run_id", lambda v: isinstance(v, str), "a string"),
+            ("text", lambda v: isinstance(v, dict), "an object"),
+            *((k, lambda v: is_int(v) and v >= 0, "an integer >= 0") for k in (
+                "src_seq_length", "tgt_seq_length", "src_seq_length_trunc", "tgt_seq_length_trunc"))):
+        if key in meta and meta[key] is not None and not ok(meta[key]):
+            return f"\"{key}\" should be {what}, got {json.dumps(meta[key])[:80]}"
+    sizes = meta.get("shard_sizes") or {}
+    for split, names in meta["shards"].items():
+        if split in sizes and len(sizes[split]) != len(names):
+            return f"{len(names)} {split} shards but {len(sizes[split])} sizes"
+    return None
 
 
 def load_vocabs(save_data):

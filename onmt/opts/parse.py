@@ -249,11 +249,12 @@ def save_config_opts(parser):
                     "-config, and exit without doing anything else (OpenNMT-py's)")
 
 
-def write_config(opt, path, parser):
+def write_config(opt, path, parser, write=None):
     """-save_config: the options of `opt` that differ from `parser`'s defaults (what was given, and what
     the given options implied), as YAML readable back with -config to the same options. A default is
     left out: written, it would count as given (and, say, -warmup_steps without -decay_method noam is
-    refused)."""
+    refused). `write(path, text)` writes it (the entry points give files.write_text_atomic: whole or not
+    at all, a stream written through: DESIGN §5 keeps utils/ out of opts/)."""
     import yaml
     defaults = {}
     for action in parser._actions:
@@ -261,8 +262,12 @@ def write_config(opt, path, parser):
     values = {k: v for k, v in saved_options(opt).items()
               if k not in ("config", "save_config") and v is not None and v != [] and
               (given(opt, k) or not (k in defaults and defaults[k] == v))}
-    with open(path, "w", encoding="utf-8") as f:
-        yaml.safe_dump(values, f, default_flow_style=False, sort_keys=True, allow_unicode=True)
+    text = yaml.safe_dump(values, default_flow_style=False, sort_keys=True, allow_unicode=True)
+    if write is None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        write(path, text)
 
 
 # --------------------------------------------------------------------------- one parser per command

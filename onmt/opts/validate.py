@@ -46,6 +46,10 @@ def validate_preprocess_opts(opt):
         raise OptionError(f"-shard_size must be positive, got {opt.shard_size}")
     if opt.num_threads <= 0:
         raise OptionError(f"-num_threads must be positive, got {opt.num_threads}")
+    # a negative cut was words[:-1] (the last word of every line silently dropped)
+    _check_numbers(opt, positive=("src_seq_length", "tgt_seq_length"),
+                   non_negative=("src_seq_length_trunc", "tgt_seq_length_trunc", "src_words_min_frequency",
+                                 "tgt_words_min_frequency", "report_every"))
     if (opt.valid_src is None) != (opt.valid_tgt is None):
         raise OptionError("-valid_src and -valid_tgt go together")
     if opt.share_vocab and opt.tgt_vocab:
@@ -305,6 +309,10 @@ def validate_evaluate_opts(opt):
 
 def validate_tune_decoding_opts(opt):
     """The grid's own checks; each setting is checked as translate.py's options when the tuner builds it."""
+    _check_gpu(opt.gpu)      # each setting's translate.py options do not carry -gpu
+    check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
+    if opt.compile:
+        check_compile("cuda" if opt.gpu >= 0 else "cpu")
     if opt.length_penalty != "wu" and opt.alpha != [0.0] and given(opt, "alpha"):
         raise OptionError(f"-alpha is wu's parameter: give -length_penalty wu, or leave -alpha out with "
                           f"-length_penalty {opt.length_penalty}")

@@ -60,6 +60,7 @@ def check_contents(ckpt, path):
     if lacking:
         raise UserError(f"checkpoint {path} is damaged: its vocab lacks {', '.join(lacking)}")
     _check_counters(ckpt, path)
+    _check_resume_state(ckpt, path)
     for name, t in ckpt["model"].items():
         if not isinstance(t, torch.Tensor):
             raise UserError(f"checkpoint {path} is damaged: weight {name} is a {type(t).__name__}, not a tensor")
@@ -69,6 +70,45 @@ def check_contents(ckpt, path):
 
 def _is_int(x):
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _rng_ok(state):
+    """Whether `state` is an RNG state as `rng_state` saves it (None: none was saved)."""
+    if state is None:
+        return True
+    if not isinstance(state, dict) or not isinstance(state.get("torch"), torch.Tensor) or \
+            state["torch"].dtype != torch.uint8:
+        return False
+    py = state.get("python")
+    return isinstance(py, (list, tuple)) and len(py) == 3 and isinstance(py[1], (list, tuple)) and \
+        len(py[1]) == 625 and all(_is_int(x) for x in py[1]) and \
+        ("cuda" not in state or isinstance(state["cuda"], (list, tuple)))
+
+
+def _check_resume_state(ckpt, path):
+    """What a resume reads besides the counters (RNG states, ranks, the run's checkpoints, the early-stopping
+    state), where present: UserError naming the first that is not what training saves."""
+    import math
+    es = ckpt.get("early_stopping")
+    problems = [
+        ("rng", not _rng_ok(ckpt.get("rng")), "an RNG state"),
+        ("rng_ranks", not (ckpt.get("rng_ranks") is None or (isinstance(ckpt["rng_ranks"], (list, tuple))
+                                                             and all(map(_rng_ok, ckpt["rng_ranks"])))),
+         "a list of RNG states"),
+        ("world_size", not (_is_int(ckpt.get("world_size", 1)) and ckpt.get("world_size", 1) >= 1),
+         "a positive integer"),
+        ("saved_checkpoints", not isinstance(ckpt.get("saved_checkpoints", []), (list, tuple)), "a list of paths"),
+        ("saved_identities", not isinstance(ckpt.get("saved_identities") or {}, dict), "a dict"),
+        ("early_stopping", not (es is None or (
+            isinstance(es, dict) and isinstance(es.get("criteria", []), (list, tuple)) and
+            isinstance(es.get("best", {}), dict) and
+            all(isinstance(v, (int, float)) and not math.isnan(v) for v in es.get("best", {}).values()) and
+            (es.get("best_step") is None or _is_int(es.get("best_step"))) and _is_int(es.get("bad", 0)))),
+         "an early-stopping state"),
+    ]
+    for key, bad, what in problems:
+        if bad:
+            raise UserError(f"checkpoint {path} is damaged: its {key} is {ckpt.get(key)!r:.60}, not {what}")
 
 
 def _check_counters(ckpt, path):

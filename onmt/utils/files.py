@@ -15,17 +15,42 @@ the device stays a device (`is_stream`). `write_atomic(path, write)` is the comm
 the file); `write_text_atomic` / `write_lines_atomic` write strings."""
 import contextlib
 import os
+import re
+import shutil
 import tempfile
 
 from onmt.errors import UserError
 
 
+def descriptor_of(path):
+    """The file descriptor that writing `path` means writing to: 1 for `-`, N for /dev/stdout,
+    /dev/stderr, /dev/fd/N, /proc/self/fd/N or a link to one of them (the process's own standard
+    output even when it is redirected into a regular file); None for any other path."""
+    path = os.fspath(path)
+    if path == "-":
+        return 1
+    named = {"/dev/stdout": 1, "/dev/stderr": 2}
+    pattern = re.compile(rf"^/(?:dev/fd|proc/(?:self|{os.getpid()})/fd)/(\d+)$")
+    for _ in range(40):                      # a chain of links, followed one at a time
+        spelled = os.path.normpath(os.path.abspath(path))
+        if spelled in named:
+            return named[spelled]
+        match = pattern.match(spelled)
+        if match:
+            return int(match.group(1))
+        if not os.path.islink(spelled):
+            return None
+        path = os.path.join(os.path.dirname(spelled), os.readlink(spelled))
+    return None
+
+
 def is_stream(path):
-    """Whether writing `path` means writing through it rather than replacing it: `-` (standard output), or
-    an existing path (links followed) that is not a regular file or a folder (a FIFO, a character device,
-    a socket: /dev/null, /dev/stdout)."""
+    """Whether writing `path` means writing through it rather than replacing it: `-` (standard output),
+    a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, even redirected into a regular
+    file: `descriptor_of`), or an existing path (links followed) that is not a regular file or a folder
+    (a FIFO, a character device, a socket: /dev/null)."""
     import stat
-    if os.fspath(path) == "-":
+    if descriptor_of(path) is not None:
         return True
     try:
         mode = os.stat(path).st_mode
@@ -83,6 +108,20 @@ def check_distinct_outputs(outputs):
         for what_b, b in given[i + 1:]:
             if same_file(a, b):
                 raise UserError(f"{what_a} and {what_b} are both {a}: one output would be lost; give each its own file")
+
+
+def check_not_prefix_files(outputs, prefix, what, names):
+    """UserError when one of `outputs` ({"-log_file": path, ...}) is, by any spelling or link, a file the
+    run writes, replaces or removes under `prefix` (`what`, e.g. "-save_model runs/m"): one in the prefix's
+    folder whose name `names` (a compiled pattern) matches. Streams (`-`, /dev/null) are never replaced."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(prefix)))
+    for out_what, path in outputs.items():
+        if not path or is_stream(path):
+            continue
+        real = os.path.realpath(path)
+        if os.path.dirname(real) == folder and names.match(os.path.basename(real)):
+            raise UserError(f"{out_what} {path} is one of the files of {what}, which the run writes over or "
+                            f"removes: give {out_what} another file")
 
 
 def process_alive(pid):
@@ -201,12 +240,15 @@ class AtomicFile:
         self.stream = is_stream(self.path)
         if self.stream:    # written through: standard output, a FIFO, a device
             with self._discarded_on_error():
-                fd = os.dup(1) if self.path == "-" else os.open(self.path, os.O_WRONLY)
+                own = descriptor_of(self.path)
+                fd = os.dup(own) if own is not None else os.open(self.path, os.O_WRONLY)
                 self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
             return
+        # a link to a regular file stays a link: its target is the file replaced
+        self.target = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
         with self._discarded_on_error():
-            fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.path) + ".", suffix=".tmp",
-                                            dir=os.path.dirname(os.path.abspath(self.path)))
+            fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.target) + ".", suffix=".tmp",
+                                            dir=os.path.dirname(os.path.abspath(self.target)))
             # a Python file over the descriptor: a write error is an OSError (ENOSPC...), whoever writes
             self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
@@ -233,7 +275,7 @@ class AtomicFile:
             if self.stream:
                 return
             os.chmod(self.tmp, _new_file_mode())
-            os.replace(self.tmp, self.path)
+            os.replace(self.tmp, self.target)
         self.tmp = None
 
     def discard(self):
@@ -292,8 +334,14 @@ def write_atomic(path, write, what=None, binary=False, by_name=False):
     out = AtomicFile(path, what, binary)
     with out as f:
         if by_name and out.stream:
-            f.close()
-            write(out.path if out.path != "-" else "/dev/stdout")
+            # the writer may itself write a temporary file and rename it onto the name it is given
+            # (torch's Chrome trace does): it gets a name in a private folder, copied through
+            with tempfile.TemporaryDirectory() as folder:
+                name = os.path.join(folder, os.path.basename(out.path) or "out")
+                write(name)
+                with open(name, "rb") as src:
+                    f.flush()
+                    shutil.copyfileobj(src, f.buffer if hasattr(f, "buffer") else f)
         elif by_name:
             f.close()
             write(out.tmp)

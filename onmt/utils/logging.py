@@ -13,7 +13,11 @@ def init_logger(log_file="", rank=0):
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(fmt)
     logger.addHandler(handler)
-    if log_file:
+    if log_file == "-":          # standard output, as for every other output of the toolkit
+        out = logging.StreamHandler(sys.stdout)
+        out.setFormatter(fmt)
+        logger.addHandler(out)
+    elif log_file:
         fh = logging.FileHandler(log_file)
         fh.setFormatter(fmt)
         logger.addHandler(fh)
