@@ -72,9 +72,11 @@ def _disk_position(f):
 
 def read_line_chunks(path, chunk_size=2000, with_position=False):
     """Yield lists of at most `chunk_size` lines (without their trailing newline); with
-    `with_position`, (lines, `_disk_position` after them) pairs."""
+    `with_position`, (lines, `_disk_position` after them) pairs. Invalid UTF-8 or a NUL byte is a
+    UserError naming the file and line."""
     path = os.fspath(path)
     f = open_text(path)
+    done = 0   # lines read before this chunk
     try:
         with f:
             while True:
@@ -82,6 +84,10 @@ def read_line_chunks(path, chunk_size=2000, with_position=False):
                 if not chunk:
                     return
                 lines = [line[:-1] if line.endswith("\n") else line for line in chunk]
+                if "\0" in "".join(lines):   # text has no NUL byte: binary or damaged data
+                    n = done + next(i for i, line in enumerate(lines, 1) if "\0" in line)
+                    raise UserError(f"{path}: line {n}: a NUL byte, not text (a binary or damaged file?)")
+                done += len(lines)
                 yield (lines, _disk_position(f)) if with_position else lines
     except UnicodeDecodeError:
         n = _bad_utf8_line(path)

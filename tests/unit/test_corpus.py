@@ -57,6 +57,18 @@ def test_invalid_utf8_names_file_and_line(tmp_path, gz):
     assert path in str(e.value) and "line 3" in str(e.value)
 
 
+@pytest.mark.parametrize("chunk", [2, 2000])
+def test_a_nul_byte_names_file_and_line(tmp_path, chunk):
+    """A NUL byte is no text (a binary or damaged file): one error naming the file and its line, in any
+    chunk; every reader of the toolkit reads through here."""
+    from onmt.inputters.corpus import read_line_chunks
+    path = write(tmp_path / "nul.txt", b"a b\nc d\ne f\ng\x00h\n")
+    with pytest.raises(UserError, match=r"nul.txt: line 4: a NUL byte"):
+        list(read_line_chunks(path, chunk))
+    with pytest.raises(UserError, match=r"-src: .*nul.txt: line 4"):
+        list(read_lines(path, "-src"))
+
+
 def test_corrupt_gzip(tmp_path):
     path = write(tmp_path / "c.txt.gz", b"not gzip at all")
     with pytest.raises(UserError, match="c.txt.gz"):
