@@ -194,7 +194,8 @@ def train_needed(a, name, wanted):
         return False
     if not scored(a, name) and name in wanted:
         return True
-    return any(ARMS[c].start == name and train_needed(a, c, wanted) and not start_available(a, c) for c in wanted)
+    return any(ARMS[c].start == name and train_needed(a, c, wanted) and not start_available(a, c)
+               for c in wanted if c in ARMS)
 
 
 def start_available(a, name):
@@ -217,7 +218,7 @@ def job_list(a, wanted):
         start = ARMS[v].start
         needs = [] if start is None else [f"tune:{start}" if start == "r_ml" else f"train:{start}"]
         jobs.append((f"train:{v}", needs, me + ["-job", f"train:{v}"] if train_needed(a, v, wanted) else None))
-        children = [c for c in wanted if c != "lead3" and ARMS[c].start == v and train_needed(a, c, wanted)]
+        children = [c for c in wanted if c in ARMS and ARMS[c].start == v and train_needed(a, c, wanted)]
         tune = not os.path.exists(os.path.join(cv.view_folder(a, v), "chosen.yaml")) and (
             not scored(a, v) or (v == "r_ml" and bool(children)))
         jobs.append((f"tune:{v}", [f"train:{v}"], me + ["-job", f"tune:{v}"] if tune else None))

@@ -59,7 +59,6 @@ ARMS = {
        for s in SEEDS},
     "c1": _mixed(1, 1.0, "0.0001", True, "RL alone (gamma 1, lr 1e-4, fresh Adam)", (41.16, 15.75, 39.08)),
 }
-ML_PHASES = [n for n, arm in ARMS.items() if arm.start is None]
 CONTROLS = ("b{s}", "m{s}")         # the ML controls of equal compute of a seed
 LEAD3_PAPER = (40.34, 17.70, 36.57)   # lead-3 as See et al. report it (Paulus et al. quote it)
 
@@ -73,9 +72,13 @@ METRIC = "rougeLsum"        # the papers' ROUGE-L: ROUGE-1.5.5 on sentence-split
 
 
 def views(seeds=SEEDS):
-    """Every view (what is tuned and scored), in the order its jobs are wanted."""
-    rl = [f"{k}{s}" for s in seeds for k in "abm" if f"{k}{s}" in ARMS] + (["c1"] if "1" in map(str, seeds) else [])
-    return ["lead3", *ML_PHASES, "pg_cov", *rl]
+    """Every view (what is tuned and scored), in the order its jobs are wanted: the reinforced ML model
+    first (the later arms continue it), the first seed's arms before the ablations, later seeds last."""
+    seeds = [str(s) for s in seeds]
+    arms = lambda s: [f"{k}{s}" for k in "abm"] + (["c1"] if s == "1" else [])  # noqa: E731
+    first = arms(seeds[0]) if seeds else []
+    return ["lead3", "r_ml", "pg_ml", "pg_cov", *first, "r_none", "r_noid", "r_nota",
+            *(v for s in seeds[1:] for v in arms(s) if v in ARMS)]
 
 
 def baseline(view, control):
