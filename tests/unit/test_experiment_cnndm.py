@@ -126,7 +126,7 @@ def test_multi_sentence_repetition_novelty_and_sentences_by_hand():
     assert fig["novel_ngrams"]["2"] == pytest.approx(100 * (4 + 2) / (11 + 3))      # two-. and .-three
     assert fig["novel_ngrams"]["1"] == pytest.approx(100 * 1 / 16)                  # the second's "."
     assert fig["copy_share"] == pytest.approx(100 * 12 / 16)
-    assert fig["rouge"]["rougeLsum"] == pytest.approx(100 * np.mean(fig["per_example"]["rougeLsum"]), abs=1e-3)
+    assert fig["rouge"]["rougeLsum"] == pytest.approx(100 * np.mean(fig["per_example"]["rougeLsum"]), abs=0.01)
 
 
 # --------------------------------------------------------------------------- a tiny run
