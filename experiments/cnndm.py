@@ -299,7 +299,9 @@ def candidates(a, name):
         best = prefix + "_best.pt"
         return [best] + [p for s, p in ckpts[-1:] if s != cv.checkpoint_step(best)]
     offset = train_seconds(start)
-    return at_fractions([(train_seconds(p) - offset, p) for _, p in ckpts], budget(a, name))
+    points = [(train_seconds(p) - offset, p) for _, p in ckpts]
+    # the last checkpoint, saved once the budget is spent, a step past it, is the "all of it" candidate
+    return at_fractions(points, max([budget(a, name)] + [x for x, _ in points]))
 
 
 if __name__ == "__main__":
