@@ -76,7 +76,7 @@ def table(results, split):
         rep = f"{fig['repeated_trigrams']:.1f}"
         if official and "noblock" in r:
             rep = f"{r['noblock']['repeated_trigrams']:.1f} (on: {r['noblock']['repeated_trigrams_blocked']:.1f})"
-        cpu = f"{r.get('phase_seconds', 0) / 60:.0f} / {r.get('train_seconds', 0) / 60:.0f}" if "step" in r else "0"
+        cpu = f"{r.get('phase_seconds', 0) / 60:.1f} / {r.get('train_seconds', 0) / 60:.1f}" if "step" in r else "0"
         cells = [f"{v}: {NAMES.get(v, v)}", " / ".join(f"{x:.2f}" for x in paper) if paper else "",
                  *(f"{rouge[m]:.2f}" for m in ("rouge1", "rouge2", "rougeL", "rougeLsum")),
                  f"{fig['length']:.1f} ({fig['ref_length']:.1f})",
@@ -133,13 +133,15 @@ def sample_text(results):
 
 
 def report(results):
+    pairs = {split: len(next(iter(results.values()))[split]["per_example"][METRIC]) for split in ("dev", "test")}
     return ("# CNN/DailyMail at CPU scale (experiments/cnndm.py)\n\n"
-            "## Test (3,000 pairs; ROUGE-1.5.5 F1, scored once with what tuning chose)\n\n"
+            f"## Test ({pairs['test']:,} pairs; ROUGE-1.5.5 F1, scored once with what tuning chose)\n\n"
             "The paper's R-L is ROUGE-1.5.5 on sentence-split summaries: compare it with R-Lsum. Paper rows: "
             "Paulus et al. 2017 Table 1 (See et al. 2017 for pg_ml and lead-3). Repeated trigrams with blocking "
             "off: the reinforced views' test head decoded again with -block_ngram_repeat 0 (in brackets: the "
             "same pairs with blocking on).\n\n" + table(results, "test")
-            + "\n## Development (the rest of validation; built-in scorer)\n\n" + table(results, "dev")
+            + f"\n## Development (the rest of validation, {pairs['dev']:,} pairs; built-in scorer)\n\n"
+            + table(results, "dev")
             + "\n## Each part against the system without it\n\n" + parts(results)
             + "\n## What tuning chose (validation's first pairs)\n\n" + tuning(results)
             + "\n## Samples (detokenized)\n\n" + sample_text(results))
