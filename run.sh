@@ -6,6 +6,10 @@
 #   gpu         GPU id, -1 for CPU                               (default: -1)
 #   cnndm_path  CNN/DM as published, read by `prepare`            (default: ../shared/data/cnndm)
 #   gigaword_path  Gigaword as published, read by `prepare_gigaword` (default: ../shared/data/gigaword)
+#   cnndm_small_data  CNN/DM {train,valid,test}.{src,tgt}.txt[.gz] for `cnndm_small` (default: $cnndm_path)
+#   cnndm_small_jobs  one-thread processes side by side in `cnndm_small` (default: 2)
+#   cnndm_small_workdir  `cnndm_small`'s data, checkpoints, predictions (default: runs/cnndm_small); its
+#               figures go to experiments/results/cnndm/ (commit them)
 #   train_config  YAML options for `train`                        (default: config/cnndm_reinforced.yaml)
 #   rl_config   YAML options for `rl`                             (default: config/cnndm_rl.yaml)
 #   rl_steps    steps of the mixed objective after the ML checkpoint (default: 20000)
@@ -25,6 +29,9 @@ root=${root:-$here/runs/cnndm}
 gpu=${gpu:--1}
 cnndm_path=${cnndm_path:-$here/../shared/data/cnndm}
 gigaword_path=${gigaword_path:-$here/../shared/data/gigaword}
+cnndm_small_data=${cnndm_small_data:-$cnndm_path}
+cnndm_small_jobs=${cnndm_small_jobs:-2}
+cnndm_small_workdir=${cnndm_small_workdir:-$here/runs/cnndm_small}
 train_config=${train_config:-$here/config/cnndm_reinforced.yaml}
 rl_config=${rl_config:-$here/config/cnndm_rl.yaml}
 rl_steps=${rl_steps:-20000}
@@ -47,10 +54,13 @@ actions:
   translate   latest checkpoint + \$data/test.src.txt -> \$root/pred.txt
   evaluate    \$root/pred.txt vs \$data/test.tgt.txt -> ROUGE
   demo        everything above on generated data, CPU, a few minutes
+  cnndm_small CNN/DM at CPU scale (experiments/cnndm.py): lead-3, See et al.'s pointer-generator (+ coverage),
+              the reinforced model, its ablations, the mixed objective against ML controls; resumable,
+              tens of CPU-hours (\$cnndm_small_data, \$cnndm_small_jobs, \$cnndm_small_workdir)
   test        the test suite
   lint        ruff (lint, import order) and the import layering of onmt/ (tools/import_graph.py)
 variables: data root gpu cnndm_path gigaword_path train_config rl_config rl_steps model preprocess_config
-           beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
+           cnndm_small_data cnndm_small_jobs cnndm_small_workdir beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
            (see the top of run.sh)
 USAGE
 }
@@ -187,6 +197,11 @@ print(f"predictions: {root}/pred_ml.txt (ML), {root}/pred.txt (ML + RL); attenti
 SUMMARY
 }
 
+cnndm_small() {
+  OMP_NUM_THREADS=1 "$PY" "$here/experiments/cnndm.py" -data "$cnndm_small_data" -jobs "$cnndm_small_jobs" \
+    -workdir "$cnndm_small_workdir" || die "cnndm_small failed (run it again: it goes on where it stopped)"
+}
+
 lint() {
   # ruff (pyproject.toml [tool.ruff]: pyflakes, pycodestyle, import order, 120 columns), then the import layering
   cd "$here" && "$venv/bin/ruff" check . || die "ruff found problems (fix with: $venv/bin/ruff check --fix .)"
@@ -205,6 +220,7 @@ for action in "$@"; do
     setup) setup ;;
     prepare|prepare_gigaword|preprocess|train|rl|translate|evaluate) setup; "$action" ;;
     demo) setup; demo ;;
+    cnndm_small) setup; cnndm_small ;;
     test) setup; run_tests ;;
     lint) setup; lint ;;
     -h|--help|help) usage ;;

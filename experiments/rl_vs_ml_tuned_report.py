@@ -36,14 +36,15 @@ def seed(view):
     return None if view == "ml_best" else view.split("_")[0][1:]
 
 
-def tuning_score(r):
-    return r["tuning"]["rows"][r["tuning"]["best"]]["rouge"]["rougeL"]
+def tuning_score(r, metric="rougeL"):
+    return r["tuning"]["rows"][r["tuning"]["best"]]["rouge"][metric]
 
 
-def strongest_control(results, s):
-    """The ML view of seed `s` with the highest tuning ROUGE-L (None until one is scored)."""
-    names = [c.format(s=s) for c in CONTROLS if c.format(s=s) in results]
-    return max(names, key=lambda n: tuning_score(results[n])) if names else None
+def strongest_control(results, s, controls=CONTROLS, metric="rougeL"):
+    """The ML view of seed `s` (`controls`, formats of a seed) with the highest tuning ROUGE F1 `metric`
+    (None until one is scored)."""
+    names = [c.format(s=s) for c in controls if c.format(s=s) in results]
+    return max(names, key=lambda n: tuning_score(results[n], metric)) if names else None
 
 
 def paired(r, c, split):
