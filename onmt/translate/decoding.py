@@ -1,7 +1,7 @@
-"""What greedy and beam search share: hypotheses, length penalties and the per-step token rules.
+"""What the search is told and what it uses: its settings, hypotheses, the length and coverage
+penalties and the per-step token rules.
 
-Rules applied to the log-probabilities of every step, in both searches (so that beam size 1 is
-exactly greedy):
+Rules applied to the log-probabilities of every step (beam size 1, greedy search, included):
 - `<blank>` and `<s>` are never produced;
 - `</s>` is forbidden while fewer than `min_length` tokens have been produced;
 - once `max_length` tokens have been produced, `</s>` is the only choice, so every prediction has
@@ -22,8 +22,8 @@ far is part of the running score at every step: a live hypothesis is ranked by l
 to this step) and a finished one scores (log_prob - pen) / lp(length). (Upstream skips the penalty at
 the very first step; here it applies from the first step on.) Hypothesis.log_prob stays the raw sum.
 """
-from dataclasses import dataclass
-from typing import List, Optional
+from dataclasses import dataclass, fields
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -31,6 +31,27 @@ from onmt.constants import BOS, EOS, PAD
 from onmt.modules.step_scores import DenseScores
 
 NEG_INF = float("-inf")
+
+
+@dataclass
+class SearchSettings:
+    """How each batch is searched: translate.py's Search options (onmt/opts/translate.py), as the
+    Translator and the search (beam_search.BeamSearch; beam size 1: greedy search) take them."""
+    beam_size: int = 5
+    n_best: int = 1
+    min_length: int = 0
+    max_length: int = 100
+    length_penalty: str = "none"
+    alpha: float = 0.0
+    block_ngram_repeat: int = 0
+    ignore_when_blocking: Sequence[str] = ()
+    coverage_penalty: str = "none"
+    beta: float = 0.0
+    stepwise_penalty: bool = False
+
+    @classmethod
+    def from_opt(cls, opt):
+        return cls(**{f.name: getattr(opt, f.name) for f in fields(cls)})
 
 
 @dataclass
@@ -49,19 +70,37 @@ class Hypothesis:
 INSPECTED = ("p_copy", "intra")
 
 
-def length_penalty(kind, length, alpha=0.0):
-    """Divisor of the summed log-probability of a hypothesis of `length` tokens (</s> included).
+class LengthPenalty:
+    """The length penalty of a search (module docstring), chosen once from the settings: the divisor of
+    a hypothesis's summed log-probability by its `length` in tokens (</s> included; a number or a tensor).
 
     none: 1; avg: length; wu: ((5 + length) / 6) ** alpha (Wu et al. 2016).
-    `length` may be a number or a tensor.
     """
-    if kind == "none":
-        return torch.ones_like(length, dtype=torch.float) if torch.is_tensor(length) else 1.0
-    if kind == "avg":
-        return length.float() if torch.is_tensor(length) else float(length)
-    if kind == "wu":
-        return ((5.0 + (length.float() if torch.is_tensor(length) else length)) / 6.0) ** alpha
-    raise ValueError(f"unknown length penalty {kind!r}")
+
+    def __init__(self, kind="none", alpha=0.0):
+        if kind not in _LENGTH_PENALTIES:
+            raise ValueError(f"unknown length penalty {kind!r}")
+        self.kind, self.alpha = kind, alpha
+        self._divisor = _LENGTH_PENALTIES[kind]
+
+    def __call__(self, length):
+        return self._divisor(length, self.alpha)
+
+    def largest(self, lo, hi):
+        """The largest penalty over lengths lo..hi: dividing a non-positive score by it bounds from above
+        every score that hypothesis can still reach (log-probabilities only decrease the sum)."""
+        return float(self(torch.arange(lo, max(lo, hi) + 1)).max())
+
+
+def _as_float(length):
+    return length.float() if torch.is_tensor(length) else float(length)
+
+
+_LENGTH_PENALTIES = {
+    "none": lambda length, alpha: torch.ones_like(length, dtype=torch.float) if torch.is_tensor(length) else 1.0,
+    "avg": lambda length, alpha: _as_float(length),
+    "wu": lambda length, alpha: ((5.0 + _as_float(length)) / 6.0) ** alpha,
+}
 
 
 COVERAGE_EPS = 1e-20
@@ -95,6 +134,8 @@ class CoverageScorer:
     the scorer what they cost; kind "none" is the scorer of a search without a penalty (`active` False)."""
 
     def __init__(self, kind="none", beta=0.0, stepwise=False):
+        if kind not in ("none", "wu", "summary"):
+            raise ValueError(f"unknown coverage penalty {kind!r}")
         self.kind, self.beta, self.stepwise = kind, beta, stepwise
         self.active = kind != "none"
 
@@ -113,6 +154,10 @@ class CoverageScorer:
         """-stepwise_penalty: the running scores (B, W) of rows whose sums of log-probabilities are
         raw (B, W): raw minus the penalty of the coverage so far."""
         return raw - self.penalty(cov, mask).view(raw.shape)
+
+    def ranked(self, raw, pen):
+        """The running scores of hypotheses whose sums of log-probabilities are raw, with penalty pen."""
+        return raw - pen if self.stepwise else raw
 
     def raw(self, top_scores, pen):
         """The sums of log-probabilities of the chosen continuations, scored top_scores with penalty pen."""
@@ -136,13 +181,6 @@ def source_mask(batch):
     """(B, S) bool: the real (non-padding) source positions of `batch`."""
     S = batch.src.size(1)
     return torch.arange(S, device=batch.src.device).unsqueeze(0) < batch.src_lengths.to(batch.src.device).unsqueeze(1)
-
-
-def max_penalty(kind, lo, hi, alpha=0.0):
-    """The largest penalty over lengths lo..hi: dividing a non-positive score by it bounds from above
-    every score that hypothesis can still reach (log-probabilities only decrease the sum)."""
-    lengths = torch.arange(lo, max(lo, hi) + 1)
-    return float(length_penalty(kind, lengths, alpha).max())
 
 
 def block_ngrams_(scores, history, n, ignore_ids=None):
