@@ -16,7 +16,7 @@ Training step (Trainer.train_step, one batch), every family:
     ended, once per rollout step (bool; the loop stops early instead of running max_gen_length steps)
 Decoding: `decode_step` has none, in every family, nor the searches' `decode_step_scores`. A beam-search
 step has two: whether a hypothesis ended (bool, to set it aside on the host) and how many examples are
-still live (int, to shrink the batch); decoding.max_penalty's float is of a host tensor (no device sync).
+still live (int, to shrink the batch); decoding.LengthPenalty.largest's float is of a host tensor (no device sync).
 """
 import collections
 
@@ -24,10 +24,10 @@ import pytest
 import torch
 
 from helpers.models import build, make_batch, make_opt, make_vocabs
+from helpers.search import search
 from helpers.syncs import counting_syncs
 from onmt.model_builder import build_loss
 from onmt.trainer import Trainer
-from onmt.translate.beam_search import beam_search
 from onmt.translate.decoding import decode_step_scores
 
 FAMILIES = {
@@ -94,7 +94,7 @@ def test_decoding_step_has_no_sync_and_a_beam_step_two(family):
     per_length = []
     for length in (3, 4):   # no hypothesis can end before max_length: the same work per step
         with counting_syncs() as counts:
-            beam_search(model, batch, beam_size=3, min_length=length, max_length=length)
+            search(model, batch, beam_size=3, min_length=length, max_length=length)
         per_length.append(collections.Counter(_by_file(counts)))
     assert dict(per_length[1] - per_length[0]) == BEAM_STEP
 
