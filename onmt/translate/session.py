@@ -7,8 +7,6 @@ the translation of text lines with the checkpoint's test-time input rules (input
 import argparse
 from typing import NamedTuple, Optional
 
-import torch
-
 from onmt import opts
 from onmt.errors import OptionError, UserError
 from onmt.inputters.vocab import Vocabs
@@ -69,13 +67,11 @@ def model_from_checkpoint(ckpt, device, name=None):
 
 def load_session(path, device, precision="fp32", compile=False):
     """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
-    (-precision: checked first, one OptionError where the device cannot run it fast); `compile`
-    (-compile): its mlp attention scores through torch.compile (model_builder.compile_decoding)."""
+    (-precision); `compile` (-compile): its mlp attention scores through torch.compile
+    (model_builder.compile_decoding). Both as checked once, before, by the caller (opts.check_precision
+    and opts.check_compile: translate.py's and onmt_tune_decoding's validation, Summarizer.load)."""
     from onmt.fused.packed_linear import set_decoding_precision
     from onmt.utils.checkpoint import load_checkpoint
-    opts.check_precision(precision, torch.device(device).type)
-    if compile:
-        opts.check_compile(torch.device(device).type)
     ckpt = load_checkpoint(path, device="cpu")
     model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path)
     set_decoding_precision(model, precision)
