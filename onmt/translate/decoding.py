@@ -122,12 +122,6 @@ def coverage_penalty(kind, cov, beta=0.0, mask=None):
     return beta * per_pos.sum(-1)
 
 
-def coverage_floor(kind, pen):
-    """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only grows,
-    so the wu penalty may fall to 0 and the summary penalty never falls."""
-    return pen if kind == "summary" else torch.zeros_like(pen)
-
-
 class CoverageScorer:
     """The coverage penalty of a search (module docstring): `kind` none|wu|summary, `beta`, `stepwise`.
     A search keeps the attention sums cov (R, S) and the real-position mask (R, S) of its rows and asks
@@ -167,14 +161,19 @@ class CoverageScorer:
         """The final score of a hypothesis scored `penalized` (its score over its length penalty)."""
         return penalized if self.stepwise else penalized - pen
 
+    def _floor(self, pen):
+        """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only grows,
+        so the wu penalty may fall to 0 and the summary penalty never falls."""
+        return pen if self.kind == "summary" else torch.zeros_like(pen)
+
     def bound(self, raw, pen, lp_max):
         """(B,) the best final score a live row can still reach: raw (B, W) sums of log-probabilities,
         pen (B, W) penalties, lp_max the largest length penalty ahead."""
         if not self.active:
             return raw.max(dim=1).values / lp_max
         if self.stepwise:
-            return ((raw - coverage_floor(self.kind, pen)) / lp_max).max(dim=1).values
-        return (raw / lp_max - coverage_floor(self.kind, pen)).max(dim=1).values
+            return ((raw - self._floor(pen)) / lp_max).max(dim=1).values
+        return (raw / lp_max - self._floor(pen)).max(dim=1).values
 
 
 def source_mask(batch):

@@ -226,8 +226,8 @@ class Translator:
                     msg += [f"[{t.score:.4f}] {' '.join(t.tokens)}" for t in nbest]
                 self.log("\n".join(msg) + "\n")
         self.log(self.pred_score_line(src_tokens, results))
-        if gold is not None:
-            self._report_score("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold))
+        if gold is not None:   # sum of log p(gold token) and gold tokens, </s> included (as OpenNMT-py)
+            self.log(self._score_line("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold)))
 
     @staticmethod
     def pred_score_line(src_tokens, results):
@@ -239,10 +239,6 @@ class Translator:
         fillers of a short n-best list are left out. `PRED No words predicted` when no word was."""
         preds = [t for r, s in zip(results, src_tokens) if s for t in r if math.isfinite(t.score)]
         return Translator._score_line("PRED", sum(t.score for t in preds), sum(len(t.tokens) for t in preds))
-
-    def _report_score(self, name, total, words):
-        """GOLD: total = sum of log p(gold token) with </s>, words = gold tokens with </s> (as OpenNMT-py)."""
-        self.log(self._score_line(name, total, words))
 
     @staticmethod
     def _score_line(name, total, words):
