@@ -26,8 +26,6 @@ penalty the live hypothesis can still get (0 for wu, its current penalty for sum
 scores, None for -inf]}: the K hypotheses kept after the step's topk (a finished one included, with
 its running score, before its slot is emptied).
 """
-from dataclasses import replace
-
 import torch
 
 from onmt.constants import BOS, EOS
@@ -76,6 +74,7 @@ class BeamSearch:
         self.K = settings.beam_size
         self.lengths = LengthPenalty(settings.length_penalty, settings.alpha)
         self.coverage = CoverageScorer(settings.coverage_penalty, settings.beta, settings.stepwise_penalty)
+        self.lp_max = self.lengths.largest_ahead(settings.max_length + 1)   # [lo]: the largest penalty of lo..
         self.keep_attn, self.keep_inspection = keep_attn, keep_inspection
         self.dump = [] if dump else None
         self.finished = [[] for _ in range(batch.batch_size)]   # per example: its finished Hypothesis
@@ -84,7 +83,7 @@ class BeamSearch:
         beam = self.start()
         for step in range(self.settings.max_length + 1):
             beam, bound = self.advance(beam, step)
-            live = ~((beam.kept[:, -1] >= bound) | torch.isneginf(bound))                # (B,)
+            live = beam.kept[:, -1] < bound      # (B,) False where bound is -inf: nothing left to extend
             n_live = int(live.sum())
             if n_live == 0:
                 break
@@ -121,38 +120,39 @@ class BeamSearch:
         # the W rows of an example decode one source: the reorders below (and start's) say so with
         # rows_per_source, so a state that can use it already holds its source once per example
         scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)  # log p of (R, X)
-        X, s = scores.X, self.settings
+        s = self.settings
         apply_rules(scores, beam.history, step, min_length=s.min_length, max_length=s.max_length,
                     block_ngram_repeat=s.block_ngram_repeat, ignore_ids=self.ignore_ids)
         beam = self._cover(beam, state, attns)
-        top_scores, top_ids = self._top(scores, beam)                                  # (B, K) of the (B, W*X)
-        origin = torch.div(top_ids, X, rounding_mode="floor")                          # (B, K) beam of origin
-        token = top_ids - origin * X                                                   # (B, K)
+        top_scores, origin, token = self._top(scores, beam)                            # (B, K) x3
         beam, rows = self._follow(beam, origin, token)
         pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(token.shape) if self.coverage.active else None
         top_scores, raw = self._sums(top_scores, pen)                                  # (B, K) x2
         if self.dump is not None:
+            origin = torch.zeros_like(token) if origin is None else origin
             self.dump.append((beam.example.cpu(), token.cpu(), origin.cpu(), top_scores.cpu()))
         beam = self._extend(beam, token, attns, rows)
-        is_eos = (token == EOS) & torch.isfinite(top_scores)                           # (B, K)
+        is_eos = (token == EOS) & (top_scores > NEG_INF)                               # (B, K)
         kept = beam.kept
         if bool(is_eos.any()):
             kept = self._set_aside(beam, is_eos, top_scores, raw, pen, step)
             top_scores = top_scores.masked_fill(is_eos, NEG_INF)
             raw = raw.masked_fill(is_eos, NEG_INF)
         # best score a live hypothesis can still reach (sums only decrease; largest penalty ahead)
-        lp_max = self.lengths.largest(step + 2, s.max_length + 1)
-        bound = self.coverage.bound(raw, pen, lp_max)                                  # (B,)
-        return replace(beam, scores=top_scores, raw=raw, kept=kept), bound
+        bound = self.coverage.bound(raw, pen, self.lp_max[step + 2])                   # (B,)
+        return beam.changed(scores=top_scores, raw=raw, kept=kept), bound
 
     def _top(self, scores, beam):
-        """(values (B, K), ids (B, K) in W*X): each example's top K continuations by running score.
-        K = 1 (greedy search): each row's best token (its first on a tie), valued by its sum of
-        log-probabilities (`_sums`): a stepwise penalty is the same for every token of a row."""
+        """(values, origin, token) (B, K): each example's top K continuations by running score, the row
+        (0..W-1) each extends and its token. K = 1 (greedy search): each row's best token (its first on a
+        tie), valued by its sum of log-probabilities (`_sums`: a stepwise penalty is the same for every
+        token of a row), origin None (each row extends itself)."""
         if self.K > 1:
-            return scores.beam_topk(beam.scores, self.K)
+            values, ids = scores.beam_topk(beam.scores, self.K)                        # (B, K) of the (B, W*X)
+            origin = torch.div(ids, scores.X, rounding_mode="floor")                   # (B, K) beam of origin
+            return values, origin, ids - origin * scores.X
         best, token = scores.best()                                                    # (B,) x2, W = 1
-        return beam.raw + best.unsqueeze(1), token.unsqueeze(1)                        # (B, 1) x2
+        return beam.raw + best.unsqueeze(1), None, token.unsqueeze(1)                  # (B, 1) x2
 
     def _sums(self, top, pen):
         """(running scores, sums of log-probabilities) (B, K) of the kept continuations valued `top`
@@ -165,11 +165,11 @@ class BeamSearch:
         """(the beam whose rows follow the backpointers origin (B, K), with the new tokens token (B, K)
         as its next inputs; the (B*K,) old row of each new row). Rows stay within their example, K of
         them per example (from B rows to B*K at the first step: a state keeping its source once per
-        example keeps it). K = 1: every row stays where it is, nothing moves."""
+        example keeps it). K = 1: every row stays where it is, nothing moves (rows None)."""
+        if self.K == 1:   # W = 1 too
+            return beam.changed(inputs=token.view(-1)), None
         B, W, K = origin.size(0), beam.width, self.K
         rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
-        if W == K == 1:
-            return replace(beam, inputs=token.view(B)), rows
         return beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)},
                             rows_per_source=K), rows
 
@@ -182,19 +182,23 @@ class BeamSearch:
             changes["cov"] = cov
             if self.coverage.stepwise:   # running score: log-prob - penalty of the coverage up to this step
                 changes["scores"] = self.coverage.running(beam.raw, cov, beam.cov_mask)  # (B, W)
-        return replace(beam, **changes)
+        return beam.changed(**changes)
 
     def _extend(self, beam, token, attns, rows):
         """The reordered beam with the step's ids (and attention, inspection values) appended."""
         changes = {"history": torch.cat([beam.history, token.view(-1, 1)], dim=1)}     # (B*K, t+1)
         attn = attention_of(attns) if self.keep_attn else None
         if attn is not None:
-            step_attn = attn.float().index_select(0, rows).unsqueeze(1)                # (B*K, 1, S)
+            step_attn = attn.float().unsqueeze(1)                                      # (B*K, 1, S)
+            if rows is not None:
+                step_attn = step_attn.index_select(0, rows)
             changes["attn"] = step_attn if beam.attn is None else torch.cat([beam.attn, step_attn], dim=1)
         if self.keep_inspection:
-            step_values = {k: v.index_select(0, rows) for k, v in inspected_step(attns).items()}
+            step_values = inspected_step(attns)
+            if rows is not None:
+                step_values = {k: v.index_select(0, rows) for k, v in step_values.items()}
             changes["inspected"] = extend_inspection(beam.inspected, step_values)      # (B*K, t+1[, t+1])
-        return replace(beam, **changes)
+        return beam.changed(**changes)
 
     def _set_aside(self, beam, is_eos, top_scores, raw, pen, step):
         """Record the hypotheses that just produced </s> (is_eos (B, K); a loop over those only);

@@ -86,10 +86,13 @@ class LengthPenalty:
     def __call__(self, length):
         return self._divisor(length, self.alpha)
 
-    def largest(self, lo, hi):
-        """The largest penalty over lengths lo..hi: dividing a non-positive score by it bounds from above
-        every score that hypothesis can still reach (log-probabilities only decrease the sum)."""
-        return float(self(torch.arange(lo, max(lo, hi) + 1)).max())
+    def largest_ahead(self, hi):
+        """[lo]: the largest penalty over lengths lo..max(lo, hi), for lo = 0..hi+1, on the host (made once
+        per search): dividing a non-positive score by it bounds from above every score that a hypothesis
+        with lo tokens to come can still reach (log-probabilities only decrease the sum)."""
+        penalties = self(torch.arange(hi + 2))                                   # (hi+2,) lengths 0..hi+1
+        ahead = penalties[:hi + 1].flip(0).cummax(0).values.flip(0)               # (hi+1,) max over lo..hi
+        return ahead.tolist() + [float(penalties[hi + 1])]
 
 
 def _as_float(length):
@@ -170,7 +173,7 @@ class CoverageScorer:
         """(B,) the best final score a live row can still reach: raw (B, W) sums of log-probabilities,
         pen (B, W) penalties, lp_max the largest length penalty ahead."""
         if not self.active:
-            return raw.max(dim=1).values / lp_max
+            return raw.amax(dim=1) / lp_max
         if self.stepwise:
             return ((raw - self._floor(pen)) / lp_max).max(dim=1).values
         return (raw / lp_max - self._floor(pen)).max(dim=1).values

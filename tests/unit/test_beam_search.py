@@ -94,7 +94,8 @@ def test_length_penalties():
     assert LengthPenalty("wu", alpha=0.5)(7) == pytest.approx((12 / 6) ** 0.5)
     t = LengthPenalty("wu", alpha=2.0)(torch.tensor([1, 4]))
     assert torch.allclose(t, torch.tensor([1.0, 2.25]))
-    assert LengthPenalty("wu", alpha=2.0).largest(1, 4) == 2.25 and LengthPenalty("avg").largest(3, 2) == 3.0
+    assert LengthPenalty("wu", alpha=2.0).largest_ahead(3) == pytest.approx([(8 / 6) ** 2] * 4 + [2.25])
+    assert LengthPenalty("avg").largest_ahead(2) == [2.0, 2.0, 2.0, 3.0]
     with pytest.raises(ValueError, match="unknown length penalty 'ww'"):
         LengthPenalty("ww")
     with pytest.raises(ValueError, match="unknown coverage penalty 'ww'"):

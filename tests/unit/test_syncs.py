@@ -16,7 +16,7 @@ Training step (Trainer.train_step, one batch), every family:
     ended, once per rollout step (bool; the loop stops early instead of running max_gen_length steps)
 Decoding: `decode_step` has none, in every family, nor the searches' `decode_step_scores`. A beam-search
 step has two: whether a hypothesis ended (bool, to set it aside on the host) and how many examples are
-still live (int, to shrink the batch); decoding.LengthPenalty.largest's float is of a host tensor (no device sync).
+still live (int, to shrink the batch).
 """
 import collections
 
@@ -45,8 +45,7 @@ TRAIN = {
 ROLLOUT_STEPS = 5   # -max_gen_length: the rollouts' steps (none ends early: the model is untrained)
 MIXED = {**COMMON, ("cpu", "models/rnn_encoder.py"): 4, ("tolist", "losses/rl.py"): 1,
          ("__float__", "utils/update_norms.py"): 2, ("__bool__", "reinforced/rollout.py"): ROLLOUT_STEPS}
-BEAM_STEP = {("__bool__", "translate/beam_search.py"): 1, ("__int__", "translate/beam_search.py"): 1,
-             ("__float__", "translate/decoding.py"): 1}
+BEAM_STEP = {("__bool__", "translate/beam_search.py"): 1, ("__int__", "translate/beam_search.py"): 1}
 
 
 def _by_file(counts):
