@@ -33,9 +33,7 @@ from onmt.interface import extended_size
 from onmt.translate.beam_state import BeamState
 from onmt.translate.decoding import (
     NEG_INF,
-    CoverageScorer,
     Hypothesis,
-    LengthPenalty,
     apply_rules,
     attention_of,
     decode_step_scores,
@@ -64,16 +62,15 @@ def beam_search(model, batch, settings, *, ignore_ids=None, keep_attn=False, kee
 
 class BeamSearch:
     """One beam search over one batch (module docstring), as `settings` (a SearchSettings) say: `run()`
-    returns, per example, every Hypothesis set aside. Its length penalty and coverage scorer are chosen
-    here, once. ignore_ids: the ids of settings.ignore_when_blocking; dump: keep the per-step (example,
+    returns, per example, every Hypothesis set aside, with the length penalty and coverage scorer the
+    settings chose. ignore_ids: the ids of settings.ignore_when_blocking; dump: keep the per-step (example,
     token, origin, score) tensors in `self.dump`."""
 
     def __init__(self, model, batch, settings, *, ignore_ids=None, keep_attn=False, keep_inspection=False,
                  dump=False):
         self.model, self.batch, self.settings, self.ignore_ids = model, batch, settings, ignore_ids
         self.K = settings.beam_size
-        self.lengths = LengthPenalty(settings.length_penalty, settings.alpha)
-        self.coverage = CoverageScorer(settings.coverage_penalty, settings.beta, settings.stepwise_penalty)
+        self.lengths, self.coverage = settings.lengths, settings.coverage      # chosen once per settings
         self.lp_max = self.lengths.largest_ahead(settings.max_length + 1)   # [lo]: the largest penalty of lo..
         self.keep_attn, self.keep_inspection = keep_attn, keep_inspection
         self.dump = [] if dump else None

@@ -23,6 +23,7 @@ to this step) and a finished one scores (log_prob - pen) / lp(length). (Upstream
 the very first step; here it applies from the first step on.) Hypothesis.log_prob stays the raw sum.
 """
 from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import List, Optional, Sequence
 
 import torch
@@ -33,10 +34,11 @@ from onmt.modules.step_scores import DenseScores
 NEG_INF = float("-inf")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchSettings:
     """How each batch is searched: translate.py's Search options (onmt/opts/translate.py), as the
-    Translator and the search (beam_search.BeamSearch; beam size 1: greedy search) take them."""
+    Translator and the search (beam_search.BeamSearch; beam size 1: greedy search) take them. Its
+    `lengths` and `coverage` are the penalties these settings choose, chosen (their kinds checked) once."""
     beam_size: int = 5
     n_best: int = 1
     min_length: int = 0
@@ -52,6 +54,16 @@ class SearchSettings:
     @classmethod
     def from_opt(cls, opt):
         return cls(**{f.name: getattr(opt, f.name) for f in fields(cls)})
+
+    @cached_property
+    def lengths(self):
+        """The LengthPenalty of these settings."""
+        return LengthPenalty(self.length_penalty, self.alpha)
+
+    @cached_property
+    def coverage(self):
+        """The CoverageScorer of these settings."""
+        return CoverageScorer(self.coverage_penalty, self.beta, self.stepwise_penalty)
 
 
 @dataclass
@@ -82,6 +94,7 @@ class LengthPenalty:
             raise ValueError(f"unknown length penalty {kind!r}")
         self.kind, self.alpha = kind, alpha
         self._divisor = _LENGTH_PENALTIES[kind]
+        self._ahead = {}   # hi -> largest_ahead(hi)
 
     def __call__(self, length):
         return self._divisor(length, self.alpha)
@@ -90,9 +103,11 @@ class LengthPenalty:
         """[lo]: the largest penalty over lengths lo..max(lo, hi), for lo = 0..hi+1, on the host (made once
         per search): dividing a non-positive score by it bounds from above every score that a hypothesis
         with lo tokens to come can still reach (log-probabilities only decrease the sum)."""
-        penalties = self(torch.arange(hi + 2))                                   # (hi+2,) lengths 0..hi+1
-        ahead = penalties[:hi + 1].flip(0).cummax(0).values.flip(0)               # (hi+1,) max over lo..hi
-        return ahead.tolist() + [float(penalties[hi + 1])]
+        if hi not in self._ahead:
+            penalties = self(torch.arange(hi + 2))                               # (hi+2,) lengths 0..hi+1
+            ahead = penalties[:hi + 1].flip(0).cummax(0).values.flip(0)           # (hi+1,) max over lo..hi
+            self._ahead[hi] = ahead.tolist() + [float(penalties[hi + 1])]
+        return self._ahead[hi]
 
 
 def _as_float(length):

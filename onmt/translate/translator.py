@@ -59,6 +59,7 @@ class Translator:
             raise TypeError(f"search must be a SearchSettings, not {type(search).__name__}")
         self.model, self.vocabs = model, vocabs
         self.search = search if search is not None else SearchSettings()
+        _ = self.search.lengths, self.search.coverage   # the penalties chosen, their kinds checked: here, once
         self.replace_unk, self.keep_attn = replace_unk, keep_attn or replace_unk
         self.batch_size, self.verbose = batch_size, verbose
         self.batch_fn = batch_fn or _default_batches
