@@ -14,6 +14,7 @@ compiled times) and the share of identical first predictions.
 import torch
 
 from bench.lib.translation_ab import alternate, lines_and_opt, parser, report
+from onmt import opts
 from onmt.translate.session import load_session
 
 
@@ -21,6 +22,7 @@ def main(argv=None):
     a = parser(__doc__, n=600).parse_args(argv)
     src, opt = lines_and_opt(a)
     device = torch.device("cpu")
+    opts.check_compile(device.type)   # load_session trusts -compile: one line where it cannot build
     runs = {"eager": (load_session(a.model, device), None),
             "compiled": (load_session(a.model, device, compile=True), None)}   # its warm-up batch compiles
     times, outputs = alternate(opt, src, runs, a.rounds)

@@ -162,6 +162,9 @@ class Summarizer:
             raise opts.OptionError(f"device={str(device)!r}: CUDA is not available here; use device='cpu'")
         if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
             raise opts.OptionError(f"device={str(device)!r}: this machine has {torch.cuda.device_count()} GPU(s)")
+        opts.check_precision(precision, device.type)    # load_session trusts them: checked here, once
+        if compile:
+            opts.check_compile(device.type)
         path = os.fspath(path)
         session = load_session(path, device, precision, compile)
         if reuse_freed_memory:

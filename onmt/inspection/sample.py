@@ -44,13 +44,15 @@ def _words(ids, vocab, oovs=()):
 def predict_example(model, batch, vocabs, max_length=100):
     """Greedy prediction of the one-example `batch` with its inspection record; under no_grad in
     eval mode, the model's training mode restored. Returns (record, reference words or None)."""
-    from onmt.translate.greedy_search import greedy_search
+    from onmt.translate.beam_search import beam_search
+    from onmt.translate.decoding import SearchSettings
     from onmt.translate.records import make_record
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            (hyp,) = greedy_search(model, batch, max_length=max_length, keep_inspection=True)[0]
+            (hyp,) = beam_search(model, batch, SearchSettings(beam_size=1, max_length=max_length),
+                                 keep_inspection=True)[0]
     finally:
         model.train(was_training)
     n_src = int(batch.src_lengths[0])

@@ -260,6 +260,12 @@ def validate_translate_opts(opt):
         raise OptionError("-keep_unk and -replace_unk say opposite things: give one")
     if opt.attn_plot_n < 0:
         raise OptionError(f"-attn_plot_n must be >= 0, got {opt.attn_plot_n}")
+    check_decoding_device(opt)
+
+
+def check_decoding_device(opt):
+    """-gpu, -precision and -compile of a command that decodes (translate.py, onmt_tune_decoding): the
+    one place they are checked (load_session trusts them; the API checks its own arguments)."""
     _check_gpu(opt.gpu)
     check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
     if opt.compile:
@@ -316,6 +322,7 @@ def validate_tune_decoding_opts(opt):
     if opt.length_penalty != "wu" and opt.alpha != [0.0] and given(opt, "alpha"):
         raise OptionError(f"-alpha is wu's parameter: give -length_penalty wu, or leave -alpha out with "
                           f"-length_penalty {opt.length_penalty}")
+    check_decoding_device(opt)
 
 
 def validate_explore_opts(opt):

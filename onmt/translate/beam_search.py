@@ -26,8 +26,6 @@ penalty the live hypothesis can still get (0 for wu, its current penalty for sum
 scores, None for -inf]}: the K hypotheses kept after the step's topk (a finished one included, with
 its running score, before its slot is emptied).
 """
-from dataclasses import replace
-
 import torch
 
 from onmt.constants import BOS, EOS
@@ -35,7 +33,6 @@ from onmt.interface import extended_size
 from onmt.translate.beam_state import BeamState
 from onmt.translate.decoding import (
     NEG_INF,
-    CoverageScorer,
     Hypothesis,
     apply_rules,
     attention_of,
@@ -43,52 +40,47 @@ from onmt.translate.decoding import (
     extend_inspection,
     hypothesis_extras,
     inspected_step,
-    length_penalty,
-    max_penalty,
     source_mask,
 )
 
 
 @torch.no_grad()
-def beam_search(model, batch, *, beam_size=5, n_best=1, min_length=0, max_length=100,
-                length_penalty_kind="none", alpha=0.0, block_ngram_repeat=0, ignore_ids=None,
-                keep_attn=False, keep_inspection=False, coverage_penalty_kind="none", beta=0.0,
-                stepwise_penalty=False, beam_history=None):
-    """Decode `batch`; returns, per example, up to `n_best` Hypothesis, best first.
+def beam_search(model, batch, settings, *, ignore_ids=None, keep_attn=False, keep_inspection=False,
+                beam_history=None):
+    """Decode `batch` as `settings` (a decoding.SearchSettings) say; returns, per example, up to its
+    n_best Hypothesis, best first. ignore_ids: the ids of settings.ignore_when_blocking (1-D tensor).
     keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
     step's "p_copy" / "intra" (Hypothesis.extras), following the backpointers like the attention.
-    coverage_penalty_kind / beta / stepwise_penalty: see `decoding`; beam_history: module docstring."""
-    search = BeamSearch(model, batch, beam_size=beam_size, n_best=n_best, max_length=max_length,
-                        rules=dict(min_length=min_length, max_length=max_length,
-                                   block_ngram_repeat=block_ngram_repeat, ignore_ids=ignore_ids),
-                        lengths=(length_penalty_kind, alpha),
-                        coverage=CoverageScorer(coverage_penalty_kind, beta, stepwise_penalty),
-                        keep_attn=keep_attn or keep_inspection, keep_inspection=keep_inspection,
-                        dump=beam_history is not None)
+    beam_history: module docstring."""
+    search = BeamSearch(model, batch, settings, ignore_ids=ignore_ids, keep_attn=keep_attn or keep_inspection,
+                        keep_inspection=keep_inspection, dump=beam_history is not None)
     finished = search.run()
     if beam_history is not None:
         beam_history.extend(_history(search.dump, len(finished)))
-    return [sorted(f, key=lambda h: -h.score)[:n_best] for f in finished]
+    return [sorted(f, key=lambda h: -h.score)[:settings.n_best] for f in finished]
 
 
 class BeamSearch:
-    """One beam search over one batch (module docstring): `run()` returns, per example, every
-    Hypothesis set aside. rules: apply_rules' keywords; lengths: the length penalty (kind, alpha); coverage: a
-    CoverageScorer; dump: keep the per-step (example, token, origin, score) tensors in `self.dump`."""
+    """One beam search over one batch (module docstring), as `settings` (a SearchSettings) say: `run()`
+    returns, per example, every Hypothesis set aside, with the length penalty and coverage scorer the
+    settings chose. ignore_ids: the ids of settings.ignore_when_blocking; dump: keep the per-step (example,
+    token, origin, score) tensors in `self.dump`."""
 
-    def __init__(self, model, batch, *, beam_size, n_best, max_length, rules, lengths, coverage,
-                 keep_attn, keep_inspection, dump):
-        self.model, self.batch, self.K, self.n_best, self.max_length = model, batch, beam_size, n_best, max_length
-        self.rules, self.lengths, self.coverage = rules, lengths, coverage
+    def __init__(self, model, batch, settings, *, ignore_ids=None, keep_attn=False, keep_inspection=False,
+                 dump=False):
+        self.model, self.batch, self.settings, self.ignore_ids = model, batch, settings, ignore_ids
+        self.K = settings.beam_size
+        self.lengths, self.coverage = settings.lengths, settings.coverage      # chosen once per settings
+        self.lp_max = self.lengths.largest_ahead(settings.max_length + 1)   # [lo]: the largest penalty of lo..
         self.keep_attn, self.keep_inspection = keep_attn, keep_inspection
         self.dump = [] if dump else None
         self.finished = [[] for _ in range(batch.batch_size)]   # per example: its finished Hypothesis
 
     def run(self):
         beam = self.start()
-        for step in range(self.max_length + 1):
+        for step in range(self.settings.max_length + 1):
             beam, bound = self.advance(beam, step)
-            live = ~((beam.kept[:, -1] >= bound) | torch.isneginf(bound))                # (B,)
+            live = beam.kept[:, -1] < bound      # (B,) False where bound is -inf: nothing left to extend
             n_live = int(live.sum())
             if n_live == 0:
                 break
@@ -114,7 +106,7 @@ class BeamSearch:
             inputs=torch.full((B * W,), BOS, dtype=torch.long, device=device),         # (B*W,)
             history=torch.zeros(B * W, 0, dtype=torch.long, device=device),            # (B*W, t)
             scores=scores, raw=scores,        # raw: sums of log-probabilities (scores, unless stepwise)
-            kept=torch.full((B, self.n_best), NEG_INF, device=device),                 # (B, n_best)
+            kept=torch.full((B, self.settings.n_best), NEG_INF, device=device),        # (B, n_best)
             example=torch.arange(B, device=device),                                    # (B,)
             cov_mask=source_mask(batch).repeat_interleave(W, dim=0) if self.coverage.active else None)  # (B*W, S)
 
@@ -125,34 +117,58 @@ class BeamSearch:
         # the W rows of an example decode one source: the reorders below (and start's) say so with
         # rows_per_source, so a state that can use it already holds its source once per example
         scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)  # log p of (R, X)
-        X = scores.X
-        apply_rules(scores, beam.history, step, **self.rules)
+        s = self.settings
+        apply_rules(scores, beam.history, step, min_length=s.min_length, max_length=s.max_length,
+                    block_ngram_repeat=s.block_ngram_repeat, ignore_ids=self.ignore_ids)
         beam = self._cover(beam, state, attns)
-        B, W, K = beam.scores.size(0), beam.width, self.K
-        top_scores, top_ids = scores.beam_topk(beam.scores, K)                         # (B, K) of the (B, W*X)
-        origin = torch.div(top_ids, X, rounding_mode="floor")                          # (B, K) beam of origin
-        token = top_ids - origin * X                                                   # (B, K)
-        rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
-        # rows stay within their example, K of them per example (from B rows to B*K at the first step: a
-        # state keeping its source once per example keeps it); the next inputs are the new tokens, not the
-        # old inputs reordered
-        beam = beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)}, rows_per_source=K)
-        pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(B, K) if self.coverage.active else None
-        raw = self.coverage.raw(top_scores, pen)                                       # (B, K)
+        top_scores, origin, token = self._top(scores, beam)                            # (B, K) x3
+        beam, rows = self._follow(beam, origin, token)
+        pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(token.shape) if self.coverage.active else None
+        top_scores, raw = self._sums(top_scores, pen)                                  # (B, K) x2
         if self.dump is not None:
+            origin = torch.zeros_like(token) if origin is None else origin
             self.dump.append((beam.example.cpu(), token.cpu(), origin.cpu(), top_scores.cpu()))
         beam = self._extend(beam, token, attns, rows)
-        is_eos = (token == EOS) & torch.isfinite(top_scores)                           # (B, K)
+        is_eos = (token == EOS) & (top_scores > NEG_INF)                               # (B, K)
         kept = beam.kept
         if bool(is_eos.any()):
             kept = self._set_aside(beam, is_eos, top_scores, raw, pen, step)
             top_scores = top_scores.masked_fill(is_eos, NEG_INF)
             raw = raw.masked_fill(is_eos, NEG_INF)
         # best score a live hypothesis can still reach (sums only decrease; largest penalty ahead)
-        kind, alpha = self.lengths
-        lp_max = max_penalty(kind, step + 2, self.max_length + 1, alpha)
-        bound = self.coverage.bound(raw, pen, lp_max)                                  # (B,)
-        return replace(beam, scores=top_scores, raw=raw, kept=kept), bound
+        bound = self.coverage.bound(raw, pen, self.lp_max[step + 2])                   # (B,)
+        return beam.changed(scores=top_scores, raw=raw, kept=kept), bound
+
+    def _top(self, scores, beam):
+        """(values, origin, token) (B, K): each example's top K continuations by running score, the row
+        (0..W-1) each extends and its token. K = 1 (greedy search): each row's best token (its first on a
+        tie), valued by its sum of log-probabilities (`_sums`: a stepwise penalty is the same for every
+        token of a row), origin None (each row extends itself)."""
+        if self.K > 1:
+            values, ids = scores.beam_topk(beam.scores, self.K)                        # (B, K) of the (B, W*X)
+            origin = torch.div(ids, scores.X, rounding_mode="floor")                   # (B, K) beam of origin
+            return values, origin, ids - origin * scores.X
+        best, token = scores.best()                                                    # (B,) x2, W = 1
+        return beam.raw + best.unsqueeze(1), None, token.unsqueeze(1)                  # (B, 1) x2
+
+    def _sums(self, top, pen):
+        """(running scores, sums of log-probabilities) (B, K) of the kept continuations valued `top`
+        by `_top`, pen (B, K) their coverage penalties (None without)."""
+        if self.K > 1:
+            return top, self.coverage.raw(top, pen)
+        return self.coverage.ranked(top, pen), top
+
+    def _follow(self, beam, origin, token):
+        """(the beam whose rows follow the backpointers origin (B, K), with the new tokens token (B, K)
+        as its next inputs; the (B*K,) old row of each new row). Rows stay within their example, K of
+        them per example (from B rows to B*K at the first step: a state keeping its source once per
+        example keeps it). K = 1: every row stays where it is, nothing moves (rows None)."""
+        if self.K == 1:   # W = 1 too
+            return beam.changed(inputs=token.view(-1)), None
+        B, W, K = origin.size(0), beam.width, self.K
+        rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
+        return beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)},
+                            rows_per_source=K), rows
 
     def _cover(self, beam, state, attns):
         """The beam with the step's decoder state and, with a coverage penalty, its attention added to
@@ -163,25 +179,28 @@ class BeamSearch:
             changes["cov"] = cov
             if self.coverage.stepwise:   # running score: log-prob - penalty of the coverage up to this step
                 changes["scores"] = self.coverage.running(beam.raw, cov, beam.cov_mask)  # (B, W)
-        return replace(beam, **changes)
+        return beam.changed(**changes)
 
     def _extend(self, beam, token, attns, rows):
         """The reordered beam with the step's ids (and attention, inspection values) appended."""
         changes = {"history": torch.cat([beam.history, token.view(-1, 1)], dim=1)}     # (B*K, t+1)
         attn = attention_of(attns) if self.keep_attn else None
         if attn is not None:
-            step_attn = attn.float().index_select(0, rows).unsqueeze(1)                # (B*K, 1, S)
+            step_attn = attn.float().unsqueeze(1)                                      # (B*K, 1, S)
+            if rows is not None:
+                step_attn = step_attn.index_select(0, rows)
             changes["attn"] = step_attn if beam.attn is None else torch.cat([beam.attn, step_attn], dim=1)
         if self.keep_inspection:
-            step_values = {k: v.index_select(0, rows) for k, v in inspected_step(attns).items()}
+            step_values = inspected_step(attns)
+            if rows is not None:
+                step_values = {k: v.index_select(0, rows) for k, v in step_values.items()}
             changes["inspected"] = extend_inspection(beam.inspected, step_values)      # (B*K, t+1[, t+1])
-        return replace(beam, **changes)
+        return beam.changed(**changes)
 
     def _set_aside(self, beam, is_eos, top_scores, raw, pen, step):
         """Record the hypotheses that just produced </s> (is_eos (B, K); a loop over those only);
         returns the new kept (B, n_best)."""
-        kind, alpha = self.lengths
-        penalized = top_scores / length_penalty(kind, step + 1, alpha)                # (B, K)
+        penalized = top_scores / self.lengths(step + 1)                                # (B, K)
         if self.coverage.active:
             penalized = self.coverage.finished(penalized, pen)
         idx = is_eos.nonzero()                                 # [[b, k], ...] in the current batch
@@ -193,7 +212,7 @@ class BeamSearch:
             extras = hypothesis_extras(beam.inspected, row, len(tokens))
             self.finished[e].append(Hypothesis(tokens, p, s, attn, extras))
         return torch.cat([beam.kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
-            self.n_best, dim=1).values                                                 # (B, n_best)
+            self.settings.n_best, dim=1).values                                        # (B, n_best)
 
 
 def _history(dump, n_examples):

@@ -13,7 +13,7 @@ Only two operations move rows, so no field can fall out of step:
 - `select(keep)`: keep the examples `keep` (finished examples leave the batch): their W rows each in
   every row field, their entries in every example field.
 """
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Optional
 
 import torch
@@ -44,6 +44,13 @@ class BeamState:
         """W, the hypotheses (rows) per example."""
         return self.scores.size(1)
 
+    def changed(self, **changes):
+        """This beam with `changes` ({field: value}) made: `dataclasses.replace` without its __init__ (a
+        search step makes several; replace costs ~25 us on 11 fields, this ~1 us)."""
+        out = object.__new__(BeamState)
+        out.__dict__.update(self.__dict__, **changes)
+        return out
+
     def row_fields(self):
         return [f.name for f in fields(self) if f.name not in self.EXAMPLE_FIELDS]
 
@@ -61,14 +68,14 @@ class BeamState:
         skip = self.EXAMPLE_FIELDS | set(replacing) | (self.SOURCE_FIELDS if within_source else frozenset())
         changes = {name: _reordered(getattr(self, name), rows, within_source, rows_per_source)
                    for name in self.row_fields() if name not in skip}
-        return replace(self, **changes, **replacing)
+        return self.changed(**changes, **replacing)
 
     def select(self, keep):
         """The beam of the examples `keep` (B',) only, in that order."""
         W = self.width
         rows = (keep.unsqueeze(1) * W + torch.arange(W, device=keep.device)).view(-1)   # (B'*W,)
         out = self.reorder(rows, rows_per_source=W)
-        return replace(out, **{name: getattr(self, name)[keep] for name in self.EXAMPLE_FIELDS})
+        return out.changed(**{name: getattr(self, name)[keep] for name in self.EXAMPLE_FIELDS})
 
 
 def _reordered(value, rows, within_source, rows_per_source):

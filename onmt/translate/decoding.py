@@ -1,7 +1,7 @@
-"""What greedy and beam search share: hypotheses, length penalties and the per-step token rules.
+"""What the search is told and what it uses: its settings, hypotheses, the length and coverage
+penalties and the per-step token rules.
 
-Rules applied to the log-probabilities of every step, in both searches (so that beam size 1 is
-exactly greedy):
+Rules applied to the log-probabilities of every step (beam size 1, greedy search, included):
 - `<blank>` and `<s>` are never produced;
 - `</s>` is forbidden while fewer than `min_length` tokens have been produced;
 - once `max_length` tokens have been produced, `</s>` is the only choice, so every prediction has
@@ -22,8 +22,9 @@ far is part of the running score at every step: a live hypothesis is ranked by l
 to this step) and a finished one scores (log_prob - pen) / lp(length). (Upstream skips the penalty at
 the very first step; here it applies from the first step on.) Hypothesis.log_prob stays the raw sum.
 """
-from dataclasses import dataclass
-from typing import List, Optional
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -31,6 +32,38 @@ from onmt.constants import BOS, EOS, PAD
 from onmt.modules.step_scores import DenseScores
 
 NEG_INF = float("-inf")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How each batch is searched: translate.py's Search options (onmt/opts/translate.py), as the
+    Translator and the search (beam_search.BeamSearch; beam size 1: greedy search) take them. Its
+    `lengths` and `coverage` are the penalties these settings choose, chosen (their kinds checked) once."""
+    beam_size: int = 5
+    n_best: int = 1
+    min_length: int = 0
+    max_length: int = 100
+    length_penalty: str = "none"
+    alpha: float = 0.0
+    block_ngram_repeat: int = 0
+    ignore_when_blocking: Sequence[str] = ()
+    coverage_penalty: str = "none"
+    beta: float = 0.0
+    stepwise_penalty: bool = False
+
+    @classmethod
+    def from_opt(cls, opt):
+        return cls(**{f.name: getattr(opt, f.name) for f in fields(cls)})
+
+    @cached_property
+    def lengths(self):
+        """The LengthPenalty of these settings."""
+        return LengthPenalty(self.length_penalty, self.alpha)
+
+    @cached_property
+    def coverage(self):
+        """The CoverageScorer of these settings."""
+        return CoverageScorer(self.coverage_penalty, self.beta, self.stepwise_penalty)
 
 
 @dataclass
@@ -49,19 +82,43 @@ class Hypothesis:
 INSPECTED = ("p_copy", "intra")
 
 
-def length_penalty(kind, length, alpha=0.0):
-    """Divisor of the summed log-probability of a hypothesis of `length` tokens (</s> included).
+class LengthPenalty:
+    """The length penalty of a search (module docstring), chosen once from the settings: the divisor of
+    a hypothesis's summed log-probability by its `length` in tokens (</s> included; a number or a tensor).
 
     none: 1; avg: length; wu: ((5 + length) / 6) ** alpha (Wu et al. 2016).
-    `length` may be a number or a tensor.
     """
-    if kind == "none":
-        return torch.ones_like(length, dtype=torch.float) if torch.is_tensor(length) else 1.0
-    if kind == "avg":
-        return length.float() if torch.is_tensor(length) else float(length)
-    if kind == "wu":
-        return ((5.0 + (length.float() if torch.is_tensor(length) else length)) / 6.0) ** alpha
-    raise ValueError(f"unknown length penalty {kind!r}")
+
+    def __init__(self, kind="none", alpha=0.0):
+        if kind not in _LENGTH_PENALTIES:
+            raise ValueError(f"unknown length penalty {kind!r}")
+        self.kind, self.alpha = kind, alpha
+        self._divisor = _LENGTH_PENALTIES[kind]
+        self._ahead = {}   # hi -> largest_ahead(hi)
+
+    def __call__(self, length):
+        return self._divisor(length, self.alpha)
+
+    def largest_ahead(self, hi):
+        """[lo]: the largest penalty over lengths lo..max(lo, hi), for lo = 0..hi+1, on the host (made once
+        per search): dividing a non-positive score by it bounds from above every score that a hypothesis
+        with lo tokens to come can still reach (log-probabilities only decrease the sum)."""
+        if hi not in self._ahead:
+            penalties = self(torch.arange(hi + 2))                               # (hi+2,) lengths 0..hi+1
+            ahead = penalties[:hi + 1].flip(0).cummax(0).values.flip(0)           # (hi+1,) max over lo..hi
+            self._ahead[hi] = ahead.tolist() + [float(penalties[hi + 1])]
+        return self._ahead[hi]
+
+
+def _as_float(length):
+    return length.float() if torch.is_tensor(length) else float(length)
+
+
+_LENGTH_PENALTIES = {
+    "none": lambda length, alpha: torch.ones_like(length, dtype=torch.float) if torch.is_tensor(length) else 1.0,
+    "avg": lambda length, alpha: _as_float(length),
+    "wu": lambda length, alpha: ((5.0 + _as_float(length)) / 6.0) ** alpha,
+}
 
 
 COVERAGE_EPS = 1e-20
@@ -83,18 +140,14 @@ def coverage_penalty(kind, cov, beta=0.0, mask=None):
     return beta * per_pos.sum(-1)
 
 
-def coverage_floor(kind, pen):
-    """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only grows,
-    so the wu penalty may fall to 0 and the summary penalty never falls."""
-    return pen if kind == "summary" else torch.zeros_like(pen)
-
-
 class CoverageScorer:
     """The coverage penalty of a search (module docstring): `kind` none|wu|summary, `beta`, `stepwise`.
     A search keeps the attention sums cov (R, S) and the real-position mask (R, S) of its rows and asks
     the scorer what they cost; kind "none" is the scorer of a search without a penalty (`active` False)."""
 
     def __init__(self, kind="none", beta=0.0, stepwise=False):
+        if kind not in ("none", "wu", "summary"):
+            raise ValueError(f"unknown coverage penalty {kind!r}")
         self.kind, self.beta, self.stepwise = kind, beta, stepwise
         self.active = kind != "none"
 
@@ -114,6 +167,10 @@ class CoverageScorer:
         raw (B, W): raw minus the penalty of the coverage so far."""
         return raw - self.penalty(cov, mask).view(raw.shape)
 
+    def ranked(self, raw, pen):
+        """The running scores of hypotheses whose sums of log-probabilities are raw, with penalty pen."""
+        return raw - pen if self.stepwise else raw
+
     def raw(self, top_scores, pen):
         """The sums of log-probabilities of the chosen continuations, scored top_scores with penalty pen."""
         return top_scores + pen if self.stepwise else top_scores
@@ -122,27 +179,25 @@ class CoverageScorer:
         """The final score of a hypothesis scored `penalized` (its score over its length penalty)."""
         return penalized if self.stepwise else penalized - pen
 
+    def _floor(self, pen):
+        """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only grows,
+        so the wu penalty may fall to 0 and the summary penalty never falls."""
+        return pen if self.kind == "summary" else torch.zeros_like(pen)
+
     def bound(self, raw, pen, lp_max):
         """(B,) the best final score a live row can still reach: raw (B, W) sums of log-probabilities,
         pen (B, W) penalties, lp_max the largest length penalty ahead."""
         if not self.active:
-            return raw.max(dim=1).values / lp_max
+            return raw.amax(dim=1) / lp_max
         if self.stepwise:
-            return ((raw - coverage_floor(self.kind, pen)) / lp_max).max(dim=1).values
-        return (raw / lp_max - coverage_floor(self.kind, pen)).max(dim=1).values
+            return ((raw - self._floor(pen)) / lp_max).max(dim=1).values
+        return (raw / lp_max - self._floor(pen)).max(dim=1).values
 
 
 def source_mask(batch):
     """(B, S) bool: the real (non-padding) source positions of `batch`."""
     S = batch.src.size(1)
     return torch.arange(S, device=batch.src.device).unsqueeze(0) < batch.src_lengths.to(batch.src.device).unsqueeze(1)
-
-
-def max_penalty(kind, lo, hi, alpha=0.0):
-    """The largest penalty over lengths lo..hi: dividing a non-positive score by it bounds from above
-    every score that hypothesis can still reach (log-probabilities only decrease the sum)."""
-    lengths = torch.arange(lo, max(lo, hi) + 1)
-    return float(length_penalty(kind, lengths, alpha).max())
 
 
 def block_ngrams_(scores, history, n, ignore_ids=None):

@@ -7,8 +7,6 @@ the translation of text lines with the checkpoint's test-time input rules (input
 import argparse
 from typing import NamedTuple, Optional
 
-import torch
-
 from onmt import opts
 from onmt.errors import OptionError, UserError
 from onmt.inputters.vocab import Vocabs
@@ -70,14 +68,12 @@ def model_from_checkpoint(ckpt, device, name=None, execution=None):
 
 def load_session(path, device, precision="fp32", compile=False):
     """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
-    (-precision: checked first, one OptionError where the device cannot run it fast); `compile`
-    (-compile): its mlp attention scores through torch.compile, compiled on first use; both chosen by the
-    model's Execution (onmt/fused/execution.py), which build_model logs."""
+    (-precision); `compile` (-compile): its mlp attention scores through torch.compile, compiled on first
+    use; both chosen by the model's Execution (onmt/fused/execution.py), which build_model logs, and
+    checked once, before, by the caller (opts.check_precision and opts.check_compile: translate.py's and
+    onmt_tune_decoding's validation, Summarizer.load)."""
     from onmt.fused.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
-    opts.check_precision(precision, torch.device(device).type)
-    if compile:
-        opts.check_compile(torch.device(device).type)
     ckpt = load_checkpoint(path, device="cpu")
     model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path,
                                                      execution=Execution.for_decoding(precision, compile))

@@ -1,17 +1,17 @@
 """Translator: source lines -> n-best predictions as words, and gold-target scoring.
 
-It calls only the model interface (onmt/interface.py) through `greedy_search` (beam size 1)
-or `beam_search`, so it serves every model family alike.
+It calls only the model interface (onmt/interface.py) through `beam_search` (beam size 1: greedy
+search), which takes its SearchSettings as they are, so it serves every model family alike.
 """
 import math
-from dataclasses import dataclass, fields
-from typing import Callable, Container, List, NamedTuple, Optional, Sequence
+from dataclasses import dataclass
+from typing import Callable, Container, List, NamedTuple, Optional
 
 import torch
 
 from onmt.constants import PAD, UNK, UNK_WORD
 from onmt.translate.beam_search import beam_search
-from onmt.translate.greedy_search import greedy_search
+from onmt.translate.decoding import SearchSettings
 from onmt.utils.logging import logger
 from onmt.utils.progress import progress
 
@@ -24,35 +24,6 @@ class Translation(NamedTuple):
 
 
 @dataclass
-class SearchSettings:
-    """How each batch is searched: translate.py's Search options (onmt/opts/translate.py)."""
-    beam_size: int = 5                    # 1: greedy search (unless a beam history is asked for)
-    n_best: int = 1
-    min_length: int = 0
-    max_length: int = 100
-    length_penalty: str = "none"
-    alpha: float = 0.0
-    block_ngram_repeat: int = 0
-    ignore_when_blocking: Sequence[str] = ()
-    coverage_penalty: str = "none"
-    beta: float = 0.0
-    stepwise_penalty: bool = False
-
-    @classmethod
-    def from_opt(cls, opt):
-        return cls(**{f.name: getattr(opt, f.name) for f in fields(cls)})
-
-    def search_kwargs(self):
-        """The keywords both searches take (the coverage ones only with a penalty: the searches' defaults)."""
-        kw = dict(min_length=self.min_length, max_length=self.max_length, length_penalty_kind=self.length_penalty,
-                  alpha=self.alpha, block_ngram_repeat=self.block_ngram_repeat)
-        if self.coverage_penalty != "none":
-            kw.update(coverage_penalty_kind=self.coverage_penalty, beta=self.beta,
-                      stepwise_penalty=self.stepwise_penalty)
-        return kw
-
-
-@dataclass
 class Callbacks:
     """What a caller of `Translator.translate` hears about, besides the results (all optional).
 
@@ -61,8 +32,7 @@ class Callbacks:
         order batches finish; the search keeps the inspection data (keep_inspection) only for the
         batches holding such a line.
     beam_history: a list (-dump_beam) that `translate` fills with one entry per input line
-        ({"line", "src", "steps"}: beam_search's steps, each with its "words"); the beam search then
-        runs even with beam size 1 (it returns what greedy search returns).
+        ({"line", "src", "steps"}: beam_search's steps, each with its "words"), beam size 1 included.
     profiler: an onmt.utils.profiling.Profiler of the first batches (-profile).
     """
     on_record: Optional[Callable[[dict], None]] = None
@@ -89,10 +59,7 @@ class Translator:
             raise TypeError(f"search must be a SearchSettings, not {type(search).__name__}")
         self.model, self.vocabs = model, vocabs
         self.search = search if search is not None else SearchSettings()
-        self.beam_size, self.n_best = self.search.beam_size, self.search.n_best
-        self.search_kwargs = self.search.search_kwargs()
-        ids = sorted({vocabs.tgt.stoi[w] for w in self.search.ignore_when_blocking if w in vocabs.tgt.stoi})
-        self.ignore_ids = torch.tensor(ids, dtype=torch.long)
+        _ = self.search.lengths, self.search.coverage   # the penalties chosen, their kinds checked: here, once
         self.replace_unk, self.keep_attn = replace_unk, keep_attn or replace_unk
         self.batch_size, self.verbose = batch_size, verbose
         self.batch_fn = batch_fn or _default_batches
@@ -100,6 +67,8 @@ class Translator:
         self.show_progress = show_progress   # onmt.utils.progress: a bar on a terminal, else log lines
         param = next(model.parameters(), None)
         self.device = param.device if param is not None else torch.device("cpu")
+        ids = sorted({vocabs.tgt.stoi[w] for w in self.search.ignore_when_blocking if w in vocabs.tgt.stoi})
+        self.ignore_ids = torch.tensor(ids, dtype=torch.long, device=self.device)   # -ignore_when_blocking's ids
 
     @classmethod
     def from_opt(cls, opt, model, vocabs, **kwargs):
@@ -119,7 +88,7 @@ class Translator:
             from onmt.errors import UserError
             raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
         src_tokens = [line.split() for line in src_lines]
-        results = [[Translation([], 0.0, None)] * self.n_best for _ in src_lines]
+        results = [[Translation([], 0.0, None)] * self.search.n_best for _ in src_lines]
         self._record_empty_lines(src_tokens, callbacks)
         self.model.eval()
         history = {} if callbacks.beam_history is not None else None   # line -> its steps
@@ -188,14 +157,9 @@ class Translator:
 
     def _search(self, batch, inspect, dump):
         """(per example, its n-best Hypothesis list; with `dump`, per example, its beam steps)."""
-        ignore = self.ignore_ids.to(self.device)
-        if self.beam_size == 1 and not dump:
-            return greedy_search(self.model, batch, ignore_ids=ignore, keep_attn=self.keep_attn,
-                                 keep_inspection=inspect, **self.search_kwargs), None
         steps = [] if dump else None
-        hyps = beam_search(self.model, batch, beam_size=self.beam_size, n_best=self.n_best, ignore_ids=ignore,
-                           keep_attn=self.keep_attn, keep_inspection=inspect, beam_history=steps,
-                           **self.search_kwargs)
+        hyps = beam_search(self.model, batch, self.search, ignore_ids=self.ignore_ids, keep_attn=self.keep_attn,
+                           keep_inspection=inspect, beam_history=steps)
         return hyps, steps
 
     def _nbest(self, hyps, oovs, src_tokens):
@@ -203,7 +167,7 @@ class Translator:
         only when nearly every token was forbidden)."""
         nbest = [Translation(self._words(h.tokens, h.attn, oovs, src_tokens), h.score,
                              h.attn if self.keep_attn else None, h.log_prob) for h in hyps]
-        return nbest + [Translation([], float("-inf"), None, float("-inf"))] * (self.n_best - len(nbest))
+        return nbest + [Translation([], float("-inf"), None, float("-inf"))] * (self.search.n_best - len(nbest))
 
     def _record(self, line, src_words, pred_words, hyp):
         from onmt.translate.records import empty_record, make_record
@@ -263,8 +227,8 @@ class Translator:
                     msg += [f"[{t.score:.4f}] {' '.join(t.tokens)}" for t in nbest]
                 self.log("\n".join(msg) + "\n")
         self.log(self.pred_score_line(src_tokens, results))
-        if gold is not None:
-            self._report_score("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold))
+        if gold is not None:   # sum of log p(gold token) and gold tokens, </s> included (as OpenNMT-py)
+            self.log(self._score_line("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold)))
 
     @staticmethod
     def pred_score_line(src_tokens, results):
@@ -276,10 +240,6 @@ class Translator:
         fillers of a short n-best list are left out. `PRED No words predicted` when no word was."""
         preds = [t for r, s in zip(results, src_tokens) if s for t in r if math.isfinite(t.score)]
         return Translator._score_line("PRED", sum(t.score for t in preds), sum(len(t.tokens) for t in preds))
-
-    def _report_score(self, name, total, words):
-        """GOLD: total = sum of log p(gold token) with </s>, words = gold tokens with </s> (as OpenNMT-py)."""
-        self.log(self._score_line(name, total, words))
 
     @staticmethod
     def _score_line(name, total, words):

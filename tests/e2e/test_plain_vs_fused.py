@@ -23,11 +23,10 @@ import pytest
 import torch
 
 from helpers.models import make_batch, make_opt, make_vocabs
+from helpers.search import search
 from onmt.fused.execution import Execution
 from onmt.losses.ml import MLLoss
 from onmt.model_builder import build_loss, build_model
-from onmt.translate.beam_search import beam_search
-from onmt.translate.greedy_search import greedy_search
 
 FAMILIES = {
     "rnn_general": dict(global_attention="general"),
@@ -112,14 +111,14 @@ def test_a_mixed_training_step_is_the_same_plain_and_fused(family):
 def test_beam_and_greedy_search_are_the_same_plain_and_fused(family):
     _, plain, fused = _pair(family, precision="fp32")   # as translate.py and the API decode: prepared LSTM gates
     batch = _batch()
-    coverage = dict(coverage_penalty_kind="wu", beta=0.3)
+    coverage = dict(coverage_penalty="wu", beta=0.3)
     results = {}
     for name, model in (("plain", plain), ("fused", fused)):
         model.eval()
         with torch.no_grad():
-            results[name] = (beam_search(model, batch, beam_size=4, n_best=2, max_length=8, block_ngram_repeat=2,
-                                         keep_inspection=True, **coverage)
-                             + greedy_search(model, batch, max_length=8, keep_attn=True))
+            results[name] = (search(model, batch, beam_size=4, n_best=2, max_length=8, block_ngram_repeat=2,
+                                    keep_inspection=True, **coverage)
+                             + search(model, batch, beam_size=1, max_length=8, keep_attn=True))
     for p_hyps, f_hyps in zip(results["plain"], results["fused"]):
         assert [h.tokens for h in p_hyps] == [h.tokens for h in f_hyps]
         for p, f in zip(p_hyps, f_hyps):
@@ -149,7 +148,7 @@ def test_a_plain_model_runs_no_fused_kernel():
                 _train_step(model, build_loss(opt), _batch(), seed=1)
                 model.eval()
                 with torch.no_grad():
-                    beam_search(model, _batch(), beam_size=3, max_length=4)
+                    search(model, _batch(), beam_size=3, max_length=4)
             finally:
                 sys.setprofile(None)
         kernels_called = {c for c in called if c not in deciding and c.split(":")[0] not in deciding}

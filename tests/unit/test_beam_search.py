@@ -1,17 +1,15 @@
 """Beam search against exhaustive search, teacher-forced re-scoring and naive n-gram checks."""
 import itertools
 import math
-import random
 
 import pytest
 import torch
 
 from helpers.rescoring import rescore
+from helpers.search import search
 from helpers.toy_models import ToyModel, toy_batches, toy_vocabs
 from onmt.constants import EOS, UNK
-from onmt.translate.beam_search import beam_search
-from onmt.translate.decoding import block_ngrams_, length_penalty
-from onmt.translate.greedy_search import greedy_search
+from onmt.translate.decoding import CoverageScorer, LengthPenalty, block_ngrams_
 
 VOCABS = toy_vocabs(n_src_words=8, n_tgt_words=3)    # V_tgt = 7: generable <unk>, w0, w1, w2, </s>
 
@@ -32,7 +30,7 @@ def brute_force(model, batch, b, generable, max_len, min_len=0, block=0, ignore=
     if block:
         seqs = [s for s in seqs if not has_repeat(s, block, ignore)]
     raw = rescore(model, batch, b, seqs)
-    scored = [(r / length_penalty(kind, len(s) + 1, alpha), s) for r, s in zip(raw, seqs)]
+    scored = [(r / LengthPenalty(kind, alpha)(len(s) + 1), s) for r, s in zip(raw, seqs)]
     return sorted(scored, key=lambda x: -x[0])
 
 
@@ -42,8 +40,8 @@ def brute_force(model, batch, b, generable, max_len, min_len=0, block=0, ignore=
 def test_beam_matches_exhaustive_search(kind, alpha, min_len, block, copy):
     model, batch = one_batch(["w0 w5 w1", "w2 w7 w7 w3 w4"], copy=copy, seed=3)
     max_len = 3
-    out = beam_search(model, batch, beam_size=125 if copy else 64, n_best=3, min_length=min_len,
-                      max_length=max_len, length_penalty_kind=kind, alpha=alpha, block_ngram_repeat=block)
+    out = search(model, batch, beam_size=125 if copy else 64, n_best=3, min_length=min_len,
+                 max_length=max_len, length_penalty=kind, alpha=alpha, block_ngram_repeat=block)
     V = len(VOCABS.tgt)
     for b in range(2):
         generable = [UNK, 4, 5, 6] + ([V + j for j in range(len(batch.oovs[b]))] if copy else [])
@@ -61,7 +59,7 @@ def test_scores_equal_teacher_forced_rescoring():
     lines = ["w0 w1 w2 w3", "w4", "w5 w6 w7 w0 w1 w2", "w3 w3"]
     for copy in (False, True):
         model, batch = one_batch(lines, copy=copy, seed=1, sharp=1.0)
-        out = beam_search(model, batch, beam_size=4, n_best=4, max_length=8, block_ngram_repeat=2)
+        out = search(model, batch, beam_size=4, n_best=4, max_length=8, block_ngram_repeat=2)
         for b, hyps in enumerate(out):
             assert len(hyps) == 4
             assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
@@ -69,24 +67,10 @@ def test_scores_equal_teacher_forced_rescoring():
             assert [h.log_prob for h in hyps] == pytest.approx(true, abs=1e-4)
 
 
-def test_beam_size_one_is_greedy():
-    rng = random.Random(0)
-    lines = [" ".join(f"w{rng.randrange(8)}" for _ in range(rng.randint(1, 9))) for _ in range(12)]
-    for copy in (False, True):
-        model, batch = one_batch(lines, copy=copy, seed=2, sharp=1.0)
-        for kw in ({}, {"min_length": 3, "block_ngram_repeat": 2, "length_penalty_kind": "wu", "alpha": 0.9}):
-            g = greedy_search(model, batch, max_length=12, keep_attn=True, **kw)
-            k1 = beam_search(model, batch, beam_size=1, max_length=12, keep_attn=True, **kw)
-            for hg, hb in zip(g, k1):
-                assert hg[0].tokens == hb[0].tokens
-                assert hg[0].score == pytest.approx(hb[0].score, abs=1e-5)
-                assert torch.allclose(hg[0].attn, hb[0].attn)
-
-
 def test_length_limits_and_attention_shape():
     model, batch = one_batch(["w0 w1 w2", "w3 w4 w5 w6 w7"], seed=4)
     for lo, hi in ((0, 1), (4, 6), (5, 5), (7, 3)):
-        for hyps in beam_search(model, batch, beam_size=3, n_best=2, min_length=lo, max_length=hi, keep_attn=True):
+        for hyps in search(model, batch, beam_size=3, n_best=2, min_length=lo, max_length=hi, keep_attn=True):
             for h in hyps:
                 assert min(lo, hi) <= len(h.tokens) <= hi
                 assert EOS not in h.tokens and h.attn.shape == (len(h.tokens), batch.src.size(1))
@@ -94,21 +78,28 @@ def test_length_limits_and_attention_shape():
 
 def test_ngram_blocking_changes_a_repeating_output():
     model, batch = one_batch(["w0 w1", "w2", "w3 w4 w5"], seed=5, sharp=4.0)
-    free = beam_search(model, batch, beam_size=3, n_best=3, min_length=15, max_length=15)
+    free = search(model, batch, beam_size=3, n_best=3, min_length=15, max_length=15)
     assert any(has_repeat(h.tokens, 2) for hyps in free for h in hyps)   # blocking has work to do
     for n in (1, 2, 3):
-        out = beam_search(model, batch, beam_size=3, n_best=3, min_length=6, max_length=15, block_ngram_repeat=n)
+        out = search(model, batch, beam_size=3, n_best=3, min_length=6, max_length=15, block_ngram_repeat=n)
         assert all(not has_repeat(h.tokens, n) for hyps in out for h in hyps)
-    ign = beam_search(model, batch, beam_size=3, n_best=3, min_length=6, max_length=15, block_ngram_repeat=1,
-                      ignore_ids=torch.tensor([4]))
+    ign = search(model, batch, beam_size=3, n_best=3, min_length=6, max_length=15, block_ngram_repeat=1,
+                 ignore_ids=torch.tensor([4]))
     assert all(not has_repeat(h.tokens, 1, ignore=(4,)) for hyps in ign for h in hyps)
 
 
 def test_length_penalties():
-    assert length_penalty("none", 7) == 1.0 and length_penalty("avg", 7) == 7.0
-    assert length_penalty("wu", 7, alpha=0.5) == pytest.approx((12 / 6) ** 0.5)
-    t = length_penalty("wu", torch.tensor([1, 4]), alpha=2.0)
+    """Each kind's divisor, of a number or a tensor; an unknown kind is refused when the penalty is chosen."""
+    assert LengthPenalty("none")(7) == 1.0 and LengthPenalty("avg")(7) == 7.0
+    assert LengthPenalty("wu", alpha=0.5)(7) == pytest.approx((12 / 6) ** 0.5)
+    t = LengthPenalty("wu", alpha=2.0)(torch.tensor([1, 4]))
     assert torch.allclose(t, torch.tensor([1.0, 2.25]))
+    assert LengthPenalty("wu", alpha=2.0).largest_ahead(3) == pytest.approx([(8 / 6) ** 2] * 4 + [2.25])
+    assert LengthPenalty("avg").largest_ahead(2) == [2.0, 2.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="unknown length penalty 'ww'"):
+        LengthPenalty("ww")
+    with pytest.raises(ValueError, match="unknown coverage penalty 'ww'"):
+        CoverageScorer("ww")
 
 
 def naive_blocked(hist, n, X, ignore):
@@ -182,11 +173,11 @@ def test_coverage_penalty_beam_matches_exhaustive_search(cov_kind, beta, kind, a
     """Without -stepwise_penalty: score = log_prob / lp(len + 1) - pen(cov); exact with a wide beam."""
     model, batch = one_batch(["w0 w5 w1", "w2 w7 w7 w3 w4"], seed=3)
     max_len = 3
-    out = beam_search(model, batch, beam_size=64, n_best=3, max_length=max_len, length_penalty_kind=kind,
-                      alpha=alpha, coverage_penalty_kind=cov_kind, beta=beta)
+    out = search(model, batch, beam_size=64, n_best=3, max_length=max_len, length_penalty=kind,
+                 alpha=alpha, coverage_penalty=cov_kind, beta=beta)
     for b in range(2):
         seqs = [list(s) for L in range(max_len + 1) for s in itertools.product([UNK, 4, 5, 6], repeat=L)]
-        scored = sorted(((lp / length_penalty(kind, len(s) + 1, alpha) - PEN[cov_kind](cov, beta), s, lp)
+        scored = sorted(((lp / LengthPenalty(kind, alpha)(len(s) + 1) - PEN[cov_kind](cov, beta), s, lp)
                          for s, (lp, cov) in zip(seqs, rescore_cov(model, batch, b, seqs))), key=lambda x: -x[0])
         assert [h.tokens for h in out[b]] == [s for _, s, _ in scored[:3]]
         assert [h.score for h in out[b]] == pytest.approx([x for x, _, _ in scored[:3]], abs=1e-4)
@@ -195,39 +186,35 @@ def test_coverage_penalty_beam_matches_exhaustive_search(cov_kind, beta, kind, a
 
 @pytest.mark.parametrize("cov_kind", ["wu", "summary"])
 def test_stepwise_coverage_penalty_scores(cov_kind):
-    """-stepwise_penalty: a finished hypothesis scores (log_prob - pen(cov)) / lp(len + 1); beam 1 = greedy."""
+    """-stepwise_penalty: a finished hypothesis scores (log_prob - pen(cov)) / lp(len + 1), with beam size 1
+    (greedy search) too."""
     lines = ["w0 w1 w2 w3", "w4", "w5 w6 w7 w0 w1 w2"]
     model, batch = one_batch(lines, seed=1, sharp=1.0)
-    kw = dict(max_length=8, length_penalty_kind="wu", alpha=0.6, coverage_penalty_kind=cov_kind, beta=0.5)
-    for stepwise in (False, True):
-        out = beam_search(model, batch, beam_size=4, n_best=4, stepwise_penalty=stepwise, **kw)
+    kw = dict(max_length=8, length_penalty="wu", alpha=0.6, coverage_penalty=cov_kind, beta=0.5)
+    for stepwise, beam_size in itertools.product((False, True), (4, 1)):   # beam size 1: greedy search
+        out = search(model, batch, beam_size=beam_size, n_best=beam_size, stepwise_penalty=stepwise, **kw)
         for b, hyps in enumerate(out):
             for h, (lp, cov) in zip(hyps, rescore_cov(model, batch, b, [h.tokens for h in hyps])):
-                pen, lpen = PEN[cov_kind](cov, 0.5), length_penalty("wu", len(h.tokens) + 1, 0.6)
+                pen, lpen = PEN[cov_kind](cov, 0.5), LengthPenalty("wu", 0.6)(len(h.tokens) + 1)
                 assert h.log_prob == pytest.approx(lp, abs=1e-4)
                 assert h.score == pytest.approx((lp - pen) / lpen if stepwise else lp / lpen - pen, abs=1e-4)
-        g = greedy_search(model, batch, stepwise_penalty=stepwise, **kw)
-        k1 = beam_search(model, batch, beam_size=1, stepwise_penalty=stepwise, **kw)
-        for hg, hb in zip(g, k1):
-            assert hg[0].tokens == hb[0].tokens
-            assert hg[0].score == pytest.approx(hb[0].score, abs=1e-5)
 
 
 def test_stepwise_penalty_changes_the_ranking():
     lines = ["w0 w1 w2 w3", "w4", "w5 w6 w7 w0 w1 w2"]
     model, batch = one_batch(lines, seed=1, sharp=1.0)
-    plain = beam_search(model, batch, beam_size=3, n_best=3, max_length=8)
-    step = beam_search(model, batch, beam_size=3, n_best=3, max_length=8, coverage_penalty_kind="summary",
-                       beta=5.0, stepwise_penalty=True)
+    plain = search(model, batch, beam_size=3, n_best=3, max_length=8)
+    step = search(model, batch, beam_size=3, n_best=3, max_length=8, coverage_penalty="summary",
+                  beta=5.0, stepwise_penalty=True)
     assert [[h.tokens for h in x] for x in plain] != [[h.tokens for h in x] for x in step]
 
 
 def test_beam_history_traces_the_hypotheses():
     lines = ["w0 w1 w2 w3", "w4", "w5 w6 w7 w0 w1 w2"]
     model, batch = one_batch(lines, seed=1, sharp=1.0)
-    plain = beam_search(model, batch, beam_size=3, n_best=3, max_length=8)
+    plain = search(model, batch, beam_size=3, n_best=3, max_length=8)
     hist = []
-    out = beam_search(model, batch, beam_size=3, n_best=3, max_length=8, beam_history=hist)
+    out = search(model, batch, beam_size=3, n_best=3, max_length=8, beam_history=hist)
     assert [[h.tokens for h in x] for x in plain] == [[h.tokens for h in x] for x in out]   # unchanged
     assert len(hist) == len(lines)
     for b, steps in enumerate(hist):

@@ -262,3 +262,21 @@ def test_a_prepared_lstm_layer_is_the_cell_with_tanh_from_sigmoids():
     big = torch.full((2, 4 * H), 60.0)
     h, c = low_precision.DecodingLSTMLayer.cell(big, torch.full((2, H), 50.0))
     assert torch.equal(h, torch.ones(2, H)) and torch.equal(c, torch.full((2, H), 51.0))
+
+
+def test_precision_and_compile_are_checked_once(monkeypatch, tmp_path):
+    """translate.py checks -precision and -compile with its options, the API in Summarizer.load; neither
+    again when the checkpoint is loaded (session.load_session)."""
+    from onmt import Summarizer
+    from onmt.bin.translate import main
+    calls = []
+    monkeypatch.setattr(hardware, "precision_problem", lambda precision, device: calls.append("precision"))
+    monkeypatch.setattr(hardware, "compile_problem", lambda device: calls.append("compile"))
+    ckpt = save_tiny_checkpoint(tmp_path / "m.pt", "rnn")
+    (tmp_path / "src.txt").write_text("w1 w2\n")
+    main(["-model", ckpt, "-src", str(tmp_path / "src.txt"), "-output", str(tmp_path / "out.txt"), "-compile",
+          "-beam_size", "1", "-max_length", "3"])
+    assert calls == ["precision", "compile"]
+    calls.clear()
+    Summarizer.load(ckpt, precision="fp32", compile=True)
+    assert calls == ["precision", "compile"]

@@ -16,7 +16,7 @@ Training step (Trainer.train_step, one batch), every family:
     ended, once per rollout step (bool; the loop stops early instead of running max_gen_length steps)
 Decoding: `decode_step` has none, in every family, nor the searches' `decode_step_scores`. A beam-search
 step has two: whether a hypothesis ended (bool, to set it aside on the host) and how many examples are
-still live (int, to shrink the batch); decoding.max_penalty's float is of a host tensor (no device sync).
+still live (int, to shrink the batch).
 """
 import collections
 
@@ -24,10 +24,10 @@ import pytest
 import torch
 
 from helpers.models import build, make_batch, make_opt, make_vocabs
+from helpers.search import search
 from helpers.syncs import counting_syncs
 from onmt.model_builder import build_loss
 from onmt.trainer import Trainer
-from onmt.translate.beam_search import beam_search
 from onmt.translate.decoding import decode_step_scores
 
 FAMILIES = {
@@ -45,8 +45,7 @@ TRAIN = {
 ROLLOUT_STEPS = 5   # -max_gen_length: the rollouts' steps (none ends early: the model is untrained)
 MIXED = {**COMMON, ("cpu", "models/rnn_encoder.py"): 4, ("tolist", "losses/rl.py"): 1,
          ("__float__", "utils/update_norms.py"): 2, ("__bool__", "reinforced/rollout.py"): ROLLOUT_STEPS}
-BEAM_STEP = {("__bool__", "translate/beam_search.py"): 1, ("__int__", "translate/beam_search.py"): 1,
-             ("__float__", "translate/decoding.py"): 1}
+BEAM_STEP = {("__bool__", "translate/beam_search.py"): 1, ("__int__", "translate/beam_search.py"): 1}
 
 
 def _by_file(counts):
@@ -94,7 +93,7 @@ def test_decoding_step_has_no_sync_and_a_beam_step_two(family):
     per_length = []
     for length in (3, 4):   # no hypothesis can end before max_length: the same work per step
         with counting_syncs() as counts:
-            beam_search(model, batch, beam_size=3, min_length=length, max_length=length)
+            search(model, batch, beam_size=3, min_length=length, max_length=length)
         per_length.append(collections.Counter(_by_file(counts)))
     assert dict(per_length[1] - per_length[0]) == BEAM_STEP
 

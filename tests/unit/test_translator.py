@@ -46,6 +46,21 @@ def test_search_settings_are_the_one_way_to_say_how_to_search():
         Translator(model, VOCABS, {"beam_size": 3})
 
 
+def test_the_settings_choose_their_penalties_once():
+    """SearchSettings (frozen) choose their LengthPenalty and CoverageScorer once; the Translator checks their
+    kinds when it is made, not at its first batch."""
+    s = SearchSettings(length_penalty="wu", alpha=0.5, coverage_penalty="summary", beta=0.2)
+    assert s.lengths is s.lengths and s.coverage is s.coverage
+    assert (s.lengths.kind, s.lengths.alpha, s.coverage.kind, s.coverage.beta) == ("wu", 0.5, "summary", 0.2)
+    with pytest.raises(AttributeError):
+        s.beam_size = 3
+    model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=3)
+    for bad, message in (({"length_penalty": "ww"}, "unknown length penalty"),
+                         ({"coverage_penalty": "ww"}, "unknown coverage penalty")):
+        with pytest.raises(ValueError, match=message):
+            Translator(model, VOCABS, SearchSettings(**bad))
+
+
 def test_copied_oovs_written_back_and_empty_lines():
     model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=0, sharp=0.1)
     lines = ["w11 w12 w13 w11", "", "w9 w10 w1", "   "]
