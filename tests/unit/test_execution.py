@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from helpers.models import make_batch, make_opt, make_vocabs
+from helpers.search import search
 from onmt.fused import low_precision
 from onmt.fused.execution import COMPILE, PRECISIONS, Execution, as_execution
 from onmt.model_builder import build_loss, build_model
 from onmt.models import rnn_decoder
-from onmt.translate.beam_search import beam_search
 
 CASES = {   # name -> (model options, what build_model says of its fused paths with fused kernels)
     "reinforced": (dict(model_family="reinforced", rnn_size=8), "every fused path applies"),
@@ -118,7 +118,7 @@ def test_decoding_prepares_the_lstm_gates_only_for_a_chosen_precision(monkeypatc
     vocabs = make_vocabs()
     model = build_model(make_opt(**CASES[family][0]), vocabs, execution=execution).eval()
     with torch.no_grad():
-        beam_search(model, make_batch(vocabs, B=2, S=6, T=5), beam_size=2, max_length=3)
+        search(model, make_batch(vocabs, B=2, S=6, T=5), beam_size=2, max_length=3)
     assert (len(products) > 0) == prepared
 
 
@@ -160,7 +160,7 @@ def test_a_plain_model_calls_nothing_of_onmt_fused_but_the_selector():
             loss, _ = build_loss(opt)(model, batch)
             loss.backward()
             with torch.no_grad():
-                beam_search(model.eval(), batch, beam_size=2, max_length=3)
+                search(model.eval(), batch, beam_size=2, max_length=3)
         finally:
             sys.setprofile(None)
     assert not {c for c in called if not c.startswith(deciding)}, sorted(called)
