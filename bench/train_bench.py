@@ -21,7 +21,8 @@ from bench.lib.common import (
     sync,
     synthetic_vocabs,
 )
-from onmt.model_builder import build_loss, build_model
+from onmt.losses import build_loss
+from onmt.model_builder import build_model
 from onmt.utils.memory import reuse_freed_memory
 from onmt.utils.optim import build_optimizer
 

@@ -1,11 +1,12 @@
-"""The model registry: the one place that maps a model family to its model and loss classes.
+"""The model registry: the one place that maps a model family to its model class.
 
-    MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls, loss_cls)
+    MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls)
         FAMILIES[name]                   the family's option knowledge (onmt/opts/families.py)
         model_cls.from_opt(opt, vocabs, execution=None)  -> nn.Module implementing onmt/interface.py
-        loss_cls.from_opt(opt)           -> callable(model, batch) -> (loss sum, Statistics)
 
-Every family trains with the one Trainer (onmt/trainer.py), which knows no model.
+Every family trains with the one Trainer (onmt/trainer.py), which knows no model, and the one objective
+(onmt/losses: `build_loss(opt)`, ML or mixed with self-critical RL by -rl_gamma), which reads the model
+interface alone.
 
 `model_type(opt)` is the family the options resolved (-model_family, its aliases -reinforced and
 -copy_attn resolved by onmt/opts/update.py) and `model_entry(opt)` its entry; nothing else in the
@@ -18,8 +19,6 @@ import torch.nn as nn
 
 from onmt.errors import UserError
 from onmt.fused.execution import as_execution
-from onmt.losses.ml import MLLoss
-from onmt.losses.rl import MixedLoss
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
 from onmt.opts.families import FAMILIES, Family
@@ -31,28 +30,15 @@ logger = logging.getLogger(__name__)
 class ModelEntry(NamedTuple):
     profile: Family       # its options: implied, refused, its recipe, data needs, test-time rule, ...
     model_cls: type
-    loss_cls: type
 
     @property
     def name(self):
         return self.profile.name
 
-    @property
-    def needs_dynamic_dict(self):   # the model reads src_ex / tgt_ex (copy)
-        return self.profile.needs_dynamic_dict
-
-    @property
-    def needs_shared_vocab(self):   # the model shares one embedding (PartialEmbedding)
-        return self.profile.needs_shared_vocab
-
-    @property
-    def block_ngram_repeat(self):   # translate.py's n-gram blocking unless -block_ngram_repeat is given
-        return self.profile.block_ngram_repeat
-
     def check_data(self, opt, meta):
         """Refuse preprocessed data (its meta dict) that this model cannot train on."""
-        missing = [flag for flag, need, key in (("-share_vocab", self.needs_shared_vocab, "share_vocab"),
-                                                ("-dynamic_dict", self.needs_dynamic_dict, "dynamic_dict"))
+        missing = [flag for flag, need, key in (("-share_vocab", self.profile.needs_shared_vocab, "share_vocab"),
+                                                ("-dynamic_dict", self.profile.needs_dynamic_dict, "dynamic_dict"))
                    if need and not meta.get(key, False)]
         if missing:
             raise UserError(f"the {self.name} model needs data preprocessed with {' '.join(missing)}: "
@@ -62,9 +48,9 @@ class ModelEntry(NamedTuple):
 
 
 MODEL_REGISTRY = {
-    "rnn": ModelEntry(FAMILIES["rnn"], NMTModel, MLLoss),
-    "copy": ModelEntry(FAMILIES["copy"], CopyNMTModel, MLLoss),
-    "reinforced": ModelEntry(FAMILIES["reinforced"], ReinforcedModel, MLLoss),
+    "rnn": ModelEntry(FAMILIES["rnn"], NMTModel),
+    "copy": ModelEntry(FAMILIES["copy"], CopyNMTModel),
+    "reinforced": ModelEntry(FAMILIES["reinforced"], ReinforcedModel),
 }
 
 
@@ -174,12 +160,3 @@ def execution_line(name, model, device):
 
 def _shape(t):
     return "x".join(map(str, t.shape)) or "a scalar"
-
-
-def build_loss(opt):
-    """The training loss of the model family chosen by `opt`; with -rl_gamma (or -valid_rouge) it is
-    mixed with the self-critical RL loss (every family: the loss only uses the model interface)."""
-    ml = model_entry(opt).loss_cls.from_opt(opt)
-    if opt.rl_gamma is None and not opt.valid_rouge:
-        return ml
-    return MixedLoss.from_opt(opt, ml)

@@ -104,7 +104,7 @@ class Trainer(Reporting):
                    report_every=opt.report_every, max_grad_norm=opt.max_grad_norm, device=device,
                    amp=opt.amp, checkpoint_meta=checkpoint_meta, tensorboard=tensorboard,
                    rank=rank, world_size=world_size, accum_count=opt.accum_count,
-                   sample_every=opt.sample_every, sample_max_length=opt.max_gen_length or 100,
+                   sample_every=opt.sample_every, sample_max_length=opt.max_gen_length,
                    amp_dtype=opt.amp_dtype, lr_schedule=learning_rate_schedule(opt),
                    learning_rate=opt.learning_rate, normalization=opt.normalization,
                    early_stopping=EarlyStopping(opt.early_stopping, opt.early_stopping_criteria),

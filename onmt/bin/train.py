@@ -172,7 +172,8 @@ def _train_rank(opt, world, data):
     from onmt.fused.execution import Execution
     from onmt.inputters.dataset import ShardedDataset
     from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
-    from onmt.model_builder import build_loss, build_model, model_entry
+    from onmt.losses import build_loss
+    from onmt.model_builder import build_model, model_entry
     vocabs, meta = load_vocabs(data)
     check_training_examples(data, meta)
 
@@ -188,8 +189,9 @@ def _train_rank(opt, world, data):
                         "train from a checkpoint made on the same preprocessed data")
     opts.validate_train_run(opt)
     model_entry(opt).check_data(opt, meta)
-    if opts.paper_note(opt):
-        logger.info(opts.paper_note(opt))
+    note = opts.paper_note(opt)
+    if note:
+        logger.info(note)
 
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)

@@ -93,9 +93,9 @@ class MixedLoss:
 
     @classmethod
     def from_opt(cls, opt, ml_loss):
-        valid_rouge = opt.valid_rouge if opt.valid_rouge is not None else opt.rl_gamma is not None
+        """From a run's resolved options (-valid_rouge and -max_gen_length resolved: opts.resolve_train_run)."""
         return cls(ml_loss, gamma=opt.rl_gamma or 0.0, reward=opt.rl_reward, max_length=opt.max_gen_length,
-                   valid_rouge=valid_rouge, normalization=opt.rl_normalization)
+                   valid_rouge=bool(opt.valid_rouge), normalization=opt.rl_normalization)
 
     def __call__(self, model, batch):
         """-> (training loss to backpropagate, Statistics); see the module docstring."""

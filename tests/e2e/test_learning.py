@@ -3,7 +3,8 @@
 import torch
 
 from helpers.models import make_batch, make_opt, make_vocabs
-from onmt.model_builder import build_loss, build_model
+from onmt.losses import build_loss
+from onmt.model_builder import build_model
 
 
 def _train(opt, vocabs, src_low, steps=150, B=16, S=6, seed=0, lr=0.03):

@@ -26,7 +26,8 @@ from helpers.models import make_batch, make_opt, make_vocabs
 from helpers.search import search
 from onmt.fused.execution import Execution
 from onmt.losses.ml import MLLoss
-from onmt.model_builder import build_loss, build_model
+from onmt.losses import build_loss
+from onmt.model_builder import build_model
 
 FAMILIES = {
     "rnn_general": dict(global_attention="general"),

@@ -14,7 +14,8 @@ from helpers.models import make_batch, make_opt, make_vocabs
 from helpers.search import search
 from onmt.fused import low_precision
 from onmt.fused.execution import COMPILE, PRECISIONS, Execution, as_execution
-from onmt.model_builder import build_loss, build_model
+from onmt.losses import build_loss
+from onmt.model_builder import build_model
 from onmt.models import rnn_decoder
 
 CASES = {   # name -> (model options, what build_model says of its fused paths with fused kernels)

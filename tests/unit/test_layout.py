@@ -36,6 +36,7 @@ TESTED_IN = {
     "onmt/explore/marks.py": ["tests/unit/test_explore.py"],
     "onmt/explore/page.py": ["tests/unit/test_explore.py"],
     "onmt/explore/summary.py": ["tests/unit/test_explore.py"],
+    "onmt/losses/__init__.py": ["tests/unit/test_model_builder.py", "tests/unit/test_rl_loss.py"],
     "onmt/hardware.py": ["tests/unit/test_amp.py", "tests/unit/test_low_precision.py", "tests/e2e/test_precision.py"],
     "onmt/inputters/collate.py": ["tests/unit/test_dataset.py"],
     "onmt/inputters/dataset_swap.py": ["tests/e2e/test_no_data_loss.py"],

@@ -6,7 +6,8 @@ from helpers.models import make_batch, make_opt, make_vocabs
 from onmt.constants import PAD
 from onmt.errors import UserError
 from onmt.losses.ml import MLLoss
-from onmt.model_builder import MODEL_REGISTRY, build_loss, build_model, model_entry, model_type
+from onmt.losses import build_loss
+from onmt.model_builder import MODEL_REGISTRY, build_model, model_entry, model_type
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 
 
@@ -16,7 +17,7 @@ def test_registry_and_selection():
     assert model_type(make_opt(copy_attn=True)) == "copy"
     assert MODEL_REGISTRY["rnn"].model_cls is NMTModel and MODEL_REGISTRY["copy"].model_cls is CopyNMTModel
     entry = model_entry(make_opt(copy_attn=True))
-    assert entry.name == "copy" and entry.loss_cls is MLLoss
+    assert entry.name == "copy" and entry.model_cls.__name__ == "CopyNMTModel"
     assert isinstance(build_loss(make_opt(copy_attn=True)), MLLoss)
     assert isinstance(build_model(make_opt(copy_attn=True), make_vocabs()), CopyNMTModel)
 

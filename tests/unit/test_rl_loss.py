@@ -320,3 +320,14 @@ def test_mixed_step_backpropagates_on_cuda(family):
     loss.backward()
     grads = [p.grad for p in model.parameters() if p.requires_grad]
     assert loss.is_cuda and torch.isfinite(loss) and all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+def test_build_loss_chooses_the_objective_from_the_resolved_options():
+    """onmt.losses.build_loss: ML alone without -rl_gamma and -valid_rouge; the mix otherwise, reading
+    -valid_rouge and -max_gen_length as resolve_train_run left them."""
+    from onmt.losses import build_loss
+    assert isinstance(build_loss(make_opt(reinforced=True)), MLLoss)
+    loss = build_loss(make_opt(reinforced=True, rl_gamma=0.9, valid_rouge=True, max_gen_length=7))
+    assert isinstance(loss, MixedLoss) and loss.gamma == 0.9 and loss.valid_rouge and loss.max_length == 7
+    only_rouge = build_loss(make_opt(valid_rouge=True, max_gen_length=5))
+    assert isinstance(only_rouge, MixedLoss) and only_rouge.gamma == 0.0 and only_rouge.valid_rouge

@@ -26,7 +26,7 @@ import torch
 from helpers.models import build, make_batch, make_opt, make_vocabs
 from helpers.search import search
 from helpers.syncs import counting_syncs
-from onmt.model_builder import build_loss
+from onmt.losses import build_loss
 from onmt.trainer import Trainer
 from onmt.translate.decoding import decode_step_scores
 
