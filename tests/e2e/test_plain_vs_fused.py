@@ -25,8 +25,8 @@ import torch
 from helpers.models import make_batch, make_opt, make_vocabs
 from helpers.search import search
 from onmt.fused.execution import Execution
-from onmt.losses.ml import MLLoss
 from onmt.losses import build_loss
+from onmt.losses.ml import MLLoss
 from onmt.model_builder import build_model
 
 FAMILIES = {

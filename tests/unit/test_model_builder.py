@@ -5,8 +5,8 @@ import torch
 from helpers.models import make_batch, make_opt, make_vocabs
 from onmt.constants import PAD
 from onmt.errors import UserError
-from onmt.losses.ml import MLLoss
 from onmt.losses import build_loss
+from onmt.losses.ml import MLLoss
 from onmt.model_builder import MODEL_REGISTRY, build_model, model_entry, model_type
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 
