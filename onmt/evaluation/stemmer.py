@@ -54,7 +54,7 @@ def _longest_suffix(w, suffixes):
     return None
 
 
-def porter_stem(w):
+def porter_stem(w):  # noqa: C901  (the algorithm's steps, as Porter wrote them)
     """ROUGE-1.5.5's Porter stem of a lowercase token."""
     if len(w) < 3:
         return w

@@ -160,7 +160,7 @@ def paper_note(opt):
     return f"Settings that differ from {FAMILIES[family_name(vars(opt))].paper_name}: " + ", ".join(differences)
 
 
-def validate_train_opts(opt):
+def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every", "learning_rate",
                                   "accum_count", "world_size"),
                    non_negative=("train_steps", "epochs", "max_grad_norm", "adagrad_accumulator_init"),
