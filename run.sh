@@ -103,7 +103,14 @@ prepare_gigaword() {
   "$PY" "$here/tools/prepare_gigaword.py" -input "$gigaword_path" -output "$data" || die "prepare_gigaword failed"
 }
 
+need_data() {  # need_data ACTION FILE...: the first FILE that exists, else one line naming the fix
+  local f
+  for f in "${@:2}"; do [ -f "$f" ] && { printf '%s' "$f"; return 0; }; done
+  die "$1: no $2 (data=$data): run ./run.sh prepare first, or set data to a folder of {train,valid,test}.{src,tgt}.txt"
+}
+
 preprocess() {
+  local found; found=$(need_data preprocess "$data/train.src.txt") || exit 1
   mkdir -p "$root/prep"
   local valid=()
   [ -f "$data/valid.src.txt" ] && valid=(-valid_src "$data/valid.src.txt" -valid_tgt "$data/valid.tgt.txt")
@@ -144,17 +151,25 @@ translate() {
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint rl)
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
-  local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
+  local src out=${pred:-$root/pred.txt} f
+  src=$(need_data translate "$data/test.src.txt" "$data/valid.src.txt") || exit 1
+  for f in "$data"/{train,valid,test}.{src,tgt}.txt; do   # the references too: evaluate would score them 100
+    [ "$out" -ef "$f" ] && die "translate: pred=$out is $f, one of the data files: give pred another file"
+  done
   echo "run.sh translate: $ckpt on $src" >&2
   # shellcheck disable=SC2086
-  "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "${pred:-$root/pred.txt}" -gpu "$gpu" \
+  "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "$out" -gpu "$gpu" \
     -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
     ${max_length:+-max_length "$max_length"} ${attn_plot:+-attn_plot "$attn_plot"} ${translate_args:-} \
     || die "translate failed"
 }
 
 evaluate() {
-  local ref="$data/test.tgt.txt"; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
+  local ref="$data/test.tgt.txt" p; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
+  local found; found=$(need_data evaluate "$ref") || exit 1
+  for p in "${pred:-$root/pred.txt}" ${pred2:+"$pred2"}; do
+    [ "$p" -ef "$ref" ] && die "evaluate: the predictions $p are the references $ref: give pred another file"
+  done
   echo "run.sh evaluate: scoring ${pred:-$root/pred.txt} against $ref" >&2
   local official=()
   "$PY" -c "import sys; from onmt.evaluation.official import available; sys.exit(not available())" 2>/dev/null \
