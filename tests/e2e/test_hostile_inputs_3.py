@@ -176,5 +176,6 @@ def test_sigterm_to_run_sh_stops_the_command_it_runs(tmp_path):
     time.sleep(0.5)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(data / "test.src.txt") not in ps
-    assert [line.strip() for line in lines[-2:]] == ["translate.py: terminated (SIGTERM)", "run.sh: stopped by a signal"]
+    assert [line.strip() for line in lines[-2:]] == ["translate.py: terminated (SIGTERM)",
+                                                     "run.sh: stopped by a signal"]
     assert (root / "pred.txt").read_text() == "OLD\n" and sorted(os.listdir(root)) == ["models", "pred.txt"]
