@@ -67,6 +67,28 @@ USAGE
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
+# A signal to run.sh (a scheduler's SIGTERM to its process, ^C) goes to the command running, which stops as
+# it does on its own (its files whole, one line), then run.sh exits 143 / 130. Before, run.sh died alone and
+# left the command running. The command runs in the background so that the trap runs at once; such a
+# command ignores SIGINT (no job control), so it gets SIGTERM either way.
+child=
+py() {
+  "$PY" "$@" &
+  child=$!
+  wait "$child"
+  local rc=$?
+  child=
+  return "$rc"
+}
+stop() {  # stop STATUS
+  trap - INT TERM
+  if [ -n "$child" ]; then kill -TERM "$child"; wait "$child"; fi
+  echo "run.sh: stopped by a signal" >&2
+  exit "$1"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
+
 setup() {
   local stamp="$venv/.onmt-installed" want
   # the project's requirements and the PyTorch asked for: a changed TORCH_SPEC / TORCH_INDEX_URL reinstalls
@@ -106,24 +128,31 @@ rouge_perl() {
 }
 
 prepare() {
-  "$PY" "$here/tools/prepare_cnndm.py" -input "$cnndm_path" -output "$data" || die "prepare failed"
+  py "$here/tools/prepare_cnndm.py" -input "$cnndm_path" -output "$data" || die "prepare failed"
 }
 
 prepare_gigaword() {
-  "$PY" "$here/tools/prepare_gigaword.py" -input "$gigaword_path" -output "$data" || die "prepare_gigaword failed"
+  py "$here/tools/prepare_gigaword.py" -input "$gigaword_path" -output "$data" || die "prepare_gigaword failed"
+}
+
+need_data() {  # need_data ACTION FILE...: the first FILE that exists, else one line naming the fix
+  local f
+  for f in "${@:2}"; do [ -f "$f" ] && { printf '%s' "$f"; return 0; }; done
+  die "$1: no $2 (data=$data): run ./run.sh prepare first, or set data to a folder of {train,valid,test}.{src,tgt}.txt"
 }
 
 preprocess() {
+  local found; found=$(need_data preprocess "$data/train.src.txt") || exit 1
   mkdir -p "$root/prep"
   local valid=()
   [ -f "$data/valid.src.txt" ] && valid=(-valid_src "$data/valid.src.txt" -valid_tgt "$data/valid.tgt.txt")
-  "$PY" "$here/preprocess.py" -config "$preprocess_config" -train_src "$data/train.src.txt" \
+  py "$here/preprocess.py" -config "$preprocess_config" -train_src "$data/train.src.txt" \
     -train_tgt "$data/train.tgt.txt" "${valid[@]}" -save_data "$root/prep/data" || die "preprocess failed"
 }
 
 train() {
   mkdir -p "$root/models"
-  "$PY" "$here/train.py" -config "$train_config" -data "$root/prep/data" \
+  py "$here/train.py" -config "$train_config" -data "$root/prep/data" \
     -save_model "$root/models/model" -gpu "$gpu" || die "train failed"
 }
 
@@ -145,7 +174,7 @@ rl() {  # from the best ML checkpoint (the lowest validation perplexity), else t
   step=$("$PY" -c 'import sys; from onmt.utils.checkpoint import checkpoint_step as s; n = s(sys.argv[1])
 sys.exit(1) if n is None else print(n)' "$ckpt" 2>/dev/null) \
     || die "rl: $ckpt is damaged or no checkpoint (its step cannot be read): remove it to start from the newest step checkpoint"
-  "$PY" "$here/train.py" -config "$rl_config" -data "$root/prep/data" -train_from "$ckpt" \
+  py "$here/train.py" -config "$rl_config" -data "$root/prep/data" -train_from "$ckpt" \
     -save_model "$root/models/rl" -train_steps "$((step + rl_steps))" -gpu "$gpu" || die "rl failed"
 }
 
@@ -154,30 +183,38 @@ translate() {
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint rl)
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "translate: no checkpoint in $root/models (run train first)"
-  local src="$data/test.src.txt"; [ -f "$src" ] || src="$data/valid.src.txt"
+  local src out=${pred:-$root/pred.txt} f
+  src=$(need_data translate "$data/test.src.txt" "$data/valid.src.txt") || exit 1
+  for f in "$data"/{train,valid,test}.{src,tgt}.txt; do   # the references too: evaluate would score them 100
+    [ "$out" -ef "$f" ] && die "translate: pred=$out is $f, one of the data files: give pred another file"
+  done
   echo "run.sh translate: $ckpt on $src" >&2
   # shellcheck disable=SC2086
-  "$PY" "$here/translate.py" -model "$ckpt" -src "$src" -output "${pred:-$root/pred.txt}" -gpu "$gpu" \
+  py "$here/translate.py" -model "$ckpt" -src "$src" -output "$out" -gpu "$gpu" \
     -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
     ${max_length:+-max_length "$max_length"} ${attn_plot:+-attn_plot "$attn_plot"} ${translate_args:-} \
     || die "translate failed"
 }
 
 evaluate() {
-  local ref="$data/test.tgt.txt"; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
+  local ref="$data/test.tgt.txt" p; [ -f "$data/test.src.txt" ] || ref="$data/valid.tgt.txt"
+  local found; found=$(need_data evaluate "$ref") || exit 1
+  for p in "${pred:-$root/pred.txt}" ${pred2:+"$pred2"}; do
+    [ "$p" -ef "$ref" ] && die "evaluate: the predictions $p are the references $ref: give pred another file"
+  done
   echo "run.sh evaluate: scoring ${pred:-$root/pred.txt} against $ref" >&2
   local official=()
   "$PY" -c "import sys; from onmt.evaluation.official import available; sys.exit(not available())" 2>/dev/null \
     && official=(-official)
   local second=()
   [ -n "${pred2:-}" ] && second=(-pred "$pred2")
-  "$PY" -m onmt.bin.evaluate -pred "${pred:-$root/pred.txt}" "${second[@]}" -ref "$ref" -json "$root/rouge.json" \
+  py -m onmt.bin.evaluate -pred "${pred:-$root/pred.txt}" "${second[@]}" -ref "$ref" -json "$root/rouge.json" \
     "${official[@]}" || die "evaluate failed"
 }
 
 demo() {
   data="$here/runs/demo/data" root="$here/runs/demo"
-  "$PY" "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
+  py "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
   rm -rf "$root/models" "$root/plots"
   preprocess_config="$here/config/demo_preprocess.yaml" preprocess
   train_config="$here/config/demo_train.yaml" train

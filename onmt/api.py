@@ -96,7 +96,23 @@ def check_texts(texts: Iterable[str], start: int = 0) -> Iterator[str]:
         if not isinstance(t, str):
             hint = " (decode bytes first: text.decode('utf-8'))" if isinstance(t, (bytes, bytearray)) else ""
             raise TypeError(f"texts[{i}] is {type(t).__name__}, not str{hint}")
+        bad = _not_text(t)
+        if bad:
+            raise ValueError(f"texts[{i}]: {bad}")
         yield t
+
+
+def _not_text(t):
+    """What makes the str `t` no text (a NUL, as the file readers refuse; a lone surrogate, which UTF-8
+    cannot encode: a UnicodeEncodeError from deep inside before), or None."""
+    nul = t.find("\0")
+    if nul >= 0:
+        return f"a NUL character at position {nul}, not text"
+    try:
+        t.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"a lone surrogate {t[e.start]!r} at position {e.start}, not text (decode with errors='replace')"
+    return None
 
 
 @contextlib.contextmanager
@@ -158,6 +174,8 @@ class Summarizer:
             device = torch.device(device)
         except (RuntimeError, TypeError) as e:
             raise opts.OptionError(f"device={device!r}: {e}") from None
+        if device.type not in ("cpu", "cuda"):      # mps, xla, meta...: torch's own error came from deep inside
+            raise opts.OptionError(f"device={str(device)!r}: this toolkit runs on 'cpu' or 'cuda' devices")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise opts.OptionError(f"device={str(device)!r}: CUDA is not available here; use device='cpu'")
         if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():

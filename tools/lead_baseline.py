@@ -12,7 +12,6 @@ onmt_evaluate splits on ` . `). `-words K` keeps the first K whitespace tokens. 
 input line (an empty line stays empty); the output is written to a temporary file renamed when complete.
 """
 import argparse
-import sys
 
 from onmt.errors import UserError
 from onmt.inputters.corpus import read_lines
@@ -69,4 +68,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from onmt.utils.cli import run_main
+    run_main(main)      # SIGTERM / ^C: the file being written removed, one line, 143 / 130

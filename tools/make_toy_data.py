@@ -108,6 +108,9 @@ def parse(argv):
 
 def main(argv=None):
     opt = parse(argv)
+    if os.path.exists(opt.dir) and not os.path.isdir(opt.dir):     # was "cannot write to X: File exists"
+        print(f"make_toy_data.py: error: -dir {opt.dir} exists and is not a folder", file=sys.stderr)
+        sys.exit(1)
     try:
         os.makedirs(opt.dir, exist_ok=True)
         for split in ("train", "valid", "test"):
@@ -121,4 +124,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from onmt.utils.cli import run_main
+    run_main(main)      # SIGTERM / ^C: the files being written removed, one line, 143 / 130

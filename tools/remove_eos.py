@@ -42,8 +42,19 @@ def input_lines(argv):
         usage_error(f"cannot read {path}: {e.strerror or e}")
 
 
+def _read(lines, path):
+    """The lines of `lines`; a damaged .gz (truncated, not gzip) is one line naming the file, not a traceback."""
+    import zlib
+    try:
+        yield from lines
+    except (EOFError, OSError, zlib.error) as e:
+        print(f"remove_eos.py: error: {path}: damaged or truncated ({e})", file=sys.stderr)
+        sys.exit(1)
+
+
 def main(argv=None):
-    lines = input_lines(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    lines = _read(input_lines(argv), argv[0] if argv else "-")
     out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
     for n, raw in enumerate(lines, 1):
         try:

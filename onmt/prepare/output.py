@@ -58,12 +58,23 @@ def chosen_splits(corpus, wanted, folder, logger):
     return present
 
 
+def check_not_into_input(path, input_folder):
+    """UserError when the output file `path` is a link into `input_folder`: the link's target, a file of
+    the corpus, would be replaced by the prepared text (AtomicFile writes a link's target)."""
+    if input_folder is None or not os.path.islink(path):
+        return
+    real, inside = os.path.realpath(path), os.path.realpath(input_folder)
+    if os.path.commonpath([real, inside]) == inside:
+        raise UserError(f"-output {path} is a link to {real}, inside -input {input_folder}: writing it would "
+                        "replace the corpus; remove the link or give another -output")
+
+
 class Outputs:
     """Files of `folder` written aside (files.AtomicFile), renamed together by commit(); removed on exit
     without commit."""
 
-    def __init__(self, folder):
-        self.folder = folder
+    def __init__(self, folder, input_folder=None):
+        self.folder, self.input_folder = folder, input_folder
         self.created = False
         self.files = []                     # AtomicFile per file opened
 
@@ -77,7 +88,9 @@ class Outputs:
 
     def open(self, name):
         """A text file (UTF-8, "\\n" line ends) that becomes `folder/name` at commit()."""
-        out = AtomicFile(os.path.join(self.folder, name))
+        path = os.path.join(self.folder, name)
+        check_not_into_input(path, self.input_folder)
+        out = AtomicFile(path)
         self.files.append(out)
         return out.file
 
@@ -100,10 +113,10 @@ class Outputs:
 PROGRESS_SECONDS = 10.0   # a progress line at least this often, whatever -report_every says
 
 
-def write_corpus(corpus, splits, folder, report_every, logger):
+def write_corpus(corpus, splits, folder, report_every, logger, input_folder=None):
     """Write `folder/{split}.{src,tgt}.txt` for every split; returns {split: number of examples}."""
     counts = {}
-    with Outputs(folder) as out:
+    with Outputs(folder, input_folder) as out:
         for split in splits:
             names, examples = corpus.splits[split]
             logger.info(f"{split}: reading {', '.join(names)}")
@@ -135,7 +148,9 @@ def run(opt, corpus, logger):
     for note in corpus.notes:
         logger.info(note)
     splits = chosen_splits(corpus, opt.splits, opt.input, logger)
-    result = write_corpus(corpus, splits, opt.output, opt.report_every, logger)
+    for name in [TEXT_RECORD] + [f"{split}.{side}.txt" for split in splits for side in ("src", "tgt")]:
+        check_not_into_input(os.path.join(opt.output, name), opt.input)     # before anything is read
+    result = write_corpus(corpus, splits, opt.output, opt.report_every, logger, opt.input)
     write_text_record(opt.output, opt, corpus.text)
     return result
 

@@ -36,13 +36,17 @@ def load_checkpoint(path, device="cpu"):
     """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours."""
     if os.path.isdir(path):
         raise UserError(f"checkpoint {path} is a folder, not a file")
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise UserError(f"checkpoint {path} does not exist")
+    if not os.path.isfile(path):
+        raise UserError(f"checkpoint {path} is not a regular file (a FIFO or a device?)")
     try:
         ckpt = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # corrupt, truncated, or carrying pickled code
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UserError(f"cannot load checkpoint {path}: {first}") from None
+        if "weights_only" in first:     # torch's advice (load it unsafely) is not ours to give
+            first = "it holds more than tensors and plain data"
+        raise UserError(f"cannot load checkpoint {path}: not a checkpoint or a damaged one ({first})") from None
     if not isinstance(ckpt, dict) or any(k not in ckpt for k in REQUIRED_KEYS):
         raise UserError(f"{path} is not an onmt-reinforced checkpoint (needs keys {', '.join(REQUIRED_KEYS)})")
     check_contents(ckpt, path)

@@ -1,6 +1,9 @@
 """Entry-point plumbing: user errors become one line on stderr and a non-zero exit."""
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from onmt.errors import OptionError, PeerStopped, Stopped, Terminated, UserError
 
@@ -10,7 +13,8 @@ def run_main(main_fn, argv=None):
     stop on a signal (Stopped) exits non-zero in one line; a closed stdout pipe exits quietly (141)."""
     prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
     try:
-        main_fn(argv)
+        with sigterm_unwinds():
+            main_fn(argv)
     except PeerStopped as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.stdout.flush()
@@ -44,16 +48,39 @@ def run_main(main_fn, argv=None):
         sys.exit(130)
 
 
+def _terminate(signum, frame):
+    raise Terminated
+
+
+@contextlib.contextmanager
+def sigterm_unwinds():
+    """SIGTERM unwinds as ^C does (Terminated, a KeyboardInterrupt) while the block runs: the files being
+    written aside are removed (files.AtomicFile), run_main prints one line and exits 143. Before, every
+    command but preprocess.py and the prepare tools died at once, silently, leaving its temporary files.
+    A handler already set (training's utils/stop.py sets its own inside) or a thread other than the main
+    one: the block runs as it is."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def launch(module):
     """The start of the scripts train.py, translate.py, ...: import `module` (torch and all) and
     `run_main` its main; a ^C during the imports is one line and exit 130 as well."""
     import importlib
     try:
-        main_fn = importlib.import_module(module).main
-    except KeyboardInterrupt:
+        with sigterm_unwinds():
+            main_fn = importlib.import_module(module).main
+    except KeyboardInterrupt as e:
         prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
-        print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(130)
+        print(f"{prog}: {'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}", file=sys.stderr)
+        sys.exit(143 if isinstance(e, Terminated) else 130)
     run_main(main_fn)
 
 
