@@ -22,7 +22,7 @@ Protocol, the same for every arm:
   - scores: development and test with the chosen settings (built-in ROUGE-1.5.5 scorer, official to 4
     decimals; the test set also with the Perl script), per-example ROUGE-L kept for the paired
     bootstrap; each view against the strongest ML control of its seed (the ML view with the highest
-    tuning ROUGE-L among b<s>, b<s>_steps, m<s> and, with -variants p, p<s>), and the gain of a<s> over it by
+    tuning ROUGE-L among b<s>, b<s>_steps, m<s> and, with -variants p / v, p<s> / v<s>), and the gain of a<s> over it by
     source-reference overlap, reference length and copy share (experiments/rl_vs_ml_tuned_report.py).
   - -variants K,...: arms of KINDS beyond the main ones (other rewards, gamma, learning rate, training
     pairs resampled to the test set's overlap), run after the main arms with -variant_seeds.
@@ -104,30 +104,52 @@ def matched_weights(train_overlap, test_overlap, bins=OVERLAP_BINS):
     return keep[tr]
 
 
-def matched_data(a, prep):
-    """The training pairs (train + extra) resampled to the test set's overlap histogram (seed 1),
-    preprocessed with the ML start's vocabulary; validation as the ML phase's. Returns the -data prefix."""
+def oversample_draws(train_overlap, test_overlap, n, seed=1, bins=OVERLAP_BINS):
+    """`n` training-pair indices drawn with replacement, each pair with probability proportional to its
+    overlap bin's test share over its training share, so that the draws' histogram is the test set's
+    (over the bins training has): every pair stays in play, the scarce ones repeated."""
+    import numpy as np
+    edges = np.linspace(0, 1, bins + 1)
+    tr = np.clip(np.digitize(train_overlap, edges[1:-1]), 0, bins - 1)         # (N,) bin per pair
+    te = np.clip(np.digitize(test_overlap, edges[1:-1]), 0, bins - 1)
+    share_tr = np.bincount(tr, minlength=bins) / len(tr)
+    share_te = np.bincount(te, minlength=bins) / len(te)
+    if not (share_te[share_tr > 0] > 0).any():
+        raise ValueError("the training and test overlaps share no bin")
+    p = share_te[tr] / share_tr[tr]                                            # (N,)
+    return np.random.default_rng(seed).choice(len(tr), size=n, replace=True, p=p / p.sum())
+
+
+def matched_data(a, prep, mode="subsample"):
+    """The training pairs resampled to the test set's overlap histogram (seed 1): "subsample" keeps each
+    pair at most once (`matched_weights`), "oversample" draws as many as training has with replacement
+    (`oversample_draws`); preprocessed with the ML start's vocabulary, validation as the ML phase's.
+    Returns the -data prefix."""
     import numpy as np
 
     from onmt.evaluation.breakdown import reference_overlap
-    out = os.path.join(a.workdir, "prep_matched", "data")
+    name = "matched" if mode == "subsample" else "oversampled"
+    out = os.path.join(a.workdir, f"prep_{name}", "data")
     if os.path.exists(out + ".meta.json"):
         return out
     text = os.path.join(a.workdir, "data")
     read = lambda p: open(p, encoding="utf-8").read().splitlines()  # noqa: E731
     src, tgt = read(f"{text}/train.src.txt"), read(f"{text}/train.tgt.txt")
-    test = zip(*(read(p) for p in splits(a)["test"]))
-    w = matched_weights([reference_overlap(s, t) for s, t in zip(src, tgt)],
-                        [reference_overlap(s, t) for s, t in test])
-    kept = np.random.default_rng(1).random(len(w)) < w                        # (n,) bool
+    train_overlap = [reference_overlap(s, t) for s, t in zip(src, tgt)]
+    test_overlap = [reference_overlap(s, t) for s, t in zip(*(read(p) for p in splits(a)["test"]))]
+    if mode == "subsample":
+        w = matched_weights(train_overlap, test_overlap)
+        chosen = np.flatnonzero(np.random.default_rng(1).random(len(w)) < w)     # (kept,)
+    else:
+        chosen = oversample_draws(train_overlap, test_overlap, len(src))          # (N,) with repeats
     for side, lines in (("src", src), ("tgt", tgt)):
-        with open(f"{text}/matched.{side}.txt", "w", encoding="utf-8") as f:
-            f.writelines(line + "\n" for line, k in zip(lines, kept) if k)
+        with open(f"{text}/{name}.{side}.txt", "w", encoding="utf-8") as f:
+            f.writelines(lines[i] + "\n" for i in chosen)
     run(["preprocess.py", "-config", "config/gigaword_preprocess.yaml", "-num_threads", "1",
-         "-train_src", f"{text}/matched.src.txt", "-train_tgt", f"{text}/matched.tgt.txt",
+         "-train_src", f"{text}/{name}.src.txt", "-train_tgt", f"{text}/{name}.tgt.txt",
          "-valid_src", f"{text}/valid1k.src.txt", "-valid_tgt", f"{text}/valid1k.tgt.txt", "-save_data", out,
          "-src_vocab", prep + ".vocab.txt", "-src_vocab_size", "25000", "-tgt_vocab_size", "10000"],
-        log=os.path.join(a.workdir, "preprocess_matched.log"))
+        log=os.path.join(a.workdir, f"preprocess_{name}.log"))
     return out
 
 
@@ -150,7 +172,7 @@ def arm_command(a, prep, base, name):
     if arm_done(a, name) or spent >= a.arm_seconds:
         return None
     if name[0] in MATCHED:
-        prep = matched_data(a, prep)
+        prep = matched_data(a, prep, MATCHED[name[0]])
     cmd = ["train.py", "-data", prep, "-save_model", prefix, *rl_vs_ml.MODEL, "-seed", name[1:],
            "-train_steps", "1000000", "-learning_rate", lr, "-valid_steps", "300", "-save_checkpoint_steps", "50",
            "-train_time_limit", str(a.arm_seconds - spent)]

@@ -18,7 +18,7 @@ from onmt.evaluation.bootstrap import paired_test  # noqa: E402
 from onmt.evaluation.breakdown import OVERLAP_EDGES, gain_by_bucket, reference_overlap  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "gigaword")
-CONTROLS = ("b{s}", "b{s}_steps", "m{s}", "p{s}")
+CONTROLS = ("b{s}", "b{s}_steps", "m{s}", "p{s}", "v{s}")
 from experiments.rl_vs_ml_report import load  # noqa: E402  (one JSON per scored view, ml_phase left out)
 from experiments.rl_vs_ml_tuned_kinds import KINDS  # noqa: E402
 

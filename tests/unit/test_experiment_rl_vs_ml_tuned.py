@@ -153,6 +153,20 @@ def test_matched_weights_give_the_test_histogram_keeping_the_scarce_bin_whole():
     assert np.allclose(w[100:], 100 / 900)                      # the other down to as many: 50 % / 50 %
 
 
+def test_oversampled_draws_give_the_test_histogram_keeping_every_pair_in_play():
+    """-variants q / v: as many draws as training pairs, with replacement, so that their overlap histogram
+    is the test set's; the scarce bin's pairs are repeated, not the plentiful ones thrown away (the
+    subsampled o / p kept 1,086 of 33,083 pairs)."""
+    rng = np.random.default_rng(0)
+    train = np.concatenate([rng.uniform(0.0, 0.1, 100), rng.uniform(0.9, 1.0, 900)])   # 10 % low, 90 % high
+    test = np.concatenate([np.full(50, 0.05), np.full(50, 0.95)])                         # half and half
+    draws = exp.oversample_draws(train, test, len(train), seed=3)
+    assert len(draws) == 1000 and draws.min() >= 0 and draws.max() < 1000
+    low = np.mean(draws < 100)                                       # drawn from the low-overlap bin
+    assert abs(low - 0.5) < 0.05                                     # the test set's half, not training's 10 %
+    assert len(np.unique(draws[draws >= 100])) > 350 and len(np.unique(draws[draws < 100])) > 90
+
+
 def test_equal_steps_candidates_count_the_steps_since_the_ml_start(tmp_path):
     work = tmp_path / "w"
     (work / "ml").mkdir(parents=True)
