@@ -309,18 +309,29 @@ def _signal_all(procs, signum):
             pass
 
 
+STOP_GRACE_S = 30.0   # after one rank has stopped, how long the others may take to follow before they are ended
+
+
 def _stopped(procs, signum, world_size):
-    """After a stop signal: wait for every rank. One that the signal ended before it could stop in order
-    (it reached it while the rank was starting, before its handler was in place) ends the others at once
-    (they may wait on it for ever); -> Stopped (exit 128 + signum), or a UserError for any other failure."""
+    """After a stop signal: wait for every rank. Ranks step in lockstep, so they stop within seconds of one
+    another; one that the signal ended before it could stop in order (it came while the rank was starting,
+    before its handler was in place) ends the others at once, and ranks still running STOP_GRACE_S after
+    another stopped are ended too (one stopped in order while a peer waited on it at start-up, for ever).
+    -> Stopped (exit 128 + signum), or a UserError for any other failure."""
     import signal
     import time
 
     from onmt.errors import Stopped
     in_order = (0, 128 + signum)
+    first_exit, ended = None, False
     while any(p.is_alive() for p in procs):
-        if any(not p.is_alive() and p.exitcode not in in_order for p in procs):
+        done = [p for p in procs if not p.is_alive()]
+        if done and first_exit is None:
+            first_exit = time.monotonic()
+        late = first_exit is not None and time.monotonic() - first_exit > STOP_GRACE_S
+        if any(p.exitcode not in in_order for p in done) or late:
             _signal_all([p for p in procs if p.is_alive()], signal.SIGKILL)
+            ended = True
         time.sleep(0.1)
     for p in procs:
         p.join()
@@ -328,7 +339,7 @@ def _stopped(procs, signum, world_size):
     if all(c in in_order for c in codes):
         raise Stopped(f"stopped by {signal_name(signum)}: every rank finished its step and rank 0 saved it",
                       128 + signum)
-    if all(c in in_order + (-signum, -signal.SIGKILL) for c in codes) and -signum in codes:
+    if all(c in in_order + (-signum, -signal.SIGKILL) for c in codes) and (-signum in codes or ended):
         raise Stopped(f"stopped by {signal_name(signum)} while the ranks were starting: nothing was trained "
                       "since the last checkpoint", 128 + signum)
     failed = next(i for i, c in enumerate(codes) if c not in in_order)

@@ -93,7 +93,8 @@ def test_every_family_has_a_registry_entry_holding_its_profile():
     assert list(MODEL_REGISTRY) == list(FAMILIES)
     for name, entry in MODEL_REGISTRY.items():
         assert entry.profile is FAMILIES[name] and entry.name == name
-    assert MODEL_REGISTRY["reinforced"].block_ngram_repeat == 3 and MODEL_REGISTRY["copy"].needs_dynamic_dict
+    assert MODEL_REGISTRY["reinforced"].profile.block_ngram_repeat == 3
+    assert MODEL_REGISTRY["copy"].profile.needs_dynamic_dict
 
 
 @pytest.fixture
