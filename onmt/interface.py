@@ -31,8 +31,11 @@
              "coverage" (B, T-1, S) for coverage models (the coverage before each step),
              "p_copy" (B, T-1) for copy models (no gradient), "sampled" (B, T-1) under scheduled
              sampling.
-    ll, pred, attns = model.gold_log_likelihood(batch)  what the ML loss needs, teacher forcing as
-                                                          in model(batch) (scheduled sampling included)
+    ll, pred, attns = model.gold_log_likelihood(batch, enc=None)  what the ML loss needs, teacher forcing
+                                                          as in model(batch) (scheduled sampling included)
+             enc:    the batch's EncoderOutput when the caller already has it (the mixed objective
+                     shares one encoding between its terms when the model has no dropout:
+                     onmt/losses/rl.py), else the model encodes the batch itself.
              ll:     (B, T-1) log p(gold) with 0 at padding, gold = gold_targets(batch, X)
              pred:   (B, T-1) argmax ids over the extended vocabulary (no gradient)
              attns:  as model(batch) returns them ("p_copy" (B, T-1) included for copy models).
@@ -69,7 +72,7 @@ members with defaults of onmt/models/generic.py's ModelDefaults, which every reg
 `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
 tests/unit/test_interface.py for every family of the registry); ATTN_KEYS lists every attns key.
 """
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional, Protocol, runtime_checkable
 
 import torch
@@ -114,7 +117,7 @@ class Model(Protocol):
 
     def __call__(self, batch) -> tuple: ...                    # (logp (B, T-1, X), attns)
 
-    def gold_log_likelihood(self, batch) -> tuple: ...         # (ll (B, T-1), pred (B, T-1), attns)
+    def gold_log_likelihood(self, batch, enc=None) -> tuple: ...   # (ll (B, T-1), pred (B, T-1), attns)
 
     def rollout(self, batch, enc, max_length, modes=("sample",)) -> tuple: ...   # one Rollout per mode
 
@@ -184,6 +187,20 @@ class EncoderOutput:
     memory: torch.Tensor                 # (B, S, H) encoder states
     final: Optional[object]              # decoder initial hidden state (tensor or (h, c)), (L, B, H)
     mask: torch.Tensor                   # (B, S) True at real source positions
+    # what a model derives from its parameters once per encoded batch and every pass over this encoding
+    # reads (the reinforced model's W_out = tanh(E_tgt W_proj): the ML term and the rollouts of a mixed
+    # step share it); lives and dies with the encoding, so nothing outlives a step's graph
+    per_pass: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+def per_pass(enc, name, build):
+    """build() once per encoding and grad mode, kept in enc.per_pass (EncoderOutput): what every pass over
+    one encoding derives alike from the parameters (the grad mode in the key: a value built without
+    autograd never stands in for one a gradient must flow through)."""
+    key = (name, torch.is_grad_enabled())
+    if key not in enc.per_pass:
+        enc.per_pass[key] = build()
+    return enc.per_pass[key]
 
 
 def reorder_value(value, index, batch_dim=0):

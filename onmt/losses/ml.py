@@ -62,9 +62,10 @@ class MLLoss:
         return cls(lambda_coverage=opt.lambda_coverage if opt.coverage_attn else 0.0,
                    by_seqlength=opt.copy_loss_by_seqlength)
 
-    def __call__(self, model, batch):
-        """-> (scalar loss to backpropagate, Statistics of this batch)."""
-        ll, pred, attns = model.gold_log_likelihood(batch)  # (B, T-1) x2
+    def __call__(self, model, batch, enc=None):
+        """-> (scalar loss to backpropagate, Statistics of this batch); `enc`: the batch's encoding when
+        the caller has it (interface.py gold_log_likelihood)."""
+        ll, pred, attns = model.gold_log_likelihood(batch, enc=enc)  # (B, T-1) x2
         gold, mask = gold_targets(batch, extended_size(model, batch))
         with float32_region(ll):
             nll = -widen(ll).sum()

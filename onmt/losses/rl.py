@@ -24,7 +24,11 @@ the update.
 
 The rollouts (y^s, y^ and their shared encoding) run without dropout (`evaluation_mode`), so
 the greedy baseline is the model's own greedy decode and y^s is drawn from the distribution the model
-has at test time; the ML term keeps training mode (dropout, scheduled sampling).
+has at test time; the ML term keeps training mode (dropout, scheduled sampling). A model without
+dropout (`dropout_free`: the paper's configurations have none) encodes its batch ONCE for both terms: the
+two modes compute the same encoding then, and the ML term and the rollouts read that one encoding and
+the W_out derived from it (interface.py EncoderOutput.per_pass), their gradients flowing back through one
+graph; the trainer backpropagates the terms one after the other (retaining the graph for the second).
 
 Validation is its own method, `validate(model, batch)` (no gradient): the ML statistics and, with
 `valid_rouge`, the greedy ROUGE-L F1 of every example, so the RL phase's effect shows in the
@@ -55,6 +59,17 @@ def reference_tokens(batch):
     ref = ref[:, 1:]  # (B, T-1) without <s>
     lengths = (batch.tgt[:, 1:] != PAD).sum(1) - 1  # (B,) without </s>
     return ref.masked_fill(ref == UNK, -1), lengths
+
+
+def dropout_free(model):
+    """Whether `model`'s encoder (the whole model without one) computes the same in training and in
+    evaluation mode: no dropout module with p > 0 and no multi-layer RNN with inter-layer dropout."""
+    for m in getattr(model, "encoder", model).modules():
+        if isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0:
+            return False
+        if isinstance(m, nn.RNNBase) and m.num_layers > 1 and m.dropout > 0:
+            return False
+    return True
 
 
 @contextlib.contextmanager
@@ -109,11 +124,12 @@ class MixedLoss:
         if self.gamma == 0.0:
             loss, stats = self.ml_loss(model, batch)
             return {"loss": loss}, stats
+        enc = model.encode(batch) if self.gamma < 1.0 and dropout_free(model) else None  # one for both terms
         if self.gamma < 1.0:
-            ml, stats = self.ml_loss(model, batch)
+            ml, stats = self.ml_loss(model, batch, enc=enc)
         else:
             stats = Statistics(n_words=batch.n_tgt_tokens, n_examples=batch.batch_size)
-        rl, rl_stats = self.rl_term(model, batch)
+        rl, rl_stats = self.rl_term(model, batch, enc)
         stats.extra.update(rl_stats)
         if self.normalization == "tokens":   # per sampled token once the trainer divides by reference tokens
             rl = rl * (batch.n_tgt_tokens / max(rl_stats["sampled_tokens"], 1))
@@ -121,11 +137,13 @@ class MixedLoss:
             return {"loss": rl}, stats
         return {"ml": (1.0 - self.gamma) * ml, "rl": self.gamma * rl}, stats
 
-    def rl_term(self, model, batch):
+    def rl_term(self, model, batch, enc=None):
         """-> (sum over the batch of L_rl per example (scalar, with gradient), dict of summed stats).
-        The rollouts run in evaluation mode (module docstring)."""
+        The rollouts run in evaluation mode (module docstring), from `enc` when given (the ML term's
+        encoding of a dropout-free model), else from their own encoding."""
         with evaluation_mode(model):
-            sampled, greedy = model.rollout(batch, model.encode(batch), self.max_length, ("sample", "greedy"))
+            enc = enc if enc is not None else model.encode(batch)
+            sampled, greedy = model.rollout(batch, enc, self.max_length, ("sample", "greedy"))
         with float32_region(sampled.tokens):
             log_probs = widen(sampled.log_probs)  # (B, L)
             with torch.no_grad():

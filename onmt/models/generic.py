@@ -36,10 +36,11 @@ class ModelDefaults:
         return getattr(getattr(self, side, None), "embeddings", None)
 
 
-def gold_from_forward(model, batch):
-    """gold_log_likelihood computed from the full distribution of `model(batch)`: log p(gold)
-    (B, T-1) with 0 at padding, argmax ids (B, T-1), attns. For models without a fused path."""
-    logp, attns = model(batch)  # (B, T-1, X)
+def gold_from_forward(model, batch, enc=None):
+    """gold_log_likelihood computed from the full distribution of `model(batch)` (`model(batch, enc=enc)`
+    given an encoding): log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns. For models
+    without a fused path."""
+    logp, attns = model(batch) if enc is None else model(batch, enc=enc)  # (B, T-1, X)
     gold, mask = gold_targets(batch, logp.size(-1))
     ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)  # (B, T-1)
     return ll, logp.detach().argmax(-1), attns

@@ -157,16 +157,16 @@ class NMTModel(ModelDefaults, nn.Module):
         """The fused paths of the model's execution that do not apply to it, each with why (interface.py)."""
         return self.decoder.execution_notes()
 
-    def forward(self, batch):
-        """Teacher forcing on batch.tgt -> (log-probs (B, T-1, X), attns of (B, T-1, S) (and "p_copy"
-        (B, T-1) with copy))."""
-        state = self.init_state(batch, self.encode(batch))
+    def forward(self, batch, enc=None):
+        """Teacher forcing on batch.tgt (from `enc` when given, interface.py) -> (log-probs (B, T-1, X),
+        attns of (B, T-1, S) (and "p_copy" (B, T-1) with copy))."""
+        state = self.init_state(batch, enc if enc is not None else self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         return self._generate(dec, state)
 
-    def gold_log_likelihood(self, batch):
+    def gold_log_likelihood(self, batch, enc=None):
         """From `forward`: log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns."""
-        return gold_from_forward(self, batch)
+        return gold_from_forward(self, batch, enc)
 
     def rollout(self, batch, enc, max_length, modes=("sample",)):
         """Free-running decoding for the self-critical loss, through decode_step (interface.py)."""
@@ -178,13 +178,13 @@ class CopyNMTModel(NMTModel):
 
     copy = True
 
-    def gold_log_likelihood(self, batch):
+    def gold_log_likelihood(self, batch, enc=None):
         """The fused training path (onmt/fused/gold_mixture.py): log p(gold) (B, T-1) with 0 at
         padding, the argmax (B, T-1) and the attns, without the (B, T-1, X) distribution; with plain
         kernels, from `forward` (the full distribution)."""
         if not self.execution.fused:
-            return gold_from_forward(self, batch)
-        state = self.init_state(batch, self.encode(batch))
+            return gold_from_forward(self, batch, enc)
+        state = self.init_state(batch, enc if enc is not None else self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
         ll, pred, p_copy = copy_generator_gold_log_prob(self.generator, dec, state.src_ex, state.first_pos, gold,

@@ -35,7 +35,7 @@ from onmt.fused.gold_mixture import (
 from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs, pointer_generator_step_scores
 from onmt.fused.step_source import DecodingSource
-from onmt.interface import gold_targets
+from onmt.interface import gold_targets, per_pass
 from onmt.models.generic import ModelDefaults, gold_from_forward
 from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
@@ -182,14 +182,14 @@ class ReinforcedModel(ModelDefaults, nn.Module):
         o_t, attn, state, intra = self.decoder.step(inputs, state, source=source, return_intra=True)
         return o_t, attn, state, intra, fused
 
-    def forward(self, batch):
-        """Teacher forcing on batch.tgt (with scheduled sampling when training).
+    def forward(self, batch, enc=None):
+        """Teacher forcing on batch.tgt (with scheduled sampling when training), from `enc` when given.
 
         Returns log p (B, T-1, X) predicting batch.tgt[:, 1:] and {"std": (B, T-1, S), "p_copy":
         (B, T-1) p(u=1) without gradient}, plus "sampled" (B, T-1), True where the step's input was
         the model's own prediction, when scheduled sampling is active.
         """
-        out, attns, state, weight, _ = self._teacher_forcing(batch)
+        out, attns, state, weight, _ = self._teacher_forcing(batch, enc)
         B, n_steps, S = attns["std"].shape
         src_ex, first_pos = repeat_per_step(state.src_ex, n_steps), repeat_per_step(state.first_pos, n_steps)
         logp, p_copy = self.generator(out, attns["std"].reshape(B * n_steps, S), src_ex, first_pos, state.n_oov,
@@ -198,15 +198,15 @@ class ReinforcedModel(ModelDefaults, nn.Module):
         attns["p_copy"] = p_copy.view(B, n_steps)  # (B, T-1)
         return logp.view(B, n_steps, -1), attns  # (B, T-1, X)
 
-    def gold_log_likelihood(self, batch):
+    def gold_log_likelihood(self, batch, enc=None):
         """The fused training path: log p(gold) (B, T-1) (0 at padding), the argmax of the mixture
         (B, T-1) and the attns of `forward`, without any (B*(T-1), X) distribution (see
         onmt/fused/gold_mixture.py); same values and gradients as `forward` + gather. attns
         also holds "p_copy" (B, T-1), p(u=1) at every step (no gradient; padding steps included).
         With plain kernels, from `forward` (the full distribution)."""
         if not self.execution.fused:
-            return gold_from_forward(self, batch)
-        out, attns, state, weight, loop_product = self._teacher_forcing(batch)
+            return gold_from_forward(self, batch, enc)
+        out, attns, state, weight, loop_product = self._teacher_forcing(batch, enc)
         B, n_steps, S = attns["std"].shape
         # the logits o W_out^T + b_out on the weight scheduled sampling packed for its rows (oneDNN's
         # blocked layout: ~20 % faster than the column-blocked addmm, and already paid for; under -amp in
@@ -226,19 +226,31 @@ class ReinforcedModel(ModelDefaults, nn.Module):
         modes in lockstep, one generator product per step (onmt/reinforced/rollout.py)."""
         return lockstep_rollout(self, batch, enc, max_length, modes)
 
-    def _teacher_forcing(self, batch):
-        """The decoding loop over batch.tgt. Returns o (B*(T-1), 3H), attns {"std": (B, T-1, S)
-        [, "sampled": (B, T-1)]}, the final state, (W_out, b_out) and the prepared product of W_out that
-        scheduled sampling's fused argmax built (gold_mixture.training_loop_product; None without it)."""
-        state = self.decoder.init_state(self.encode(batch), batch.src_ex, batch.n_oov)  # projects after the loop
+    def pass_out_weight(self, enc):
+        """W_out, b_out (V, 3H), (V,) for a pass over `enc`: once per encoding (interface.per_pass), so the
+        ML term and the rollouts of a mixed step that share an encoding share W_out and its graph."""
+        return per_pass(enc, "out_weight", self.generator.out_weight)
+
+    def pass_loop_product(self, enc):
+        """W_out's prepared product without gradient (gold_mixture.training_loop_product) for a pass over
+        `enc`, once per encoding like pass_out_weight (scheduled sampling's argmax, the rollouts' steps)."""
+        return per_pass(enc, "loop_product", lambda: training_loop_product(self.generator, self.pass_out_weight(enc)))
+
+    def _teacher_forcing(self, batch, enc=None):
+        """The decoding loop over batch.tgt (encoded here unless `enc` is given). Returns o (B*(T-1), 3H),
+        attns {"std": (B, T-1, S) [, "sampled": (B, T-1)]}, the final state, (W_out, b_out) and the
+        prepared product of W_out that scheduled sampling's fused argmax built
+        (gold_mixture.training_loop_product; None without it)."""
+        enc = enc if enc is not None else self.encode(batch)
+        state = self.decoder.init_state(enc, batch.src_ex, batch.n_oov)  # projects after the loop
         tgt = batch.tgt  # (B, T)
         B, n_steps = tgt.size(0), tgt.size(1) - 1
         sampling = self.training and self.scheduled_sampling > 0
-        # W_out once per forward pass; the in-loop choices read it without gradient (same values)
-        weight = self.generator.out_weight()  # (V, 3H), (V,)
+        # W_out once per pass over the encoding; the in-loop choices read it without gradient (same values)
+        weight = self.pass_out_weight(enc)  # (V, 3H), (V,)
         loop_weight = loop_product = None
         if sampling and self._fused_argmax():
-            loop_weight = loop_product = training_loop_product(self.generator, weight)
+            loop_weight = loop_product = self.pass_loop_product(enc)
         elif sampling:
             loop_weight = tuple(w.detach() for w in weight)
         outputs, attns, fed_back = [], [], []

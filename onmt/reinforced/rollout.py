@@ -6,12 +6,14 @@ A sampled row draws the switch, then a source position or a word (PointerGenerat
 of the mixture); a greedy row takes the mixture's argmax. After the loop, log p(y_t) of the sampled
 tokens with gradient.
 
-With fused kernels (the model's Execution, onmt/fused/execution.py) W_out is packed once per call
-(a product of 2B rows costs little more than one of B), the argmax comes without the (N, X) mixture
-(gold_mixture.pointer_generator_predict), the sampled steps use the per-pass lookups and products
-(step_embedding, step_source), and ONE fused gold-only pass (gold_log_prob with the drawn ids as gold,
-as the ML loss does) gives log p(y_t) from the same logits kept during the loop. Plain kernels: F.linear,
-the argmax of `PointerGenerator.forward` and its full distribution gathered at the drawn ids.
+W_out and (fused) its packed product come once per encoding (ReinforcedModel.pass_out_weight: a
+mixed step that shares its encoding computes them once for both terms). With fused kernels (the
+model's Execution, onmt/fused/execution.py) one product serves all modes (2B rows cost little more than
+B), the argmax comes without the (N, X) mixture (gold_mixture.pointer_generator_predict), the sampled
+steps use the per-pass lookups and products (step_embedding, step_source), and ONE fused gold-only pass
+(gold_log_prob with the drawn ids as gold, as the ML loss does) gives log p(y_t) from the same logits
+kept during the loop. Plain kernels: F.linear, the argmax of `PointerGenerator.forward` and its full
+distribution gathered at the drawn ids.
 """
 from dataclasses import dataclass, field
 from typing import Optional
@@ -20,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from onmt.constants import BOS, EOS
-from onmt.fused.gold_mixture import pointer_generator_gold_log_prob, pointer_generator_predict, training_loop_product
+from onmt.fused.gold_mixture import pointer_generator_gold_log_prob, pointer_generator_predict
 from onmt.fused.kernels import gradients_wanted
 from onmt.interface import check_rollout_modes, finish_rollout
 from onmt.reinforced.decoder import ReinforcedState
@@ -48,8 +50,8 @@ def rollout(model, batch, enc, max_length, modes=("sample",)):
     """`model.rollout` (interface.py) for a ReinforcedModel: module docstring."""
     check_rollout_modes(modes, max_length)
     fused = model.execution.fused
-    weight = model.generator.out_weight()  # (V, 3H), (V,)
-    product = training_loop_product(model.generator, weight) if fused else _plain_product(weight)  # -amp: low
+    weight = model.pass_out_weight(enc)  # (V, 3H), (V,): the ML term's when it shares `enc`
+    product = model.pass_loop_product(enc) if fused else _plain_product(weight)  # -amp: low
     B, V = batch.batch_size, model.tgt_vocab_size
     runs = [_start_run(model, batch, enc, mode, gradients_wanted() and mode == "sample") for mode in modes]
     for t in range(max_length):

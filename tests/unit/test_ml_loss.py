@@ -90,8 +90,8 @@ def test_p_copy_is_summed_over_real_target_tokens_only():
     class WithPCopy(torch.nn.Module):  # the model, its attns carrying a known p(copy)
         tgt_vocab_size, copy = model.tgt_vocab_size, model.copy
 
-        def gold_log_likelihood(self, b):
-            ll, pred, attns = model.gold_log_likelihood(b)
+        def gold_log_likelihood(self, b, enc=None):
+            ll, pred, attns = model.gold_log_likelihood(b, enc)
             return ll, pred, dict(attns, p_copy=p_copy)
 
     _, stats = MLLoss.from_opt(opt)(WithPCopy(), batch)
