@@ -42,16 +42,14 @@ Figures go to experiments/results/cnndm/ (commit them; never the checkpoints und
 """
 import argparse
 import os
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 from experiments import cnndm_views as cv  # noqa: E402
 from experiments.cnndm_arms import ARMS, SIZES, views  # noqa: E402
-from experiments.common import run  # noqa: E402
+from experiments.common import run, run_jobs, start_logged  # noqa: E402
 from experiments.rl_vs_ml import latest_checkpoint, train_seconds  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "cnndm")
@@ -229,30 +227,8 @@ def job_list(a, wanted):
 
 def schedule(jobs, n_jobs, log, poll=5.0):
     """Run every job not done, up to `n_jobs` at a time, each when what it needs is done; the first
-    ready job in list order goes first."""
-    done = {name for name, _, cmd in jobs if cmd is None}
-    running = {}
-    while len(done) < len(jobs):
-        for name, needs, cmd in jobs:
-            if len(running) >= n_jobs:
-                break
-            if name in done or name in running or not all(n in done for n in needs):
-                continue
-            running[name] = subprocess.Popen(cmd, cwd=ROOT, stdout=open(log, "a"), stderr=subprocess.STDOUT)
-            print(f"{time.strftime('%H:%M:%S')} start {name}", flush=True)
-        if not running:
-            raise SystemExit("jobs left that can never start: " + ", ".join(n for n, _, _ in jobs if n not in done))
-        time.sleep(poll)
-        for name, proc in list(running.items()):
-            if proc.poll() is None:
-                continue
-            del running[name]
-            if proc.returncode != 0:
-                for p in running.values():
-                    p.terminate()
-                raise SystemExit(f"{name} failed ({proc.returncode}); see {log} or its own log")
-            done.add(name)
-            print(f"{time.strftime('%H:%M:%S')} done {name}", flush=True)
+    ready job in list order goes first (experiments/common.py run_jobs)."""
+    run_jobs(jobs, n_jobs, lambda name, cmd: start_logged(cmd, log), poll=poll, log_hint=f"{log} or its own log")
 
 
 def wanted_views(a):

@@ -30,15 +30,13 @@ Figures go to experiments/results/rl_vs_ml_tuned/ (commit them; never the checkp
 """
 import argparse
 import os
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 from experiments import rl_vs_ml  # noqa: E402
-from experiments.common import run  # noqa: E402
+from experiments.common import run, run_jobs, start_logged  # noqa: E402
 from experiments.rl_vs_ml_tuned_kinds import KINDS, MAIN, MATCHED  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "rl_vs_ml_tuned")
@@ -325,41 +323,21 @@ def _place(job, first):
 
 
 def schedule(a, prep, base, seeds, variants=(), variant_seeds=()):
-    """Run every job not done, up to -jobs at a time, each when what it needs is done."""
-    jobs = job_list(a, seeds, variants, variant_seeds)
-    done = {name for name, _, cmd in jobs if cmd is None}
-    running = {}
-    while len(done) < len(jobs):
-        for name, needs, cmd in jobs:
-            if len(running) >= a.jobs:
-                break
-            if name in done or name in running or not all(n in done for n in needs):
-                continue
-            if cmd == "train":
-                arm = name.split(":")[1]
-                tcmd = arm_command(a, prep, base, arm)
-                if tcmd is None:
-                    done.add(name)
-                    continue
-                running[name] = run(tcmd, log=os.path.join(arm_folder(a, arm), "train.log"), wait=False)
-            else:
-                log = os.path.join(a.workdir, "jobs.log")
-                running[name] = subprocess.Popen(cmd, cwd=ROOT, stdout=open(log, "a"), stderr=subprocess.STDOUT)
-        if not running:
-            raise SystemExit("jobs left that can never start: " + ", ".join(n for n, _, _ in jobs if n not in done))
-        time.sleep(5)
-        for name, proc in list(running.items()):
-            if proc.poll() is None:
-                continue
-            del running[name]
-            if proc.returncode != 0:
-                for p in running.values():
-                    p.terminate()
-                raise SystemExit(f"{name} failed ({proc.returncode}); see {a.workdir}/jobs.log or its log")
-            if name.startswith("train:"):
-                open(os.path.join(arm_folder(a, name.split(":")[1]), "done"), "w").close()
-            done.add(name)
-            print(f"{time.strftime('%H:%M:%S')} done {name}", flush=True)
+    """Run every job not done, up to -jobs at a time, each when what it needs is done
+    (experiments/common.py run_jobs); a trained arm gets its `done` mark."""
+    def start(name, cmd):
+        if cmd != "train":
+            return start_logged(cmd, os.path.join(a.workdir, "jobs.log"))
+        arm = name.split(":")[1]
+        tcmd = arm_command(a, prep, base, arm)
+        return None if tcmd is None else run(tcmd, log=os.path.join(arm_folder(a, arm), "train.log"), wait=False)
+
+    def finished(name):
+        if name.startswith("train:"):
+            open(os.path.join(arm_folder(a, name.split(":")[1]), "done"), "w").close()
+
+    run_jobs(job_list(a, seeds, variants, variant_seeds), a.jobs, start, finished,
+             log_hint=f"{a.workdir}/jobs.log or its log")
 
 
 def main(argv=None):
