@@ -65,24 +65,13 @@ def translate_options(**kwargs: Any):
 
 
 def check_types(parser, values):
-    """TypeError naming the first keyword of `values` whose value is not of its option's Python type: an
-    int option takes an int (beam_size="5" is refused, as is True), a float option an int or a float, a
-    flag a bool, a list option a list or tuple of str, a choice a str; None is "not given"."""
+    """TypeError naming the first keyword of `values` whose value is not of its option's Python type
+    (onmt/opts/validate.py value_type_problem: an int option takes an int, beam_size="5" is refused, as
+    is True; a float option an int or a float; a flag a bool; a list option a list or tuple of str; a
+    choice a str); None is "not given"."""
     for name, value in values.items():
-        if value is None:
-            continue
-        action = parser._option_string_actions[f"-{name}"]
-        if action.nargs == 0:
-            ok, want = isinstance(value, bool), "a bool"
-        elif action.nargs not in (None, "?"):
-            ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), "a list of str"
-        elif action.type is int:
-            ok, want = isinstance(value, int) and not isinstance(value, bool), "an int"
-        elif action.type is float:
-            ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
-        else:
-            ok, want = isinstance(value, str), "a str"
-        if not ok:
+        want = None if value is None else opts.value_type_problem(parser._option_string_actions[f"-{name}"], value)
+        if want is not None:
             raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
 
 

@@ -94,6 +94,7 @@ from onmt.opts.validate import (
     validate_translate_opts,
     validate_translate_run,
     validate_tune_decoding_opts,
+    value_type_problem,
 )
 
 __all__ = [
@@ -107,7 +108,8 @@ __all__ = [
     "option_names", "resolve_train_run", "resolve_translate_run", "resume_adds_parameters", "update_evaluate_opts",
     "update_model_opts", "update_plot_attention_opts", "update_prepare_opts", "update_preprocess_opts",
     "update_saved_model_opts", "update_train_opts", "update_translate_opts", "check_model_numbers",
-    "check_compile", "check_precision", "check_saved_model_types", "paper_differences", "paper_note",
+    "check_compile", "check_precision", "check_saved_model_types", "value_type_problem", "paper_differences",
+    "paper_note",
     "validate_evaluate_opts",
     "validate_model_opts", "validate_plot_attention_opts", "validate_prepare_opts", "validate_preprocess_opts",
     "validate_train_opts", "validate_train_run", "validate_translate_opts", "validate_translate_run",

@@ -103,13 +103,30 @@ def validate_model_opts(opt):
         raise OptionError(f"-scheduled_sampling must be in [0, 1], got {opt.scheduled_sampling}")
 
 
+def value_type_problem(action, value):
+    """None when `value`, a Python value given for the option of argparse `action` (not text to parse),
+    has the type the option takes: a bool for a flag, a list or tuple of str for a list option, an int
+    (not a bool) for an int option, an int or a float for a float option, a str otherwise; else what it
+    must be ("an int", "a bool", "a number", "a str", "a list of str"). The one type check of the Python
+    API's keywords (onmt/api.py) and of a checkpoint's saved options (check_saved_model_types)."""
+    if action.nargs == 0:
+        ok, want = isinstance(value, bool), "a bool"
+    elif action.nargs not in (None, "?"):
+        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), "a list of str"
+    elif action.type is int:
+        ok, want = isinstance(value, int) and not isinstance(value, bool), "an int"
+    elif action.type is float:
+        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    else:
+        ok, want = isinstance(value, str), "a str"
+    return None if ok else want
+
+
 def check_saved_model_types(saved):
     """OptionError naming the option unless every model option of a checkpoint's saved options (a dict)
-    has a value its command-line option could have given: the right type (an int for -rnn_size, a bool
-    for a flag) and one of its choices (a damaged or hand-edited checkpoint would otherwise crash later,
-    far from the cause)."""
-    import argparse
-
+    has a value its command-line option could have given: the right type (value_type_problem: an int for
+    -rnn_size, a bool for a flag) and one of its choices (a damaged or hand-edited checkpoint would
+    otherwise crash later, far from the cause)."""
     from onmt.opts.model import model_opts
     from onmt.opts.parse import make_parser
     parser = make_parser("")
@@ -123,18 +140,11 @@ def check_saved_model_types(saved):
         value = saved[name]
         if value is None and action.default is None:
             continue
-        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-            ok, kind = isinstance(value, bool), "true or false"
-        elif action.type is int:
-            ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
-        elif action.type is float:
-            ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
-        else:
-            ok, kind = isinstance(value, str), "a string"
-        if ok and action.choices is not None and value not in action.choices:
-            ok, kind = False, "one of " + ", ".join(map(str, action.choices))
-        if not ok:
-            raise OptionError(f"-{name} {value!r} is not {kind}")
+        want = value_type_problem(action, value)
+        if want is None and action.choices is not None and value not in action.choices:
+            want = "one of " + ", ".join(map(str, action.choices))
+        if want is not None:
+            raise OptionError(f"-{name} {value!r} is not {want}")
 
 
 def paper_differences(opt):

@@ -11,8 +11,8 @@ from onmt.errors import UserError
 from onmt.utils.cli import run_main
 
 BAD = [("rnn_type", "TRANSFORMER", "one of LSTM, GRU"), ("global_attention", "bogus", "one of none, dot"),
-       ("rnn_size", "sixteen", "an integer"), ("brnn", "yes", "true or false"), ("dropout", [0.1], "a number"),
-       ("rnn_size", True, "an integer")]
+       ("rnn_size", "sixteen", "an int"), ("brnn", "yes", "a bool"), ("dropout", [0.1], "a number"),
+       ("rnn_size", True, "an int")]
 
 
 @pytest.fixture(scope="module")
