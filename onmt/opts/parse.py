@@ -296,50 +296,37 @@ def build_vocab_parser():
     return p
 
 
-def translate_parser():
-    p = make_parser("Checkpoint + source -> predictions")
+def _with_config(description, add_opts, *args):
+    """A tool's parser: -config / -save_config, then `add_opts(parser, *args)`."""
+    p = make_parser(description)
     config_opts(p)
-    translate_opts(p)
+    add_opts(p, *args)
     return p
+
+
+def translate_parser():
+    return _with_config("Checkpoint + source -> predictions", translate_opts)
 
 
 def tune_decoding_parser():
-    p = make_parser("Checkpoints + a tuning set -> the best checkpoint and length rule")
-    config_opts(p)
-    tune_decoding_opts(p)
-    return p
+    return _with_config("Checkpoints + a tuning set -> the best checkpoint and length rule", tune_decoding_opts)
 
 
 def evaluate_parser():
-    p = make_parser("Predictions + references -> ROUGE")
-    config_opts(p)
-    evaluate_opts(p)
-    return p
+    return _with_config("Predictions + references -> ROUGE", evaluate_opts)
 
 
 def prepare_cnndm_parser():
-    p = make_parser("CNN/DailyMail as published -> {train,valid,test}.{src,tgt}.txt")
-    config_opts(p)
-    prepare_opts(p, CNNDM_FORMATS)
-    return p
+    return _with_config("CNN/DailyMail as published -> {train,valid,test}.{src,tgt}.txt", prepare_opts, CNNDM_FORMATS)
 
 
 def prepare_gigaword_parser():
-    p = make_parser("Gigaword as published -> {train,valid,test}.{src,tgt}.txt")
-    config_opts(p)
-    prepare_opts(p, GIGAWORD_FORMATS)
-    return p
+    return _with_config("Gigaword as published -> {train,valid,test}.{src,tgt}.txt", prepare_opts, GIGAWORD_FORMATS)
 
 
 def explore_parser():
-    p = make_parser("Sources, references and systems' summaries -> one HTML page to explore them")
-    config_opts(p)
-    explore_opts(p)
-    return p
+    return _with_config("Sources, references and systems' summaries -> one HTML page to explore them", explore_opts)
 
 
 def plot_attention_parser():
-    p = make_parser("-attn_debug dump -> one PNG per example")
-    config_opts(p)
-    plot_attention_opts(p)
-    return p
+    return _with_config("-attn_debug dump -> one PNG per example", plot_attention_opts)
