@@ -69,6 +69,9 @@ members with defaults of onmt/models/generic.py's ModelDefaults, which every reg
                                                   model, each with why (build_model logs them; none)
     model.embeddings(side) -> module or None      the "encoder" / "decoder" word embeddings (-pre_word_vecs_*,
                                                   -fix_word_vecs_*): that side's `.embeddings`
+    model.begin_training_step(step)               the trainer's call before each training step (1-based): a
+                                                  model whose training changes with the step (scheduled
+                                                  sampling's schedule) updates itself (nothing)
 `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
 tests/unit/test_interface.py for every family of the registry); ATTN_KEYS lists every attns key.
 """
@@ -129,6 +132,8 @@ class Model(Protocol):
     def execution_notes(self) -> list: ...                     # fused paths that do not apply, with why
 
     def embeddings(self, side): ...                            # "encoder" / "decoder" word embeddings or None
+
+    def begin_training_step(self, step) -> None: ...           # before each training step (1-based)
 
 
 def gold_targets(batch, extended_size):

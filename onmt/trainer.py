@@ -301,6 +301,7 @@ class Trainer(Reporting):
         ranks: the gradient of one batch holding them all, not a mean of per-batch means. With
         -normalization sents the divisor is the step's examples (Batch.batch_size) instead."""
         self.model.train()
+        self.model.begin_training_step(step)   # e.g. scheduled sampling's probability of this step
         batches = [batches] if isinstance(batches, Batch) else list(batches)
         counts = [b.n_tgt_tokens for b in batches]
         normalizer = sum(counts) if self.normalization == "tokens" else sum(b.batch_size for b in batches)

@@ -31,6 +31,10 @@ class ModelDefaults:
         """The fused paths of `execution` that do not apply to this model, each with why: none."""
         return []
 
+    def begin_training_step(self, step):
+        """Called by the trainer before each training step (1-based), for a model whose training changes
+        with the step (the reinforced model's scheduled-sampling schedule): nothing changes."""
+
     def embeddings(self, side):
         """The word embeddings of `side` ("encoder" or "decoder"): its `.embeddings` module, or None."""
         return getattr(getattr(self, side, None), "embeddings", None)

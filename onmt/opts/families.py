@@ -29,8 +29,8 @@ class Requirement(NamedTuple):
 
 # On -train_from, the model's options come from the checkpoint, except these training choices, which
 # the command line (or -config) may change: what the new phase of training does (each family's default).
-RESUMABLE = ("scheduled_sampling", "scheduled_sampling_mode", "lambda_coverage", "coverage_attn", "dropout",
-             "param_init", "fix_word_vecs_enc", "fix_word_vecs_dec")
+RESUMABLE = ("scheduled_sampling", "scheduled_sampling_mode", "scheduled_sampling_start", "scheduled_sampling_ramp",
+             "lambda_coverage", "coverage_attn", "dropout", "param_init", "fix_word_vecs_enc", "fix_word_vecs_dec")
 # Of those, the ones whose turning on adds parameters to the checkpoint's model (initialized as for a
 # fresh model: See et al.'s coverage phase).
 RESUME_ADDS_PARAMETERS = ("coverage_attn",)
@@ -98,8 +98,8 @@ REINFORCED = Family(
              Refusal("bridge", lambda v: bool(v), "its decoder starts from the encoder's final states"),
              Refusal("copy_attn_type", lambda v: True, "it copies with its intra-temporal attention"),
              Refusal("brnn", lambda v: not v, "its encoder is bidirectional", "-encoder_type", lambda v: "rnn")),
-    only=("scheduled_sampling", "scheduled_sampling_mode", "no_temporal_attn", "no_intra_decoder_attn",
-          "no_tied_output", "intra_attn_scale"),
+    only=("scheduled_sampling", "scheduled_sampling_mode", "scheduled_sampling_start", "scheduled_sampling_ramp",
+          "no_temporal_attn", "no_intra_decoder_attn", "no_tied_output", "intra_attn_scale"),
     requires=(Requirement(lambda o: o.enc_layers == o.dec_layers,
                           lambda o: f"-reinforced needs as many encoder as decoder layers (the encoder's final "
                                     f"states start the decoder), got -enc_layers {o.enc_layers} -dec_layers "

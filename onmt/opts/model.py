@@ -70,6 +70,12 @@ def model_opts(parser):
           help="probability that the next decoder input is the model's own previous prediction")
     g.add("-scheduled_sampling_mode", "--scheduled_sampling_mode", default="argmax", choices=["argmax", "sample"],
           help="how the model's own prediction is chosen for scheduled sampling")
+    g.add("-scheduled_sampling_start", "--scheduled_sampling_start", type=int, default=0,
+          help="training steps without scheduled sampling before it starts (0: from the first step, as "
+               "Paulus et al.)")
+    g.add("-scheduled_sampling_ramp", "--scheduled_sampling_ramp", type=int, default=0,
+          help="steps over which scheduled sampling's probability rises linearly from 0 to "
+               "-scheduled_sampling once it starts (0: at once)")
 
 
 ENCODER_TYPES = {"rnn": False, "brnn": True}

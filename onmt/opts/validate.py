@@ -101,6 +101,9 @@ def validate_model_opts(opt):
         raise OptionError("-copy_attn needs attention (-global_attention is none)")
     if not 0.0 <= opt.scheduled_sampling <= 1.0:
         raise OptionError(f"-scheduled_sampling must be in [0, 1], got {opt.scheduled_sampling}")
+    for name in ("scheduled_sampling_start", "scheduled_sampling_ramp"):
+        if getattr(opt, name) < 0:
+            raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
 
 
 def value_type_problem(action, value):

@@ -41,7 +41,7 @@ from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
-from onmt.modules.sampling import sample_rows
+from onmt.modules.sampling import SamplingSchedule, sample_rows
 from onmt.modules.step_scores import DenseScores
 from onmt.reinforced.decoder import ReinforcedDecoder
 from onmt.reinforced.pointer_generator import PointerGenerator
@@ -54,14 +54,19 @@ class ReinforcedModel(ModelDefaults, nn.Module):
     RENAMED_KEYS = (("decoder.embedding.", "decoder.embeddings."),)
 
     def __init__(self, encoder, decoder, generator, scheduled_sampling=0.0, sampling_mode="argmax", execution=None):
+        """scheduled_sampling: a probability, or a SamplingSchedule (onmt/modules/sampling.py) that
+        `begin_training_step` follows; `self.scheduled_sampling` is the probability of the step."""
         super().__init__()
         if sampling_mode not in ("argmax", "sample"):
             raise ValueError(f"sampling_mode must be argmax or sample, got {sampling_mode}")
+        if not isinstance(scheduled_sampling, SamplingSchedule):
+            scheduled_sampling = SamplingSchedule(scheduled_sampling)
+        self.sampling_schedule = scheduled_sampling
         self.execution = execution = as_execution(execution)
         if {encoder.execution, decoder.execution, generator.execution} != {execution}:
             raise ValueError(f"a model of {execution} needs an encoder, decoder and generator of the same")
         self.encoder, self.decoder, self.generator = encoder, decoder, generator
-        self.scheduled_sampling = scheduled_sampling
+        self.scheduled_sampling = scheduled_sampling.at(1)  # until the trainer says which step it is
         self.sampling_mode = sampling_mode
 
     @classmethod
@@ -83,8 +88,13 @@ class ReinforcedModel(ModelDefaults, nn.Module):
                                     execution=execution)
         generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
                                      tied=not opt.no_tied_output, execution=execution)
-        return cls(encoder, decoder, generator, scheduled_sampling=opt.scheduled_sampling,
+        schedule = SamplingSchedule(opt.scheduled_sampling, opt.scheduled_sampling_start, opt.scheduled_sampling_ramp)
+        return cls(encoder, decoder, generator, scheduled_sampling=schedule,
                    sampling_mode=opt.scheduled_sampling_mode, execution=execution)
+
+    def begin_training_step(self, step):
+        """Scheduled sampling's probability for training step `step` (1-based): its schedule's."""
+        self.scheduled_sampling = self.sampling_schedule.at(step)
 
     @classmethod
     def upgrade_state_dict(cls, state):
@@ -105,7 +115,7 @@ class ReinforcedModel(ModelDefaults, nn.Module):
         if not self.execution.fused:
             return []
         notes = []
-        if self.scheduled_sampling > 0 and not self._fused_argmax():
+        if self.sampling_schedule.rate > 0 and not self._fused_argmax():
             notes.append("scheduled sampling from the full distribution: the fused argmax needs "
                          "-scheduled_sampling_mode argmax")
         if self.execution.compile == "mlp-scores":

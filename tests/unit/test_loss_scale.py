@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 from helpers.models import make_batch, make_vocabs
+from onmt.models.generic import ModelDefaults
 from onmt.trainer import Trainer
 from onmt.utils.statistics import Statistics
 
@@ -32,8 +33,12 @@ class _PlantedLoss:
         return factor * n * (w - w.detach() + 1), Statistics(loss=0.0, n_words=n)
 
 
+class _OneWeight(ModelDefaults, nn.Linear):
+    """A one-weight model with the interface's defaults (the trainer calls begin_training_step)."""
+
+
 def _scaled_trainer(done_steps=0):
-    model = nn.Linear(1, 1, bias=False)
+    model = _OneWeight(1, 1, bias=False)
     with torch.no_grad():
         model.weight.fill_(0.5)
     loss = _PlantedLoss(huge={2, 3}, medium={6})
