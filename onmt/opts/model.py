@@ -96,4 +96,4 @@ def _encoder_type(value):
 # and -copy_attn, families.family_name.)
 ADDED_MODEL_OPTIONS = {"model_family": None, "share_decoder_embeddings": False, "fix_word_vecs_enc": False,
                        "fix_word_vecs_dec": False, "bridge": False, "reuse_copy_attn": False, "copy_attn_type": None,
-                       "intra_attn_scale": "none"}
+                       "intra_attn_scale": "none", "scheduled_sampling_start": 0, "scheduled_sampling_ramp": 0}
