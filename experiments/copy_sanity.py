@@ -36,7 +36,8 @@ RESULTS = os.path.join(HERE, "results", "copy_sanity")
 SIZES = ["-word_vec_size", "64", "-rnn_size", "128", "-optim", "adam", "-learning_rate", "0.001",
          "-batch_size", "64", "-report_every", "10", "-save_checkpoint_steps", "0"]
 SEE = ["-copy_attn", "-global_attention", "mlp", "-brnn", "-layers", "1"]
-REINF = ["-reinforced", "-layers", "1", "-scheduled_sampling", "0"]
+REINF_SS = ["-reinforced", "-layers", "1"]   # with the family's scheduled sampling unless given
+REINF = REINF_SS + ["-scheduled_sampling", "0"]
 TASKS = {"copy_oov": (["-train_size", "20000", "-valid_size", "500", "-test_size", "500", "-max_len", "18"],
                       ["-src_vocab_size", "20000", "-tgt_vocab_size", "1000"], 2000),
          "sort": (["-train_size", "20000", "-valid_size", "500", "-test_size", "500"], [], 5000)}
@@ -59,6 +60,15 @@ ARMS = {
     "sort_r_none_d0": ("sort", REINF + ["-intra_attn_scale", "none", "-dropout", "0"]),
     "sort_r_sqrt_d0": ("sort", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0"]),
     "sort_r_sqrt_d3": ("sort", REINF + ["-intra_attn_scale", "sqrt", "-dropout", "0.3"]),
+    # scheduled sampling (issue 37): the paper's 0.25 from the first step, from half-way, rising from 0
+    # over the whole run; against the same model without it (copy_oov: with the decaying rate, whose
+    # control learns the task at every seed, so what changes is scheduled sampling's doing)
+    **{f"{prefix}r_sqrt_d0{suffix}_{name}": (task, REINF_SS + ["-intra_attn_scale", "sqrt", "-dropout", "0"] + extra
+                                             + ["-scheduled_sampling", "0.25"] + schedule)
+       for task, prefix, suffix, extra, steps in (("sort", "sort_", "", [], 5000),
+                                                  ("copy_oov", "", "_decay", DECAY, 2000))
+       for name, schedule in (("ss", []), ("ss_late", ["-scheduled_sampling_start", str(steps // 2)]),
+                              ("ss_ramp", ["-scheduled_sampling_ramp", str(steps)]))},
 }
 STEP_LINE = re.compile(r"Step (\d+)/\d+; acc: ([\d.]+); ppl: [\d.]+; xent: ([\d.]+).*?(?:p\(copy\) ([\d.]+))?$")
 VALID_ACC = re.compile(r"Validation accuracy: ([\d.]+)")
@@ -276,7 +286,8 @@ def _p99(values):
 # (arm, its control): exact McNemar tests over the test pairs of every seed both have
 PAIRED = [("r_sqrt_d0", "r_none_d0"), ("r_sqrt_d3", "r_none_d3"), ("r_sqrt_d3", "see_d3"),
           ("r_sqrt_d0_decay", "r_sqrt_d0"), ("r_sqrt_d0_decay", "see_d3_decay"), ("see_d3_decay", "see_d3"),
-          ("sort_r_sqrt_d0", "sort_r_none_d0"), ("sort_r_sqrt_d0", "sort_see_d3")]
+          ("sort_r_sqrt_d0", "sort_r_none_d0"), ("sort_r_sqrt_d0", "sort_see_d3")] + [
+    (f"{arm}_{name}", arm) for arm in ("sort_r_sqrt_d0", "r_sqrt_d0_decay") for name in ("ss", "ss_late", "ss_ramp")]
 
 
 def mcnemar(a, b):
