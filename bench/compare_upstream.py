@@ -1,6 +1,6 @@
 """This project against upstream OpenNMT-py 3.5.1: the same data, the same model sizes, one table.
 
-    .venv/bin/python bench/compare_upstream.py [-steps 300] [-translate_n 500] [-rounds 2]
+    .venv/bin/python bench/compare_upstream.py [-steps 300] [-translate_n 500] [-rounds 2] [-trunc 400,100]
                                                [-workdir runs/compare_upstream] [-skip_install]
                                                [-device cuda] [-upstream_python PY -upstream_pythonpath P]
 
@@ -16,7 +16,7 @@ attention. Both sides use one vocabulary file (upstream's `onmt_build_vocab`, sh
 counts are printed.
 
 Runs ours, upstream, ours, upstream, ... (-rounds), each a fresh process with OMP_NUM_THREADS=1,
-one at a time: training for -steps (validation at the last step), then beam-5 translation of the
+one at a time: training for -steps (validation at the last step), then beam translation (-beam_size, 5) of the
 first -translate_n validation sources at batch 32 with -min_length = -max_length = -length, so every
 hypothesis has the same length whatever the model learned. Figures: training target tokens/s (mean
 of the logged rates after the first report), translation sentences/s (the translation call alone,
@@ -97,6 +97,31 @@ def write_lines(path, lines):
 def head(path, n):
     with open(path) as f:
         return [next(f).rstrip("\n") for _ in range(n)]
+
+
+def cut_data(a, w):
+    """-trunc / -valid_n: copies of -data's {train,valid}.{src,tgt}.txt[.gz] under -workdir/data, sources cut
+    to SRC tokens and targets to TGT, validation to its first -valid_n pairs; written once (atomically)."""
+    from onmt.inputters.corpus import read_lines
+    limits = dict(zip(("src", "tgt"), (int(x) for x in a.trunc.split(",")))) if a.trunc else {}
+    out = os.path.join(w, "data")
+    os.makedirs(out, exist_ok=True)
+    for split in ("train", "valid"):
+        for side in ("src", "tgt"):
+            dst = os.path.join(out, f"{split}.{side}.txt")
+            if os.path.exists(dst):
+                continue
+            src = next((os.path.join(a.data, f"{split}.{side}.txt{z}") for z in ("", ".gz")
+                        if os.path.exists(os.path.join(a.data, f"{split}.{side}.txt{z}"))), None)
+            if src is None:
+                fail(f"{os.path.join(a.data, f'{split}.{side}.txt')}[.gz] is missing (-data)")
+            lines = list(read_lines(src))
+            if split == "valid" and a.valid_n:
+                lines = lines[:a.valid_n]
+            n = limits.get(side)
+            write_lines(dst + ".tmp", [" ".join(ln.split()[:n]) if n else ln for ln in lines])
+            os.replace(dst + ".tmp", dst)
+    return out
 
 
 def upstream_config(a, w, data, kind):
@@ -184,7 +209,12 @@ def parse(argv):
     p.add_argument("-data", default=os.path.join(os.path.dirname(ROOT), "shared", "data", "gigaword"),
                    help="folder with {train,valid}.{src,tgt}.txt")
     p.add_argument("-vocab_size", type=int, default=20000, help="shared vocabulary, words (specials apart)")
+    p.add_argument("-trunc", default="",
+                   help="SRC,TGT: both sides read copies of -data with sources cut to SRC tokens and targets to "
+                        "TGT (e.g. 400,100 for CNN/DM at See et al.'s lengths); .txt.gz read too")
+    p.add_argument("-valid_n", type=int, default=0, help="validation pairs both sides validate on (0: all)")
     p.add_argument("-length", type=int, default=20, help="-min_length = -max_length of the translations")
+    p.add_argument("-beam_size", type=int, default=5, help="both sides' beam")
     p.add_argument("-bootstrap", type=int, default=1000)
     p.add_argument("-precisions", default="",
                    help="comma-separated -precision values each side translates at (default: fp32,int8 on the CPU, "
@@ -239,6 +269,7 @@ def main(argv=None):
     os.makedirs(os.path.join(w, "upstream"), exist_ok=True)
     os.makedirs(os.path.join(w, "ours"), exist_ok=True)
     os.makedirs(os.path.join(w, "logs"), exist_ok=True)
+    a.data = cut_data(a, w) if a.trunc or a.valid_n else a.data
     for name in ("train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"):
         if not os.path.exists(os.path.join(a.data, name)):
             fail(f"{os.path.join(a.data, name)} is missing (-data)")
@@ -281,7 +312,8 @@ def main(argv=None):
 
     results = {"ours": [], "upstream": []}
     report = max(1, a.steps // 10)
-    tr_opts = ["-beam_size", "5", "-batch_size", "32", "-min_length", str(a.length), "-max_length", str(a.length),
+    tr_opts = ["-beam_size", str(a.beam_size), "-batch_size", "32", "-min_length", str(a.length),
+               "-max_length", str(a.length),
                "-gpu", "0" if a.device == "cuda" else "-1"]
     for rnd in range(a.rounds):
         for side in ("ours", "upstream"):

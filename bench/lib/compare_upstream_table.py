@@ -44,7 +44,7 @@ def print_table(a, res, ev):
         ("training process: wall s (incl. start-up, validation, save)", "train_wall", "{:.0f}", True),
         ("training peak RSS, MiB", "train_rss", "{:.0f}", True),
         (f"validation perplexity after {a.steps} steps", "valid_ppl", "{:.2f}", False),
-        (f"translation sentences/s (beam 5, batch 32, length {a.length})", "tr_sents_s", "{:.2f}", True),
+        (f"translation sentences/s (beam {a.beam_size}, batch 32, length {a.length})", "tr_sents_s", "{:.2f}", True),
         ("translation peak RSS, MiB", "tr_rss", "{:.0f}", True),
         ("translation output length (tokens, mean)", "out_len", "{:.1f}", False),
     ]

@@ -115,3 +115,23 @@ def test_train_figures_read_upstreams_step_lines_and_ours():
     for text in (upstream, ours):
         fig = mod.train_figures(text, "ours")
         assert fig["tgt_tok_s"] == 120 and fig["sents_s"] == 32 * 10 / 2
+
+
+def test_trunc_and_valid_n_give_both_sides_the_same_cut_copies(tmp_path):
+    """-trunc 3,2 -valid_n 1: sources cut to 3 tokens, targets to 2, validation to its first pair, read from
+    .txt.gz as from .txt; written once under -workdir/data."""
+    import gzip
+    data = tmp_path / "d"
+    data.mkdir()
+    (data / "train.src.txt").write_text("a b c d e\nf g\n")
+    (data / "train.tgt.txt").write_text("x y z\nw\n")
+    with gzip.open(data / "valid.src.txt.gz", "wt") as f:
+        f.write("p q r s\nt u v w\n")
+    (data / "valid.tgt.txt").write_text("m n o\nk\n")
+    mod = _module()
+    a = mod.parse(["-data", str(data), "-trunc", "3,2", "-valid_n", "1"])
+    out = mod.cut_data(a, str(tmp_path / "w"))
+    read = lambda name: open(os.path.join(out, name)).read()  # noqa: E731
+    assert read("train.src.txt") == "a b c\nf g\n" and read("train.tgt.txt") == "x y\nw\n"
+    assert read("valid.src.txt") == "p q r\n" and read("valid.tgt.txt") == "m n\n"
+    assert sorted(os.listdir(out)) == ["train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
