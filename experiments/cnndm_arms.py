@@ -58,6 +58,11 @@ ARMS = {
     **{f"m{s}": _mixed(s, None, "0.001", False, "ML phase continued at its own lr 1e-3 and Adam state, equal CPU")
        for s in SEEDS},
     "c1": _mixed(1, 1.0, "0.0001", True, "RL alone (gamma 1, lr 1e-4, fresh Adam)", (41.16, 15.75, 39.08)),
+    # scheduled sampling earning its place (r_ml has the paper's 0.25 from the first step)
+    "r_ss0": Arm("reinforced", (*REINFORCED, "-scheduled_sampling", "0"),
+                 "reinforced model, ML, without scheduled sampling"),
+    "r_ssramp": Arm("reinforced", (*REINFORCED, "-scheduled_sampling_ramp", "1000"),
+                    "reinforced model, ML, scheduled sampling rising from 0 to 0.25 over 1,000 steps"),
 }
 CONTROLS = ("b{s}", "m{s}")         # the ML controls of equal compute of a seed
 LEAD3_PAPER = (40.34, 17.70, 36.57)   # lead-3 as See et al. report it (Paulus et al. quote it)
@@ -78,7 +83,7 @@ def views(seeds=SEEDS):
     arms = lambda s: [f"{k}{s}" for k in "abm"] + (["c1"] if s == "1" else [])  # noqa: E731
     first = arms(seeds[0]) if seeds else []
     return ["lead3", "r_ml", "pg_ml", "pg_cov", *first, "r_none", "r_noid", "r_nota",
-            *(v for s in seeds[1:] for v in arms(s) if v in ARMS)]
+            *(v for s in seeds[1:] for v in arms(s) if v in ARMS), "r_ss0", "r_ssramp"]
 
 
 def baseline(view, control):
@@ -95,4 +100,6 @@ def baseline(view, control):
 # each part of the model earning its place: (what, the system with it, the system without it)
 PARTS = [("coverage (See et al.)", "pg_cov", "pg_ml"), ("intra-decoder attention", "r_ml", "r_noid"),
          ("intra-temporal attention", "r_ml", "r_nota"), ("both intra-attentions", "r_ml", "r_none"),
-         ("pointer + coverage vs intra-attention (ML)", "pg_cov", "r_ml")]
+         ("pointer + coverage vs intra-attention (ML)", "pg_cov", "r_ml"),
+         ("scheduled sampling 0.25 (from the first step)", "r_ml", "r_ss0"),
+         ("scheduled sampling ramped over 1,000 steps", "r_ssramp", "r_ss0")]

@@ -35,7 +35,8 @@ def test_views_and_what_each_job_needs(tmp_path):
     wanted = exp.wanted_views(a)
     assert wanted == views((1, 2)) and wanted[:3] == ["lead3", "r_ml", "pg_ml"]
     assert set(wanted) == {"lead3", "pg_ml", "pg_cov", "r_ml", "r_noid", "r_nota", "r_none",
-                           "a1", "b1", "m1", "a2", "b2", "m2", "c1"}
+                           "a1", "b1", "m1", "a2", "b2", "m2", "c1", "r_ss0", "r_ssramp"}
+    assert wanted[-2:] == ["r_ss0", "r_ssramp"]   # scheduled sampling's arms last
     jobs = exp.job_list(a, wanted)
     needs = {n: set(d) for n, d, _ in jobs}
     names = [n for n, _, _ in jobs]
