@@ -141,6 +141,7 @@ See (9) and (6): log P(w*) of the mixture
            onmt/modules/copy_generator.py
     fused  gold_mixture.copy_generator_gold_log_prob (gold_mixture)
     test   tests/unit/test_gold_mixture.py::test_copy_generator_fused_gold_path_equals_full_distribution
+
 The per-step-generator baselines the model's teacher forcing is measured against (the generator
 called at every step on every row, W_out recomputed at every step or once per pass) are
 bench/reinforced_step_bench.py's `per_step_forward`, which tests/unit/test_reinforced_model.py also
