@@ -33,8 +33,10 @@ def score_sentences(preds, refs, *, official=False, stem=True, limit_words=0, li
     """Like `score` on summaries already split into sentences (refs[i]: list of sentence lists)."""
     if official:
         from onmt.evaluation import official as perl
-        return perl.score_examples(preds, refs, stem=stem, limit_words=limit_words, limit_bytes=limit_bytes)
-    return RougeScorer(stem=stem, limit_words=limit_words, limit_bytes=limit_bytes).score_examples(preds, refs)
+        return perl.score_examples(preds, refs, stem=stem, limit_words=limit_words,
+                                   limit_bytes=limit_bytes)
+    return RougeScorer(stem=stem, limit_words=limit_words,
+                       limit_bytes=limit_bytes).score_examples(preds, refs)
 
 
 __all__ = ["METRICS", "RougeScorer", "score", "score_sentences", "summarize"]

@@ -7,8 +7,8 @@ sample means in one product, so B = 1000 over a CNN/DM-sized test set takes well
 - `confidence_intervals`: the 2.5th and 97.5th percentiles of the B sample means (the percentile
   interval, as ROUGE-1.5.5's own -c 95 -r B reports it).
 - `paired_test` (Koehn 2004): the same B samples of examples for both systems; the p-value of
-  "system A scores higher than system B" is (1 + #samples where A's mean <= B's) / (B + 1), one-sided,
-  never 0. A file compared with itself gives p = 1 exactly.
+  "system A scores higher than system B" is (1 + #samples where A's mean <= B's) / (B + 1),
+  one-sided, never 0. A file compared with itself gives p = 1 exactly.
 """
 import numpy as np
 
@@ -29,7 +29,8 @@ def sample_means(scores, counts):
 
 
 def confidence_intervals(scores, samples=1000, seed=1, level=0.95):
-    """(low, high) arrays shaped like scores.shape[1:]: the `level` percentile interval of the mean."""
+    """(low, high) arrays shaped like scores.shape[1:]: the `level` percentile interval of the
+    mean."""
     if scores.shape[0] == 0:
         z = np.zeros(scores.shape[1:])
         return z, z

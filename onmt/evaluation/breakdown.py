@@ -1,13 +1,14 @@
-"""Where one system beats another: a paired difference of per-example scores, split into buckets of a
-property of each example (how much its reference overlaps its source, its reference length, ...).
+"""Where one system beats another: a paired difference of per-example scores, split into buckets of
+a property of each example (how much its reference overlaps its source, its reference length, ...).
 
-    overlap = [reference_overlap(s, r) for s, r in zip(sources, refs)]     # share of reference words in the source
+    overlap = [reference_overlap(s, r)
+               for s, r in zip(sources, refs)]  # share of reference words in the source
     rows = gain_by_bucket(rouge_l_a, rouge_l_b, overlap, OVERLAP_EDGES)     # one dict per bucket
 
 Texts are whitespace-tokenized strings (the tokenized, lowercased form the models read and write).
-A bucket holds the examples with edges[i] <= value < edges[i + 1] (the last bucket is closed at its top);
-each row gives the bucket's example count, both systems' means, their difference and the one-sided
-paired bootstrap p-value of "A is higher" within the bucket (bootstrap.py).
+A bucket holds the examples with edges[i] <= value < edges[i + 1] (the last bucket is closed at
+its top); each row gives the bucket's example count, both systems' means, their difference and the
+one-sided paired bootstrap p-value of "A is higher" within the bucket (bootstrap.py).
 """
 import numpy as np
 
@@ -15,8 +16,8 @@ OVERLAP_EDGES = (0.0, 1 / 3, 2 / 3, 1.0)
 
 
 def reference_overlap(source, reference):
-    """The share of the reference's words (tokens, repeats counted) that occur anywhere in the source;
-    0.0 for an empty reference."""
+    """The share of the reference's words (tokens, repeats counted) that occur anywhere in the
+    source; 0.0 for an empty reference."""
     words = reference.split()
     if not words:
         return 0.0
@@ -40,9 +41,10 @@ def bucket_label(lo, hi, last):
 
 
 def gain_by_bucket(scores_a, scores_b, values, edges, samples=1000, seed=1):
-    """Per bucket of `values` (one per example) by `edges`: {"bucket", "n", "a", "b", "delta", "p"} with
-    the means of the per-example scores `scores_a` and `scores_b` (n,) in their own unit, delta = a - b,
-    and the one-sided paired bootstrap p-value of "a > b" in the bucket (1.0 for an empty bucket)."""
+    """Per bucket of `values` (one per example) by `edges`: {"bucket", "n", "a", "b", "delta", "p"}
+    with the means of the per-example scores `scores_a` and `scores_b` (n,) in their own unit,
+    delta = a - b, and the one-sided paired bootstrap p-value of "a > b" in the bucket (1.0 for an
+    empty bucket)."""
     from onmt.evaluation.bootstrap import paired_test
     a, b = np.asarray(scores_a, dtype=np.float64), np.asarray(scores_b, dtype=np.float64)
     if a.shape != b.shape or a.shape[0] != len(values):
@@ -60,6 +62,7 @@ def gain_by_bucket(scores_a, scores_b, values, edges, samples=1000, seed=1):
 
 
 def quantile_edges(values, k):
-    """k buckets of about equal counts: k + 1 edges from the empirical quantiles of `values`, repeats merged."""
+    """k buckets of about equal counts: k + 1 edges from the empirical quantiles of `values`,
+    repeats merged."""
     q = np.quantile(np.asarray(values, dtype=np.float64), np.linspace(0, 1, k + 1))
     return tuple(float(x) for x in np.unique(q))

@@ -17,7 +17,8 @@ def ngrams(words, n):
 
 
 def repeated_ngrams(words, n=3):
-    """(repeated, total): the n-grams of `words` that occurred earlier in `words`, and all of them."""
+    """(repeated, total): the n-grams of `words` that occurred earlier in `words`, and all of
+    them."""
     seen, repeated = set(), 0
     grams = ngrams(words, n)
     for g in grams:
@@ -34,7 +35,8 @@ def novel_ngrams(words, source_words, n=2):
 
 
 def summary_diagnostics(preds, sources, refs, copied=None):
-    if not (len(preds) == len(sources) == len(refs)) or (copied is not None and len(copied) != len(preds)):
+    if (not (len(preds) == len(sources) == len(refs))
+            or (copied is not None and len(copied) != len(preds))):
         raise ValueError("predictions, sources, references (and copy marks) must be as many")
     words = [p.split() for p in preds]
     rep = [repeated_ngrams(w, 3) for w in words]
@@ -45,5 +47,6 @@ def summary_diagnostics(preds, sources, refs, copied=None):
            "repeated_trigrams": 100.0 * sum(r for r, _ in rep) / max(sum(t for _, t in rep), 1),
            "novel_bigrams": 100.0 * sum(v for v, _ in nov) / max(sum(t for _, t in nov), 1)}
     if copied is not None:
-        out["copy_share"] = 100.0 * sum(sum(map(bool, c)) for c in copied) / max(sum(len(c) for c in copied), 1)
+        out["copy_share"] = (100.0 * sum(sum(map(bool, c)) for c in copied)
+                             / max(sum(len(c) for c in copied), 1))
     return out

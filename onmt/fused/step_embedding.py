@@ -3,16 +3,16 @@
 A decoder that embeds its input one step at a time (the input may be the model's own prediction)
 makes autograd build, for every step, a dense (V, E) gradient of the embedding matrix (and, through
 the slice of the shared matrix, a (V_src, E) one): a zero fill, a copy and an add of tens of MB per
-step. `StepEmbedding` instead records each step's (ids, row gradients) during backward and writes them
-into ONE (V, E) gradient with one index_add, when autograd reaches the matrix. Autograd runs that node
-only after every step's lookup has passed its gradient, so the result is the same sum.
+step. `StepEmbedding` instead records each step's (ids, row gradients) during backward and writes
+them into ONE (V, E) gradient with one index_add, when autograd reaches the matrix. Autograd runs
+that node only after every step's lookup has passed its gradient, so the result is the same sum.
 """
 import torch
 
 
 class _IndexAddStepRows(torch.autograd.Function):
-    """The handle every lookup of a pass depends on; its backward index_adds the row gradients of all
-    the pass's steps into one (V, E) gradient of the matrix."""
+    """The handle every lookup of a pass depends on; its backward index_adds the row gradients of
+    all the pass's steps into one (V, E) gradient of the matrix."""
 
     @staticmethod
     def forward(ctx, weight, pending):
@@ -44,22 +44,25 @@ class _Lookup(torch.autograd.Function):
     def backward(ctx, grad):
         ids, = ctx.saved_tensors
         if ctx.padding_idx is not None:
-            grad = grad.masked_fill((ids == ctx.padding_idx).unsqueeze(1), 0.0)  # no gradient to PAD
+            # no gradient to PAD
+            grad = grad.masked_fill((ids == ctx.padding_idx).unsqueeze(1), 0.0)
         ctx.pending.append((ids, grad))
         return grad.new_zeros(1), None, None, None, None
 
 
 class StepEmbedding:
-    """Embeds ids (n,) with `weight` (V, E) as F.embedding(ids, weight, padding_idx) would, values and
-    gradients included; create one per forward pass."""
+    """Embeds ids (n,) with `weight` (V, E) as F.embedding(ids, weight, padding_idx) would, values
+    and gradients included; create one per forward pass."""
 
     def __init__(self, weight, padding_idx=None):
         self.weight = weight.detach()  # (V, E)
         self.padding_idx = padding_idx
         self.pending = []  # (ids, row gradients) of the steps whose backward has run
-        self.handle = _IndexAddStepRows.apply(weight, self.pending) if weight.requires_grad else None
+        self.handle = (_IndexAddStepRows.apply(weight, self.pending) if weight.requires_grad
+                       else None)
 
     def __call__(self, ids):
         if self.handle is None:
             return self.weight.index_select(0, ids)  # (n, E)
-        return _Lookup.apply(self.handle, self.weight, ids, self.pending, self.padding_idx)  # (n, E)
+        # (n, E)
+        return _Lookup.apply(self.handle, self.weight, ids, self.pending, self.padding_idx)

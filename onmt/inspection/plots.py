@@ -89,7 +89,8 @@ def _ticks(ax, axis, positions, labels, colors=None):
 
 
 def _placeholder(ax, message):
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=14, color="0.35", transform=ax.transAxes)
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=14, color="0.35",
+            transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
 
@@ -104,15 +105,16 @@ def _encoder_panel(ax, record, colors):
         _placeholder(ax, "empty prediction")
         return
     lo, hi = attended_span(attn)
-    image = ax.imshow(attn[:, lo:hi + 1], aspect="auto", cmap="Blues", interpolation="nearest", vmin=0.0,
-                      extent=(lo - 0.5, hi + 0.5, n - 0.5, -0.5))
+    image = ax.imshow(attn[:, lo:hi + 1], aspect="auto", cmap="Blues", interpolation="nearest",
+                      vmin=0.0, extent=(lo - 0.5, hi + 0.5, n - 0.5, -0.5))
     _colorbar(ax, image, "attention weight")
     positions = list(range(lo, hi + 1))
-    _ticks(ax, "x", positions, [f"{p} {_short(src[p])}" if p < len(src) else str(p) for p in positions])
+    _ticks(ax, "x", positions,
+           [f"{p} {_short(src[p])}" if p < len(src) else str(p) for p in positions])
     _ticks(ax, "y", list(range(n)), _pred_labels(record), colors)
     s = attn.shape[1]
-    shown = f"source positions {lo}-{hi} of 0-{s - 1} (the attended span)" if (lo, hi) != (0, s - 1) \
-        else f"source words (all {s})"
+    shown = (f"source positions {lo}-{hi} of 0-{s - 1} (the attended span)"
+             if (lo, hi) != (0, s - 1) else f"source words (all {s})")
     ax.set_xlabel(shown, fontsize=9)
     ax.set_ylabel("output step", fontsize=9)
 
@@ -174,7 +176,8 @@ def figure(record):
     FigureCanvasAgg(fig)
     rows, cols = (2 if has_intra else 1), (2 if has_copy else 1)
     grid = GridSpec(rows, cols, figure=fig, width_ratios=[4, 1][:cols], hspace=0.45, wspace=0.12,
-                    left=0.1, right=0.98, top=0.93 if has_intra else 0.9, bottom=0.1 if has_intra else 0.18)
+                    left=0.1, right=0.98, top=0.93 if has_intra else 0.9,
+                    bottom=0.1 if has_intra else 0.18)
     enc = fig.add_subplot(grid[0, 0], label="encoder")
     copy = fig.add_subplot(grid[0, 1], label="p_copy") if has_copy else None
     intra = fig.add_subplot(grid[1, 0], label="intra") if has_intra else None

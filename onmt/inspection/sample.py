@@ -31,14 +31,16 @@ def select_example(batch, index=0):
         tgt = batch.tgt[index:index + 1, :tgt_len]                           # (1, T)
         tgt_ex = batch.tgt_ex[index:index + 1, :tgt_len] if batch.tgt_ex is not None else None
     oovs = [list(batch.oovs[index])]
-    return replace(batch, src=batch.src[index:index + 1, :src_len], src_lengths=batch.src_lengths[index:index + 1],
+    return replace(batch, src=batch.src[index:index + 1, :src_len],
+                   src_lengths=batch.src_lengths[index:index + 1],
                    src_ex=batch.src_ex[index:index + 1, :src_len], oovs=oovs, n_oov=len(oovs[0]),
                    indices=batch.indices[index:index + 1], tgt=tgt, tgt_ex=tgt_ex)
 
 
 def _words(ids, vocab, oovs=()):
     V = len(vocab)
-    return [vocab.itos[i] if i < V else (oovs[i - V] if i - V < len(oovs) else UNK_WORD) for i in ids]
+    return [vocab.itos[i] if i < V else (oovs[i - V] if i - V < len(oovs) else UNK_WORD)
+            for i in ids]
 
 
 def predict_example(model, batch, vocabs, max_length=100):
@@ -108,10 +110,13 @@ class TrainingSample:
 
     @classmethod
     def first_of(cls, valid_data, vocab_dict):
-        """The sample of `valid_data` (a ShardedDataset), or None when there is no validation example."""
+        """The sample of `valid_data` (a ShardedDataset), or None when there is no validation
+        example."""
         from onmt.inputters.vocab import Vocabs
         first = next(iter(valid_data.iter_epoch(0)), None) if valid_data is not None else None
-        return None if first is None else cls(select_example(first, 0), Vocabs.from_dict(vocab_dict))
+        return (None if first is None
+                else cls(select_example(first, 0), Vocabs.from_dict(vocab_dict)))
 
     def describe(self, model, device, step, max_length):
-        return describe_example(model, self.batch.to(device), self.vocabs, step=step, max_length=max_length)
+        return describe_example(model, self.batch.to(device), self.vocabs, step=step,
+                                max_length=max_length)

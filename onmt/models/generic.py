@@ -1,6 +1,7 @@
 """The interface's generic implementations for models without a fused path (the baselines, test
 models): the gold log-likelihood from the full distribution, rollouts through decode_step; and
-`ModelDefaults`, the defaults of interface.Model's optional members, which every registered model inherits."""
+`ModelDefaults`, the defaults of interface.Model's optional members, which every registered model
+inherits."""
 import torch
 
 from onmt.constants import BOS, EOS
@@ -12,8 +13,9 @@ from onmt.modules.step_scores import DenseScores
 
 
 class ModelDefaults:
-    """interface.Model's optional members with their defaults (a model class lists it before nn.Module and
-    overrides what it does better), so that callers call them instead of asking `hasattr`."""
+    """interface.Model's optional members with their defaults (a model class lists it before
+    nn.Module and overrides what it does better), so that callers call them instead of asking
+    `hasattr`."""
 
     execution = Execution()   # what runs (onmt/fused/execution.py); a model sets its own when built
 
@@ -24,7 +26,8 @@ class ModelDefaults:
 
     @classmethod
     def upgrade_state_dict(cls, state):
-        """A checkpoint's model state with the keys of older versions renamed to today's: none to rename."""
+        """A checkpoint's model state with the keys of older versions renamed to today's: none to
+        rename."""
         return state
 
     def execution_notes(self):
@@ -36,14 +39,15 @@ class ModelDefaults:
         with the step (the reinforced model's scheduled-sampling schedule): nothing changes."""
 
     def embeddings(self, side):
-        """The word embeddings of `side` ("encoder" or "decoder"): its `.embeddings` module, or None."""
+        """The word embeddings of `side` ("encoder" or "decoder"): its `.embeddings` module, or
+        None."""
         return getattr(getattr(self, side, None), "embeddings", None)
 
 
 def gold_from_forward(model, batch, enc=None):
-    """gold_log_likelihood computed from the full distribution of `model(batch)` (`model(batch, enc=enc)`
-    given an encoding): log p(gold) (B, T-1) with 0 at padding, argmax ids (B, T-1), attns. For models
-    without a fused path."""
+    """gold_log_likelihood computed from the full distribution of `model(batch)`
+    (`model(batch, enc=enc)` given an encoding): log p(gold) (B, T-1) with 0 at padding, argmax
+    ids (B, T-1), attns. For models without a fused path."""
     logp, attns = model(batch) if enc is None else model(batch, enc=enc)  # (B, T-1, X)
     gold, mask = gold_targets(batch, logp.size(-1))
     ll = logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, 0.0)  # (B, T-1)
@@ -53,8 +57,9 @@ def gold_from_forward(model, batch, enc=None):
 def rollout_from_steps(model, batch, enc, max_length, modes=("sample",)):
     """`model.rollout` through the interface's decode_step, one mode after the other: one (B, X)
     distribution per step (with gradient when sampling under autograd). `copied` is None: the step
-    distribution does not say which tokens the pointer produced (an OOV id is a copy, an in-vocabulary
-    word may be either), so nothing is recorded rather than a share that reads as the pointer's."""
+    distribution does not say which tokens the pointer produced (an OOV id is a copy, an
+    in-vocabulary word may be either), so nothing is recorded rather than a share that reads as the
+    pointer's."""
     check_rollout_modes(modes, max_length)
     out = []
     for mode in modes:

@@ -8,13 +8,13 @@ Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_
 fixed-context model); dropout is applied to it before the generator and before it is fed back.
 
 The decoder is built with the model's Execution (onmt/fused/execution.py). With fused kernels (the
-default) it builds its modules with onmt/fused's versions (the mlp score, the dropout masks) and runs a
-teacher-forced pass through the fused kernels where they apply (`fused_pass_problem` says where the
-fused decoder pass does not, and why; onmt/fused/kernels.py whether a kernel runs now: `_fused_pass`,
-`step_attention`), and, in a model built to decode in a chosen precision, a decoding step with the
-prepared LSTM gates (low_precision.decoding_gates); with plain kernels, the plain step loop of the
-formulas. Its compile setting puts its `step` (compile "decoder-step") or its mlp attention's decoding
-scores (compile "mlp-scores") through torch.compile when it is built.
+default) it builds its modules with onmt/fused's versions (the mlp score, the dropout masks) and
+runs a teacher-forced pass through the fused kernels where they apply (`fused_pass_problem` says
+where the fused decoder pass does not, and why; onmt/fused/kernels.py whether a kernel runs now:
+`_fused_pass`, `step_attention`), and, in a model built to decode in a chosen precision, a decoding
+step with the prepared LSTM gates (low_precision.decoding_gates); with plain kernels, the plain step
+loop of the formulas. Its compile setting puts its `step` (compile "decoder-step") or its mlp
+attention's decoding scores (compile "mlp-scores") through torch.compile when it is built.
 """
 from dataclasses import dataclass, fields, replace
 from typing import Optional
@@ -46,7 +46,8 @@ class RNNDecoderState(DecoderStateBase):
     src_ex: Optional[torch.Tensor] = None     # (B, S) extended-vocabulary ids (copy)
     first_pos: Optional[torch.Tensor] = None  # (B, S) first position holding the same word (copy)
     n_oov: int = 0                            # X = V_tgt + n_oov
-    source_rows: int = 1                      # G: rows decoding each stored source (a beam's: its width)
+    # G: rows decoding each stored source (a beam's: its width)
+    source_rows: int = 1
 
     _batch_dims = {"hidden": 1}
     _source_fields = frozenset({"memory", "mask", "keys", "context", "src_ex", "first_pos"})
@@ -54,7 +55,8 @@ class RNNDecoderState(DecoderStateBase):
 
 @dataclass
 class DecoderOutput:
-    """What the generators need; every tensor is (B, ...) for one step or (B, T, ...) for a sequence."""
+    """What the generators need; every tensor is (B, ...) for one step or (B, T, ...) for a
+    sequence."""
     out: torch.Tensor                         # (B, H) attentional vector after dropout
     rnn_out: torch.Tensor                     # (B, H) top-layer RNN output (the decoder state)
     context: torch.Tensor                     # (B, H) context vector
@@ -97,7 +99,8 @@ class RNNDecoder(nn.Module):
         input_feed: feed the previous attentional vector (ignored with attn_type "none").
         coverage: coverage vector in the attention.
         dropout: between RNN layers and on the attentional vector.
-        execution: the model's Execution (onmt/fused/execution.py; module docstring) or a kernels name.
+        execution: the model's Execution (onmt/fused/execution.py; module docstring) or a kernels
+            name.
     """
 
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, attn_type="general",
@@ -133,8 +136,9 @@ class RNNDecoder(nn.Module):
         return self.execution.kernels
 
     def fused_pass_problem(self):
-        """None where a teacher-forced pass can run as the fused decoder pass (See et al.'s structure: a
-        one-layer LSTM, input feeding, mlp attention; onmt/fused/decoder_pass.py), else why not."""
+        """None where a teacher-forced pass can run as the fused decoder pass (See et al.'s
+        structure: a one-layer LSTM, input feeding, mlp attention; onmt/fused/decoder_pass.py), else
+        why not."""
         if not self.execution.fused:
             return "plain kernels"
         found = [what for what, wrong in (
@@ -149,8 +153,8 @@ class RNNDecoder(nn.Module):
                 f"(this decoder: {', '.join(found)})")
 
     def execution_notes(self):
-        """The fused paths of this decoder's Execution that do not apply to it, each with why (build_model
-        logs them)."""
+        """The fused paths of this decoder's Execution that do not apply to it, each with why
+        (build_model logs them)."""
         if not self.execution.fused:
             return []
         notes = []
@@ -158,9 +162,12 @@ class RNNDecoder(nn.Module):
         if problem:
             notes.append(f"step-loop fallback: {problem}")
         if self.execution.prepared_decoding and not isinstance(self.rnn, nn.LSTM):
-            notes.append(f"no prepared decoding gates: they are an LSTM's (this decoder: {type(self.rnn).__name__})")
-        if self.execution.compile == "mlp-scores" and (self.attn is None or self.attn.attn_type != "mlp"):
-            notes.append("compile mlp-scores: this decoder has no mlp attention, nothing is compiled")
+            notes.append("no prepared decoding gates: they are an LSTM's "
+                         f"(this decoder: {type(self.rnn).__name__})")
+        if (self.execution.compile == "mlp-scores"
+                and (self.attn is None or self.attn.attn_type != "mlp")):
+            notes.append("compile mlp-scores: this decoder has no mlp attention, "
+                         "nothing is compiled")
         if self.execution.compile == "decoder-step" and not problem:
             notes.append("compile decoder-step: the fused decoder pass of training runs eagerly")
         return notes
@@ -190,19 +197,20 @@ class RNNDecoder(nn.Module):
         return torch.cat([emb, feed], dim=-1)
 
     def _attend(self, rnn_out, emb, state, coverage, step=None):
-        """One step's output from the top-layer RNN output rnn_out (B, H); step: a StepAttention of this
-        pass (onmt/fused/step_attention.py) or None."""
+        """One step's output from the top-layer RNN output rnn_out (B, H); step: a StepAttention of
+        this pass (onmt/fused/step_attention.py) or None."""
         if self.attn is None:
             context = state.per_row("context")  # (B, H)
             out = torch.tanh(self.linear_out(torch.cat([context, rnn_out], dim=-1)))  # (B, H)
             return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb)
-        out, attn, context = self.attn(rnn_out, state.memory, state.mask, keys=state.keys, coverage=coverage,
-                                       step=step)
+        out, attn, context = self.attn(rnn_out, state.memory, state.mask, keys=state.keys,
+                                       coverage=coverage, step=step)
         return DecoderOutput(out=self.dropout(out), rnn_out=rnn_out, context=context, emb=emb,
                              attn=attn, coverage=coverage)
 
     def _next_coverage(self, coverage, attn):
-        return coverage + attn if coverage is not None else None  # See et al. eq. 10: c^t = sum_{t'<t} a^t'
+        # See et al. eq. 10: c^t = sum_{t'<t} a^t'
+        return coverage + attn if coverage is not None else None
 
     def step(self, emb, state, attention=None):
         """emb (B, E) embedding of the previous token -> (DecoderOutput of (B, ...), new state);
@@ -221,15 +229,16 @@ class RNNDecoder(nn.Module):
         return dec, new_state
 
     def step_attention(self, state):
-        """The fused attention of a whole teacher-forced pass from `state` (onmt/fused/step_attention.py):
-        with fused kernels under autograd in float32 only (its backward is the gain,
-        Execution.training_pass); None otherwise."""
+        """The fused attention of a whole teacher-forced pass from `state`
+        (onmt/fused/step_attention.py): with fused kernels under autograd in float32 only (its
+        backward is the gain, Execution.training_pass); None otherwise."""
         if self.attn is None or not self.execution.training_pass(state.memory):
             return None
         return StepAttention(state.keys, state.memory)
 
     def _dropout_masks(self, T, B, like):
-        """nn.Dropout's scaled masks of the T steps' attentional vectors (T, B, H), or None (no dropout)."""
+        """nn.Dropout's scaled masks of the T steps' attentional vectors (T, B, H), or None
+        (no dropout)."""
         if not self.training or self.dropout.p == 0:
             return None
         if self.dropout.p >= 1:
@@ -237,30 +246,32 @@ class RNNDecoder(nn.Module):
         return dropout_mask((T, B, self.hidden_size), self.dropout.p, like)  # (T, B, H)
 
     def _fused_pass(self, emb, state):
-        """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass as one
-        autograd function (onmt/fused/decoder_pass.py) with fused kernels when gradients are wanted in
-        float32 or float64 without autocast (Execution.training_pass), where its structure allows
-        (fused_pass_problem); None otherwise (the step loop runs)."""
+        """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass
+        as one autograd function (onmt/fused/decoder_pass.py) with fused kernels when gradients are
+        wanted in float32 or float64 without autocast (Execution.training_pass), where its structure
+        allows (fused_pass_problem); None otherwise (the step loop runs)."""
         memory = state.memory
         if (self.fused_pass_problem() is not None or emb.size(1) == 0
-                or not self.execution.training_pass(memory, emb, dtypes=(torch.float32, torch.float64))):
+                or not self.execution.training_pass(memory, emb,
+                                                    dtypes=(torch.float32, torch.float64))):
             return None
         B, T, _ = emb.shape
         drop = self._dropout_masks(T, B, emb)
         h0, c0 = state.hidden
         out, rnn_out, context, attn, coverage, h, c, cov = lstm_mlp_decoder_pass(
-            emb, h0[0], c0[0], state.input_feed, state.coverage, state.keys, memory, state.mask, drop,
-            self.rnn, self.attn)
-        dec = DecoderOutput(out=out, rnn_out=rnn_out, context=context, emb=emb, attn=attn, coverage=coverage)
+            emb, h0[0], c0[0], state.input_feed, state.coverage, state.keys, memory, state.mask,
+            drop, self.rnn, self.attn)
+        dec = DecoderOutput(out=out, rnn_out=rnn_out, context=context, emb=emb, attn=attn,
+                            coverage=coverage)
         return dec, replace(state, hidden=(h.unsqueeze(0), c.unsqueeze(0)), input_feed=out[:, -1],
                             coverage=cov)
 
     def forward(self, emb, state):
         """Teacher forcing. emb (B, T, E) -> (DecoderOutput of (B, T, ...), final state).
 
-        See et al.'s configuration runs as one fused pass (_fused_pass). Without input feeding the RNN
-        runs over the whole sequence at once and only the attention loops over steps; the numbers equal
-        those of T calls to step().
+        See et al.'s configuration runs as one fused pass (_fused_pass). Without input feeding the
+        RNN runs over the whole sequence at once and only the attention loops over steps; the
+        numbers equal those of T calls to step().
         """
         fused = self._fused_pass(emb, state)
         if fused is not None:

@@ -25,16 +25,18 @@ class RNNEncoder(nn.Module):
             split back into L layers. (OpenNMT-py reshapes the (L*dirs, B, H/dirs) tensor without
             transposing, which mixes examples when it has more than one layer or direction; here the
             layers of one example are concatenated.)
-        execution: the model's Execution (onmt/fused/execution.py; lowered while decoding at -precision bf16 /
-            int8 with fused kernels); a kernels name "fused" / "plain" stands for the default one with it.
+        execution: the model's Execution (onmt/fused/execution.py; lowered while decoding at
+            -precision bf16 / int8 with fused kernels); a kernels name "fused" / "plain" stands for
+            the default one with it.
     """
 
-    def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False, dropout=0.0,
-                 bridge=False, execution=None):
+    def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False,
+                 dropout=0.0, bridge=False, execution=None):
         super().__init__()
         self.execution = as_execution(execution)
         if bidirectional and hidden_size % 2:
-            raise ValueError(f"a bidirectional encoder needs an even hidden size, got {hidden_size}")
+            raise ValueError("a bidirectional encoder needs an even hidden size, "
+                             f"got {hidden_size}")
         self.embeddings = embeddings
         self.rnn_type, self.num_layers, self.bidirectional = rnn_type, num_layers, bidirectional
         self.hidden_size = hidden_size
@@ -45,7 +47,8 @@ class RNNEncoder(nn.Module):
             bidirectional=bidirectional, batch_first=True)
         if bridge:
             n_states = 2 if rnn_type == "LSTM" else 1
-            self.bridge = nn.ModuleList(nn.Linear(num_layers * hidden_size, num_layers * hidden_size)
+            self.bridge = nn.ModuleList(nn.Linear(num_layers * hidden_size,
+                                                  num_layers * hidden_size)
                                         for _ in range(n_states))
         else:
             self.bridge = None
@@ -69,15 +72,16 @@ class RNNEncoder(nn.Module):
         return torch.cat([h[:, 0], h[:, 1]], dim=-1)  # (L, B, H)
 
     def _run_rnn(self, packed):
-        """self.rnn on a packed sequence; with fused kernels, without autograd, in a model decoding in
-        bf16 or int8 (-precision: the model's execution), lowered (low_precision.run_rnn:
+        """self.rnn on a packed sequence; with fused kernels, without autograd, in a model decoding
+        in bf16 or int8 (-precision: the model's execution), lowered (low_precision.run_rnn:
         bfloat16 autocast or PyTorch's dynamic int8 LSTM), its outputs float32."""
         if not encoder_lowered(self.execution, self, packed):
             return self.rnn(packed)
         return run_rnn(self.rnn, packed, self.execution.precision)
 
     def forward(self, src, lengths):
-        """src (B, S) ids, lengths (B,) >= 1 -> EncoderOutput(memory (B, S, H), final (L, B, H), mask)."""
+        """src (B, S) ids, lengths (B,) >= 1 -> EncoderOutput(memory (B, S, H), final (L, B, H),
+        mask)."""
         S = src.size(1)
         emb = self.embeddings(src)  # (B, S, E)
         packed = pack_padded_sequence(emb, lengths.detach().cpu().clamp_min(1), batch_first=True,
@@ -89,8 +93,8 @@ class RNNEncoder(nn.Module):
         else:
             final = self._merge_directions(final)  # (L, B, H)
         if self.bridge is not None:
-            final = (tuple(self._bridge(lin, x) for lin, x in zip(self.bridge, final)) if isinstance(final, tuple)
-                     else self._bridge(self.bridge[0], final))
+            final = (tuple(self._bridge(lin, x) for lin, x in zip(self.bridge, final))
+                     if isinstance(final, tuple) else self._bridge(self.bridge[0], final))
         positions = torch.arange(S, device=src.device).unsqueeze(0)  # (1, S)
         mask = positions < lengths.to(src.device).unsqueeze(1)  # (B, S)
         return EncoderOutput(memory=memory, final=final, mask=mask)

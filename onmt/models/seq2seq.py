@@ -1,12 +1,12 @@
 """The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
 onmt/interface.py.
 
-`execution` (an Execution, onmt/fused/execution.py: kernels, decoding precision, compile) is fixed when
-the model is built: the model keeps it and builds its encoder, decoder, embeddings and generator with it.
-With fused kernels a decoding step's vocabulary product is packed once in the decoding precision
-(`_decoding_linear`), the copy generator decodes with row blocks in place (onmt/fused/step_mixture.py)
-and the copy model's training path is the gold-only mixture (onmt/fused/gold_mixture.py); with plain
-kernels every path is the formula.
+`execution` (an Execution, onmt/fused/execution.py: kernels, decoding precision, compile) is fixed
+when the model is built: the model keeps it and builds its encoder, decoder, embeddings and
+generator with it. With fused kernels a decoding step's vocabulary product is packed once in the
+decoding precision (`_decoding_linear`), the copy generator decodes with row blocks in place
+(onmt/fused/step_mixture.py) and the copy model's training path is the gold-only mixture
+(onmt/fused/gold_mixture.py); with plain kernels every path is the formula.
 """
 import torch.nn as nn
 
@@ -35,8 +35,8 @@ class NMTModel(ModelDefaults, nn.Module):
         decoder: RNNDecoder.
         generator: Generator (plain) or CopyGenerator (pointer-generator, extended vocabulary).
         tgt_vocab_size: V_tgt.
-        execution: an Execution (module docstring) or a kernels name; the encoder and decoder are built with
-            the same.
+        execution: an Execution (module docstring) or a kernels name; the encoder and decoder are
+            built with the same.
     """
 
     copy = False  # True when log-probabilities cover the extended vocabulary
@@ -45,8 +45,8 @@ class NMTModel(ModelDefaults, nn.Module):
         super().__init__()
         self.execution = execution = as_execution(execution)
         if (encoder.execution, decoder.execution) != (execution, execution):
-            raise ValueError(f"a model of {execution} needs an encoder and a decoder of the same, got "
-                             f"{encoder.execution} and {decoder.execution}")
+            raise ValueError(f"a model of {execution} needs an encoder and a decoder of the same, "
+                             f"got {encoder.execution} and {decoder.execution}")
         self.encoder, self.decoder, self.generator = encoder, decoder, generator
         self.tgt_vocab_size = tgt_vocab_size
 
@@ -61,25 +61,29 @@ class NMTModel(ModelDefaults, nn.Module):
         execution = as_execution(execution)
         fused = execution.fused
         dropout_cls = Dropout if fused else nn.Dropout
-        src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
+        src_emb = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout,
+                             dropout_cls=dropout_cls)
         if opt.share_embeddings:
             if not vocabs.shared:
                 raise UserError("-share_embeddings needs data preprocessed with -share_vocab")
             tgt_emb = src_emb  # target ids < V_tgt index the same rows (tgt is a prefix of src)
         else:
-            tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout, dropout_cls=dropout_cls)
+            tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout,
+                                 dropout_cls=dropout_cls)
         encoder = RNNEncoder(opt.rnn_type, opt.enc_layers, opt.rnn_size, src_emb,
-                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge, execution=execution)
+                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge,
+                             execution=execution)
         decoder = RNNDecoder(opt.rnn_type, opt.dec_layers, opt.rnn_size, tgt_emb,
                              attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
                              coverage=opt.coverage_attn, dropout=opt.dropout, execution=execution)
         tgt_vocab_size = len(vocabs.tgt)
         tied = tgt_emb if opt.share_decoder_embeddings else None
         if cls.copy:
-            mixture = (dict(generation=step_mixture.generation_log_probs, scatter=step_mixture.scatter_mixture)
+            mixture = (dict(generation=step_mixture.generation_log_probs,
+                            scatter=step_mixture.scatter_mixture)
                        if fused else {})
-            generator = CopyGenerator(opt.rnn_size, tgt_vocab_size, opt.word_vec_size, tied_embeddings=tied,
-                                      **mixture)
+            generator = CopyGenerator(opt.rnn_size, tgt_vocab_size, opt.word_vec_size,
+                                      tied_embeddings=tied, **mixture)
         else:
             generator = Generator(opt.rnn_size, tgt_vocab_size, tied_embeddings=tied)
         return cls(encoder, decoder, generator, tgt_vocab_size, execution=execution)
@@ -111,25 +115,28 @@ class NMTModel(ModelDefaults, nn.Module):
         """log-probs (B, [T,] X) and the attns; copy models add "p_copy" (B, [T]) = 1 - p_gen.
         linear: the vocabulary projection to use instead of the generator's own (same values)."""
         if self.copy:
-            logp, p_copy = self.generator(dec, state.per_row("src_ex"), state.n_oov, state.per_row("first_pos"),
-                                          return_p_copy=True, linear=linear)
+            logp, p_copy = self.generator(dec, state.per_row("src_ex"), state.n_oov,
+                                          state.per_row("first_pos"), return_p_copy=True,
+                                          linear=linear)
             return logp, self._attns(dec, p_copy)
-        return (self.generator(dec, state.per_row("src_ex"), state.n_oov, state.per_row("first_pos"), linear=linear),
+        return (self.generator(dec, state.per_row("src_ex"), state.n_oov,
+                               state.per_row("first_pos"), linear=linear),
                 self._attns(dec))
 
     def decode_step(self, inputs, state):
-        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S) (and "p_copy" (B,) with copy)).
-        With fused kernels and without autograd the vocabulary product uses the generator's weight packed
-        once (PackedLinear)."""
+        """inputs (B,) -> (log-probs (B, X), new state, attns of (B, S)
+        (and "p_copy" (B,) with copy)).
+        With fused kernels and without autograd the vocabulary product uses the generator's weight
+        packed once (PackedLinear)."""
         dec, state = self.decoder.step(self.embed_target(inputs), state)
         linear = self._decoding_linear() if self.execution.decoding_only() else None
         logp, attns = self._generate(dec, state, linear)
         return logp, state, attns
 
     def decode_step_scores(self, inputs, state):
-        """decode_step with log p as step scores (interface.py): the copy model's fused decoding gives a
-        mixture_scores.MixtureScores (the searches' top K without the (B, X) log-probabilities written),
-        every other case decode_step's tensor as a DenseScores."""
+        """decode_step with log p as step scores (interface.py): the copy model's fused decoding
+        gives a mixture_scores.MixtureScores (the searches' top K without the (B, X)
+        log-probabilities written), every other case decode_step's tensor as a DenseScores."""
         if not (self.copy and self.execution.decoding_only()):
             logp, state, attns = self.decode_step(inputs, state)
             return DenseScores(logp.float()), state, attns
@@ -140,26 +147,29 @@ class NMTModel(ModelDefaults, nn.Module):
         return scores, state, self._attns(dec, p_copy)
 
     def train(self, mode=True):
-        if mode:  # no stale or idle packed weight while training; eval() keeps it (translate() calls eval())
+        # no stale or idle packed weight while training; eval() keeps it (translate() calls eval())
+        if mode:
             drop_cached(self)
         return super().train(mode)
 
     def _decoding_linear(self):
-        """The generator's vocabulary projection as a PackedLinear (no gradient; in the model's decoding
-        precision: low_precision.prepared_linear), kept while its weight and bias are unchanged
-        (packed_linear.cached_while_unchanged); a tied weight is the embedding's."""
+        """The generator's vocabulary projection as a PackedLinear (no gradient; in the model's
+        decoding precision: low_precision.prepared_linear), kept while its weight and bias are
+        unchanged (packed_linear.cached_while_unchanged); a tied weight is the embedding's."""
         proj = self.generator.linear
         weight, bias = proj.weight, proj.bias  # (V, H), (V,)
-        return cached_while_unchanged(self, [weight, bias],
-                                      lambda: prepared_linear(weight, bias, self.execution.decoding_precision))
+        return cached_while_unchanged(
+            self, [weight, bias],
+            lambda: prepared_linear(weight, bias, self.execution.decoding_precision))
 
     def execution_notes(self):
-        """The fused paths of the model's execution that do not apply to it, each with why (interface.py)."""
+        """The fused paths of the model's execution that do not apply to it, each with why
+        (interface.py)."""
         return self.decoder.execution_notes()
 
     def forward(self, batch, enc=None):
-        """Teacher forcing on batch.tgt (from `enc` when given, interface.py) -> (log-probs (B, T-1, X),
-        attns of (B, T-1, S) (and "p_copy" (B, T-1) with copy))."""
+        """Teacher forcing on batch.tgt (from `enc` when given, interface.py) -> (log-probs
+        (B, T-1, X), attns of (B, T-1, S) (and "p_copy" (B, T-1) with copy))."""
         state = self.init_state(batch, enc if enc is not None else self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         return self._generate(dec, state)
@@ -174,7 +184,8 @@ class NMTModel(ModelDefaults, nn.Module):
 
 
 class CopyNMTModel(NMTModel):
-    """See et al.'s pointer-generator: NMTModel with a CopyGenerator over the extended vocabulary."""
+    """See et al.'s pointer-generator: NMTModel with a CopyGenerator over the extended
+    vocabulary."""
 
     copy = True
 
@@ -187,6 +198,7 @@ class CopyNMTModel(NMTModel):
         state = self.init_state(batch, enc if enc is not None else self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
-        ll, pred, p_copy = copy_generator_gold_log_prob(self.generator, dec, state.src_ex, state.first_pos, gold,
-                                                        return_p_copy=True, mask=mask)  # (B, T-1) x3
+        ll, pred, p_copy = copy_generator_gold_log_prob(self.generator, dec, state.src_ex,
+                                                        state.first_pos, gold, return_p_copy=True,
+                                                        mask=mask)  # (B, T-1) x3
         return ll.masked_fill(~mask, 0.0), pred, self._attns(dec, p_copy)
