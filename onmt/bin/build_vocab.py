@@ -1,6 +1,6 @@
 """onmt_build_vocab -config CONFIG.yaml [-n_sample N]: OpenNMT-py 3.x's vocabulary step. It counts the words
-of the config's training corpora (its data: mapping) and writes its src_vocab (and tgt_vocab) files, which
-train.py -config CONFIG.yaml then preprocesses with (onmt/inputters/upstream_data.py)."""
+of the config's training corpora (its data: mapping) and writes its src_vocab (and tgt_vocab) files,
+which train.py -config CONFIG.yaml then preprocesses with (onmt/inputters/upstream_data.py)."""
 import json
 
 from onmt import opts
@@ -16,7 +16,8 @@ def check_files(spec, opt):
     outputs = {"src_vocab": spec.get("src_vocab"), "-log_file": opt.log_file,
                "tgt_vocab": None if spec.get("share_vocab") else spec.get("tgt_vocab")}
     inputs = {"the corpus": [p for pair in spec.get("train", []) for p in pair],
-              "the validation data": list(spec.get("valid") or []), "-config": vars(opt).get("config")}
+              "the validation data": list(spec.get("valid") or []),
+              "-config": vars(opt).get("config")}
     check_not_inputs(outputs, inputs)
     check_distinct_outputs(outputs)
 
@@ -24,7 +25,8 @@ def check_files(spec, opt):
 def main(argv=None):
     opt = opts.parse_with_given(opts.build_vocab_parser(), argv)
     if not opt.data_config:
-        raise UserError("onmt_build_vocab needs a -config in OpenNMT-py 3.x form (a data: mapping of corpora)")
+        raise UserError("onmt_build_vocab needs a -config in OpenNMT-py 3.x form "
+                        "(a data: mapping of corpora)")
     spec = json.loads(opt.data_config)
     check_files(spec, opt)
     logger = init_logger(opt.log_file)

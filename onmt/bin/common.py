@@ -3,11 +3,11 @@
 
 def start(parser, update, validate, argv=None, inputs=None, outputs=None, before_log=None):
     """The common start of train and translate: parse the options, `update` them (onmt/opts/update.py)
-    and `validate` them, start the log, and set the host allocator for a CPU run (memory.py). `inputs(opt)`: the files
-    the command reads ({"-src": path, ...}), which -log_file may not be; `outputs(opt)`: the files it writes
-    ({"-output": path, ...}, -log_file among them), no two of which may be one file, checked before the log
-    is opened; `before_log(opt)`: any other check to make before the log file is created. Returns (opt,
-    torch.device of -gpu)."""
+    and `validate` them, start the log, and set the host allocator for a CPU run (memory.py).
+    `inputs(opt)`: the files the command reads ({"-src": path, ...}), which -log_file may not be;
+    `outputs(opt)`: the files it writes ({"-output": path, ...}, -log_file among them), no two of
+    which may be one file, checked before the log is opened; `before_log(opt)`: any other check to
+    make before the log file is created. Returns (opt, torch.device of -gpu)."""
     import torch
 
     from onmt.opts import parse_with_given
@@ -17,7 +17,8 @@ def start(parser, update, validate, argv=None, inputs=None, outputs=None, before
     update(opt)
     if inputs is not None:
         from onmt.utils.files import check_not_inputs
-        check_not_inputs({"-log_file": opt.log_file}, inputs(opt))   # the log is opened for appending
+        # the log is opened for appending
+        check_not_inputs({"-log_file": opt.log_file}, inputs(opt))
     if outputs is not None:
         from onmt.utils.files import check_distinct_outputs
         check_distinct_outputs(outputs(opt))

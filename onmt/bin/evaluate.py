@@ -19,7 +19,12 @@ from onmt.evaluation import METRICS, score, score_sentences, summarize
 from onmt.evaluation.text import read_sent_per_line
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.utils.cli import run_main
-from onmt.utils.files import check_distinct_outputs, check_not_inputs, check_output, write_text_atomic
+from onmt.utils.files import (
+    check_distinct_outputs,
+    check_not_inputs,
+    check_output,
+    write_text_atomic,
+)
 
 NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 
@@ -98,8 +103,9 @@ def main(argv=None):
     if not refs:
         raise UserError(f"{opt.pred[0]} and the references are empty: no summary to score")
     scorer = "ROUGE-1.5.5" if opt.official else "built-in"
-    settings = ("-m " if not opt.no_stemming else "") + "-n 2 -a" + \
-        (f" -b {opt.limit_bytes}" if opt.limit_bytes else "") + (f" -l {opt.limit_words}" if opt.limit_words else "")
+    settings = (("-m " if not opt.no_stemming else "") + "-n 2 -a"
+                + (f" -b {opt.limit_bytes}" if opt.limit_bytes else "")
+                + (f" -l {opt.limit_words}" if opt.limit_words else ""))
     scores = [_score(p, refs, opt) for p in preds]
     result = report(scores[0], opt, opt.bootstrap)
     result.update(scorer=scorer, settings=settings, pred=opt.pred[0], ref=list(opt.ref))
@@ -111,10 +117,14 @@ def main(argv=None):
         other = report(scores[1], opt, opt.bootstrap)
         print_table(f"{opt.pred[1]}:", other, opt)
         pv = paired_test(scores[0], scores[1], samples, opt.seed)
-        paired = {m: {"delta_r": result[m]["r"] - other[m]["r"], "delta_f": result[m]["f"] - other[m]["f"],
-                      "p_value_r": float(pv[i, 1]), "p_value_f": float(pv[i, 2])} for i, m in enumerate(METRICS)}
-        print(f"paired bootstrap ({samples} samples): p-value of '{opt.pred[0]} scores higher than {opt.pred[1]}'")
-        print(f"{'metric':<12}{'dR':>8}{'p(R)':>8}" + ("" if opt.recall_only else f"{'dF1':>8}{'p(F1)':>8}"))
+        paired = {m: {"delta_r": result[m]["r"] - other[m]["r"],
+                      "delta_f": result[m]["f"] - other[m]["f"],
+                      "p_value_r": float(pv[i, 1]), "p_value_f": float(pv[i, 2])}
+                  for i, m in enumerate(METRICS)}
+        print(f"paired bootstrap ({samples} samples): "
+              f"p-value of '{opt.pred[0]} scores higher than {opt.pred[1]}'")
+        print(f"{'metric':<12}{'dR':>8}{'p(R)':>8}"
+              + ("" if opt.recall_only else f"{'dF1':>8}{'p(F1)':>8}"))
         for m in METRICS:
             d = paired[m]
             print(f"{NAMES[m]:<12}{d['delta_r']:8.2f}{d['p_value_r']:8.4f}"
@@ -127,7 +137,8 @@ def main(argv=None):
 
 def write_json(path, obj):
     """Write `obj` as JSON to `path`, atomically."""
-    text = json.dumps(obj, indent=1, default=lambda x: float(x) if isinstance(x, np.floating) else str(x))
+    text = json.dumps(obj, indent=1,
+                      default=lambda x: float(x) if isinstance(x, np.floating) else str(x))
     write_text_atomic(path, text + "\n", f"-json {path}")
 
 

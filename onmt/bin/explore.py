@@ -4,9 +4,10 @@ another (onmt/explore/; docs/explorer.md).
     onmt_explore -src test.src.txt -ref test.tgt.txt -system mixed/test.npz ml/test.npz \
                  [-names mixed ml] -output explore.html [-title ...] [-bootstrap 1000] [-seed 1]
 
-A -system is a translate.py -attn_debug dump (attention, p(copy), the pointer's copies) or a prediction
-file (one summary a line: marks and ROUGE, no attention). The page embeds everything (no network), shows
-one article at a time and prints nothing but one line: the file written and its size.
+A -system is a translate.py -attn_debug dump (attention, p(copy), the pointer's copies) or a
+prediction file (one summary a line: marks and ROUGE, no attention). The page embeds everything (no
+network), shows one article at a time and prints nothing but one line: the file written and its
+size.
 """
 import os
 import sys
@@ -14,7 +15,14 @@ import time
 
 from onmt import opts
 from onmt.errors import UserError
-from onmt.explore.data import corpus_figures, page_data, read_system, read_text, rouge_f1, system_names
+from onmt.explore.data import (
+    corpus_figures,
+    page_data,
+    read_system,
+    read_text,
+    rouge_f1,
+    system_names,
+)
 from onmt.explore.page import page_html, write_page
 from onmt.explore.summary import summary_html
 from onmt.utils.cli import run_main
@@ -25,7 +33,8 @@ def build_page(opt):
     """The page's HTML for parsed, validated options; reads every input first."""
     sources, refs = read_text(opt.src, "-src"), read_text(opt.ref, "-ref")
     if len(refs) != len(sources):
-        raise UserError(f"-ref {opt.ref} has {len(refs)} lines but -src {opt.src} has {len(sources)}")
+        raise UserError(f"-ref {opt.ref} has {len(refs)} lines "
+                        f"but -src {opt.src} has {len(sources)}")
     if not sources:
         raise UserError(f"-src {opt.src} is empty: no article to show")
     systems = [read_system(path, sources) for path in opt.system]
@@ -42,7 +51,8 @@ def main(argv=None):
     opts.update_explore_opts(opt)
     opts.validate_explore_opts(opt)
     check_not_inputs({"-output": opt.output},
-                     {"-src": opt.src, "-ref": opt.ref, "-system": opt.system, "-config": vars(opt).get("config")})
+                     {"-src": opt.src, "-ref": opt.ref, "-system": opt.system,
+                      "-config": vars(opt).get("config")})
     check_output(opt.output, f"-output {opt.output}")
     start = time.perf_counter()
     html = build_page(opt)

@@ -12,7 +12,8 @@ from onmt.utils.memory import reuse_freed_memory
 
 
 def _terminate(signum, frame):
-    raise Terminated   # a KeyboardInterrupt: unwinds through the writers, which remove their temporary files
+    # a KeyboardInterrupt: unwinds through the writers, which remove their temporary files
+    raise Terminated
 
 
 def save_config_file(path, text):

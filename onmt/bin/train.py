@@ -1,8 +1,9 @@
 """Train a model: shards -> checkpoints (`train.py -data P -save_model M [-model_family reinforced] ...`).
 
-The options are parsed, updated and validated at start (onmt/opts/); once the data and the checkpoint
-are read, `opts.resolve_train_run` makes the run's options (the checkpoint's model on -train_from, the
-data's defaults) and `opts.validate_train_run` checks them: nothing here writes an option."""
+The options are parsed, updated and validated at start (onmt/opts/); once the data and the
+checkpoint are read, `opts.resolve_train_run` makes the run's options (the checkpoint's model on
+-train_from, the data's defaults) and `opts.validate_train_run` checks them: nothing here writes an
+option."""
 import random
 import sys
 
@@ -22,16 +23,17 @@ from onmt.utils.logging import init_logger, logger
 
 def check_steps_left(opt, start_step, start_epoch=0):
     """UserError when -train_steps (or -epochs) leaves nothing to train after the checkpoint's step (epoch):
-    both count from the start of training, as in OpenNMT-py; the run would save nothing (or only a new
-    "best") and exit 0."""
+    both count from the start of training, as in OpenNMT-py; the run would save nothing (or only a
+    new "best") and exit 0."""
     if opt.epochs > 0 and opt.epochs <= start_epoch:
-        raise UserError(f"-epochs {opt.epochs} is not above the epoch of {opt.train_from} ({start_epoch}): "
-                        f"nothing to train; -epochs counts from the start of training "
-                        f"(e.g. -epochs {start_epoch + opt.epochs})")
+        raise UserError(f"-epochs {opt.epochs} is not above the epoch of {opt.train_from} "
+                        f"({start_epoch}): nothing to train; -epochs counts from the start of "
+                        f"training (e.g. -epochs {start_epoch + opt.epochs})")
     if opt.epochs <= 0 and opt.train_steps <= start_step:
-        raise UserError(f"-train_steps {opt.train_steps} is not above the step of {opt.train_from} ({start_step}): "
-                        f"nothing to train; -train_steps counts from the start of training, so give more than "
-                        f"{start_step} (e.g. -train_steps {start_step + max(opt.train_steps, 1)})")
+        raise UserError(f"-train_steps {opt.train_steps} is not above the step of {opt.train_from} "
+                        f"({start_step}): nothing to train; -train_steps counts from the start of "
+                        f"training, so give more than {start_step} (e.g. -train_steps "
+                        f"{start_step + max(opt.train_steps, 1)})")
 
 
 def describe_phase(opt, ckpt):
@@ -45,11 +47,11 @@ def describe_phase(opt, ckpt):
     if opt.rl_gamma is None:
         objective = "maximum likelihood"
     else:
-        objective = (f"{opt.rl_gamma:g} * self-critical RL ({opt.rl_reward} reward, sequences of at most "
-                     f"{opt.max_gen_length} tokens, -rl_normalization {opt.rl_normalization}) + "
-                     f"{1 - opt.rl_gamma:g} * ML")
-    return (f"Training: {opt.optim}, learning rate {opt.learning_rate:g}, {state}; batch {opt.batch_size} "
-            f"{opt.batch_type}; objective: {objective}")
+        objective = (f"{opt.rl_gamma:g} * self-critical RL ({opt.rl_reward} reward, sequences of "
+                     f"at most {opt.max_gen_length} tokens, -rl_normalization "
+                     f"{opt.rl_normalization}) + {1 - opt.rl_gamma:g} * ML")
+    return (f"Training: {opt.optim}, learning rate {opt.learning_rate:g}, {state}; batch "
+            f"{opt.batch_size} {opt.batch_type}; objective: {objective}")
 
 
 def build_optimizer(opt, model, ckpt):
@@ -60,8 +62,9 @@ def build_optimizer(opt, model, ckpt):
         return optimizer
     saved = ckpt["opt"].get("optim")
     if saved != opt.optim:
-        raise UserError(f"-optim {opt.optim} differs from the optimizer of {opt.train_from} ({saved}), whose "
-                        "state cannot be loaded: add -reset_optim all (or states) for a fresh optimizer state")
+        raise UserError(f"-optim {opt.optim} differs from the optimizer of {opt.train_from} "
+                        f"({saved}), whose state cannot be loaded: add -reset_optim all (or "
+                        "states) for a fresh optimizer state")
     names = [n for n, _ in model.named_parameters()]
     # checkpoints before "param_names": the same order, without the parameters this resume adds
     ckpt_names = ckpt.get("param_names") or [n for n in names if n in ckpt["model"]]
@@ -78,8 +81,9 @@ def check_training_examples(data, meta):
     summary = meta.get("summary", {}).get("train", {})
     drops = ", ".join(f"{k} {v}" for k, v in summary.get("drops", {}).items() if v)
     raise UserError(f"-data {data}: the training split has no example (preprocessing read "
-                    f"{summary.get('read', '?')} lines and dropped {drops or 'all'}; see -src_seq_length / "
-                    "-tgt_seq_length, or -src_seq_length_trunc to cut instead of drop)")
+                    f"{summary.get('read', '?')} lines and dropped {drops or 'all'}; see "
+                    "-src_seq_length / -tgt_seq_length, or -src_seq_length_trunc to cut instead of "
+                    "drop)")
 
 
 def inputs(opt, data=None):
@@ -87,8 +91,10 @@ def inputs(opt, data=None):
     import glob
     prefix = data or opt.data
     return {"-train_from": opt.train_from, "-config": vars(opt).get("config"),
-            "-data": [f"{prefix}.meta.json"] + sorted(glob.glob(glob.escape(prefix) + ".*")) if prefix else None,
-            "-pre_word_vecs_enc": opt.pre_word_vecs_enc, "-pre_word_vecs_dec": opt.pre_word_vecs_dec}
+            "-data": ([f"{prefix}.meta.json"] + sorted(glob.glob(glob.escape(prefix) + ".*"))
+                      if prefix else None),
+            "-pre_word_vecs_enc": opt.pre_word_vecs_enc,
+            "-pre_word_vecs_dec": opt.pre_word_vecs_dec}
 
 
 def outputs(opt):
@@ -118,12 +124,13 @@ def save_config_file(path, text):
 
 
 def main(argv=None):
-    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv, inputs=inputs,
-                        outputs=outputs, before_log=check_prefix_outputs)
+    opt, device = start(opts.train_parser(), opts.update_train_opts, opts.validate_train_opts, argv,
+                        inputs=inputs, outputs=outputs, before_log=check_prefix_outputs)
     data = opt.data
     if opt._config_notes:
         logger.info(opt._config_notes)
-    if opt.data_config and not opt.save_config:   # an OpenNMT-py 3.x config: its dataset, built or found
+    # an OpenNMT-py 3.x config: its dataset, built or found
+    if opt.data_config and not opt.save_config:
         import json
 
         from onmt.bin import preprocess as preprocess_bin
@@ -136,13 +143,16 @@ def main(argv=None):
         opts.write_config(opt, opt.save_config, opts.train_parser(), write=save_config_file)
         logger.info(f"wrote the options to {opt.save_config}")
         return
-    check_prefix(opt.save_model, f"-save_model {opt.save_model}")  # before any work, not at the first save
+    # before any work, not at the first save
+    check_prefix(opt.save_model, f"-save_model {opt.save_model}")
     if opt.profile:
         from onmt.utils.files import check_output
         from onmt.utils.profiling import trace_path
-        check_output(trace_path(opt, opt.save_model), f"-profile_trace {trace_path(opt, opt.save_model)}")
+        check_output(trace_path(opt, opt.save_model),
+                     f"-profile_trace {trace_path(opt, opt.save_model)}")
     world = distributed.resolve(opt, device, **opts.distributed_choices(opt))
-    if world.spawn:  # -world_size N outside torchrun: N processes on this machine, each running main
+    # -world_size N outside torchrun: N processes on this machine, each running main
+    if world.spawn:
         distributed.spawn(main, list(sys.argv[1:] if argv is None else argv), world.world_size)
         return
     with distributed.process_group(world):
@@ -152,12 +162,13 @@ def main(argv=None):
 def train_rank(opt, world, data=None):
     """Train as rank `world.rank` of `world.world_size` (utils/distributed.py) on the dataset `data`
     (default -data): every rank builds the same model and reads its own batches; rank 0 logs, writes
-    TensorBoard and saves, holding the lock of -save_model (a second run writing the same checkpoints is
-    refused)."""
+    TensorBoard and saves, holding the lock of -save_model (a second run writing the same
+    checkpoints is refused)."""
     import contextlib
 
     from onmt.utils.files import prefix_lock
-    lock = prefix_lock(opt.save_model, f"-save_model {opt.save_model}") if world.rank == 0 else contextlib.nullcontext()
+    lock = (prefix_lock(opt.save_model, f"-save_model {opt.save_model}") if world.rank == 0
+            else contextlib.nullcontext())
     with lock:
         _train_rank(opt, world, data or opt.data)
 
@@ -171,22 +182,28 @@ def _train_rank(opt, world, data):
 
     from onmt.fused.execution import Execution
     from onmt.inputters.dataset import ShardedDataset
-    from onmt.inputters.vocab_builder import input_options, load_vocabs, shard_paths, target_length_limit
+    from onmt.inputters.vocab_builder import (
+        input_options,
+        load_vocabs,
+        shard_paths,
+        target_length_limit,
+    )
     from onmt.losses import build_loss
     from onmt.model_builder import build_model, model_entry
     vocabs, meta = load_vocabs(data)
     check_training_examples(data, meta)
 
     # this run's options (onmt/opts/update.py): those of the command line, on -train_from with the
-    # checkpoint's model (resolved when it was trained) and training choices but for what a resume may
-    # change, and the data's defaults
+    # checkpoint's model (resolved when it was trained) and training choices but for what a resume
+    # may change, and the data's defaults
     ckpt = load_checkpoint(opt.train_from, device="cpu") if opt.train_from else None
-    opt, notes = opts.resolve_train_run(opt, ckpt["opt"] if ckpt else None, data, target_length_limit(meta))
+    opt, notes = opts.resolve_train_run(opt, ckpt["opt"] if ckpt else None, data,
+                                        target_length_limit(meta))
     for note in notes:
         logger.info(note)
     if ckpt is not None and Vocabs.from_dict(ckpt["vocab"]) != vocabs:
-        raise UserError(f"the vocabulary of {opt.train_from} differs from that of -data {opt.data}; "
-                        "train from a checkpoint made on the same preprocessed data")
+        raise UserError(f"the vocabulary of {opt.train_from} differs from that of -data "
+                        f"{opt.data}; train from a checkpoint made on the same preprocessed data")
     opts.validate_train_run(opt)
     model_entry(opt).check_data(opt, meta)
     note = opts.paper_note(opt)
@@ -198,7 +215,8 @@ def _train_rank(opt, world, data):
     model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
                         allow_new=opts.resume_adds_parameters(opt),
                         checkpoint_name=opt.train_from or None, device=device,
-                        execution=Execution.for_training(opt))   # -compile: the decoder's step, compiled on first call
+                        # -compile: the decoder's step, compiled on first call
+                        execution=Execution.for_training(opt))
     optimizer = build_optimizer(opt, model, ckpt)
     logger.info(describe_phase(opt, ckpt))
     distributed.broadcast_model(model, world)
@@ -210,21 +228,24 @@ def _train_rank(opt, world, data):
         check_steps_left(opt, start_step, int(data_pos[0]))
         same_run = ckpt["opt"].get("save_model") == opt.save_model
         if rng is not None and (same_run or opt.seed == ckpt["opt"].get("seed")):
-            set_rng_state(rng)   # exact resume; a new phase given another -seed draws from that seed
+            # exact resume; a new phase given another -seed draws from that seed
+            set_rng_state(rng)
         logger.info(f"Resuming from {opt.train_from} at step {start_step}")
     if world.rank == 0 and not opt.profile:
         check_no_later_checkpoints(opt.save_model, start_step, resuming=same_run)
 
-    train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size, batch_type=opt.batch_type,
+    train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size,
+                                          batch_type=opt.batch_type,
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
                                           rank=world.rank, world_size=world.world_size)
     distributed.check_batches(train_data, world)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
-                                           seed=opt.seed, rank=world.rank, world_size=world.world_size,
-                                           equal_shares=False)
+                                           seed=opt.seed, rank=world.rank,
+                                           world_size=world.world_size, equal_shares=False)
                   if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = build_loss(opt)
-    meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(), "preprocess": input_options(meta),
+    meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(),
+                 "preprocess": input_options(meta),
                  "param_names": [n for n, _ in model.named_parameters()]}
     trainer = Trainer.from_opt(opt, model, loss_fn, optimizer, device, meta_ckpt, tensorboard=board,
                                rank=world.rank, world_size=world.world_size)
@@ -233,8 +254,8 @@ def _train_rank(opt, world, data):
     try:
         if opt.profile:   # profile N steps, then stop (exit status 0, no checkpoint)
             from onmt.utils.profiling import profile_training, trace_path
-            profile_training(trainer, train_data, opt.profile, trace_path(opt, opt.save_model), start_step=start_step,
-                             data_pos=data_pos)
+            profile_training(trainer, train_data, opt.profile, trace_path(opt, opt.save_model),
+                             start_step=start_step, data_pos=data_pos)
             return
         trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
     finally:

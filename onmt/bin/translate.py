@@ -15,7 +15,11 @@ import torch
 from onmt import opts
 from onmt.bin.common import start
 from onmt.inputters.corpus import check_line_counts, read_lines
-from onmt.translate.session import load_session, model_from_checkpoint, translate_lines  # noqa: F401 (re-exported)
+from onmt.translate.session import (  # noqa: F401 (re-exported)
+    load_session,
+    model_from_checkpoint,
+    translate_lines,
+)
 from onmt.translate.translator import Callbacks
 from onmt.utils.cli import run_main
 from onmt.utils.files import (
@@ -66,12 +70,14 @@ def check_outputs(opt):
 def outputs(opt):
     """The files translate.py writes, no two of them one file."""
     return {"-output": opt.output, "-attn_debug": opt.attn_debug, "-dump_beam": opt.dump_beam,
-            "-profile_trace": profile_trace(opt) if opt.profile else None, "-log_file": opt.log_file}
+            "-profile_trace": profile_trace(opt) if opt.profile else None,
+            "-log_file": opt.log_file}
 
 
 def inputs(opt):
     """The files translate.py reads, which no output may be."""
-    return {"-model": opt.model, "-src": opt.src, "-tgt": opt.tgt, "-config": vars(opt).get("config")}
+    return {"-model": opt.model, "-src": opt.src, "-tgt": opt.tgt,
+            "-config": vars(opt).get("config")}
 
 
 def profile_trace(opt):
@@ -81,8 +87,8 @@ def profile_trace(opt):
 
 
 def main(argv=None):
-    opt, device = start(opts.translate_parser(), opts.update_translate_opts, opts.validate_translate_opts, argv,
-                        inputs=inputs, outputs=outputs)
+    opt, device = start(opts.translate_parser(), opts.update_translate_opts,
+                        opts.validate_translate_opts, argv, inputs=inputs, outputs=outputs)
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
     check_outputs(opt)
@@ -98,10 +104,12 @@ def main(argv=None):
         if opt.profile:
             from onmt.utils.profiling import Profiler
             profiler = Profiler(opt.profile, profile_trace(opt), device, "translation batches")
-        callbacks = Callbacks(beam_history=beam_history, profiler=profiler, **inspection.translate_kwargs())
+        callbacks = Callbacks(beam_history=beam_history, profiler=profiler,
+                              **inspection.translate_kwargs())
         results = translate_lines(opt, session, src_lines, tgt_lines, callbacks=callbacks)
     write = session.readable() if opt.detokenize else " ".join
-    write_lines_atomic(opt.output, [write(t.tokens) for nbest in results for t in nbest], f"-output {opt.output}")
+    write_lines_atomic(opt.output, [write(t.tokens) for nbest in results for t in nbest],
+                       f"-output {opt.output}")
     if beam_history is not None:
         write_beam_dump(opt.dump_beam, opt, beam_history)
     logger.info(f"Translated {len(src_lines)} lines into {opt.output}")
@@ -120,7 +128,8 @@ def write_beam_dump(path, opt, examples):
     appears there, then its slot is emptied); an empty input line has no steps. Scores are sums of
     log-probabilities (minus the coverage penalty with -stepwise_penalty), before length penalty."""
     import json
-    write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best, "examples": examples}),
+    write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best,
+                                        "examples": examples}),
                       f"-dump_beam {path}")
     logger.info(f"Beam search history of {len(examples)} lines in {path}")
 
@@ -166,7 +175,8 @@ class Inspection:
     def finish(self):
         """Plot the kept records; log what was written."""
         if self.writer is not None:
-            logger.info(f"Attention and p(copy) of {self.writer.n} examples in {self.opt.attn_debug}")
+            logger.info(f"Attention and p(copy) of {self.writer.n} examples in "
+                        f"{self.opt.attn_debug}")
         if self.plotting:
             from onmt.inspection.plots import plot_records
             paths = plot_records(self.kept, self.opt.attn_plot, self.plot_n)

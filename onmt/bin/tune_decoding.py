@@ -1,16 +1,18 @@
 """Choose a checkpoint and its length rule on a tuning set, as summarization papers do by hand.
 
-    onmt_tune_decoding -model step_1000.pt step_2000.pt -src tune.src -tgt tune.tgt -output best.yaml \
+    onmt_tune_decoding -model step_1000.pt step_2000.pt -src tune.src -tgt tune.tgt \
+        -output best.yaml \
         [-alpha 0 0.5 1 1.5 2] [-min_length 0 5] [-metric rougeL] [-beam_size 5] [-report grid.json]
-    translate.py -config best.yaml -src test.src -output pred.txt      # decodes with what was chosen
+    translate.py -config best.yaml -src test.src -output pred.txt     # decodes with what was chosen
 
 Every checkpoint decodes the tuning sources with every length rule of the grid (-length_penalty with
 each -alpha, times each -min_length; the other search options, e.g. -beam_size, the same in every
-setting); each setting's ROUGE F1 (built-in scorer, ROUGE-1.5.5's settings) and mean length are logged
-and printed as a table, and the best by -metric (ties: the earlier checkpoint, then the earlier
-setting) is written as YAML that translate.py -config reads: the checkpoint (absolute path), the
-length rule and the search options given here. A search option left out here is left out of the YAML
-too, so translate.py applies the checkpoint's own rule (-max_length, n-gram blocking) as it did here.
+setting); each setting's ROUGE F1 (built-in scorer, ROUGE-1.5.5's settings) and mean length are
+logged and printed as a table, and the best by -metric (ties: the earlier checkpoint, then the
+earlier setting) is written as YAML that translate.py -config reads: the checkpoint (absolute path),
+the length rule and the search options given here. A search option left out here is left out of the
+YAML too, so translate.py applies the checkpoint's own rule (-max_length, n-gram blocking) as it did
+here.
 """
 import os
 
@@ -23,16 +25,17 @@ from onmt.utils.files import check_not_inputs, check_output, write_text_atomic
 from onmt.utils.logging import logger
 
 # translate.py's options held fixed over the grid (copied into each setting when given here)
-FIXED = ("beam_size", "max_length", "coverage_penalty", "beta", "stepwise_penalty", "block_ngram_repeat",
-         "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk", "src_seq_length_trunc",
-         "tgt_seq_length_trunc")
+FIXED = ("beam_size", "max_length", "coverage_penalty", "beta", "stepwise_penalty",
+         "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
+         "src_seq_length_trunc", "tgt_seq_length_trunc")
 RUN = ("batch_size",)     # given to every decoding, never written: the output does not depend on it
 
 
 def grid(opt):
     """The length rules to try, in order: [{"length_penalty", "alpha" (wu only), "min_length"}]."""
     alphas = opt.alpha if opt.length_penalty == "wu" else [None]
-    return [{"length_penalty": opt.length_penalty, **({"alpha": a} if a is not None else {}), "min_length": m}
+    return [{"length_penalty": opt.length_penalty, **({"alpha": a} if a is not None else {}),
+             "min_length": m}
             for a in alphas for m in opt.min_length]
 
 
@@ -63,7 +66,8 @@ def score_row(preds, refs):
     res = summarize(score(preds, refs))
     n = max(len(preds), 1)
     return {"rouge": {m: round(res[m]["f"], 4) for m in METRICS},
-            "length": sum(len(p.split()) for p in preds) / n, "ref_length": sum(len(r.split()) for r in refs) / n}
+            "length": sum(len(p.split()) for p in preds) / n,
+            "ref_length": sum(len(r.split()) for r in refs) / n}
 
 
 def tune(models, settings, decode, refs, metric):
@@ -72,10 +76,12 @@ def tune(models, settings, decode, refs, metric):
     rows = []
     for model in models:
         for setting in settings:
-            row = {"model": model, "setting": dict(setting), **score_row(decode(model, setting), refs)}
+            row = {"model": model, "setting": dict(setting),
+                   **score_row(decode(model, setting), refs)}
             rows.append(row)
             logger.info(f"{os.path.basename(model)} {describe(setting)}: ROUGE-1/2/L F1 "
-                        f"{row['rouge']['rouge1']:.2f}/{row['rouge']['rouge2']:.2f}/{row['rouge']['rougeL']:.2f}, "
+                        f"{row['rouge']['rouge1']:.2f}/{row['rouge']['rouge2']:.2f}/"
+                        f"{row['rouge']['rougeL']:.2f}, "
                         f"length {row['length']:.2f} (references {row['ref_length']:.2f})")
     return rows, best_index(rows, metric)
 
@@ -86,10 +92,12 @@ def describe(setting):
 
 def table(rows, best, metric):
     """The grid as a Markdown table, the best row marked."""
-    lines = ["| checkpoint | setting | R-1 | R-2 | R-L | length | best |", "|---|---|---|---|---|---|---|"]
+    lines = ["| checkpoint | setting | R-1 | R-2 | R-L | length | best |",
+             "|---|---|---|---|---|---|---|"]
     for i, r in enumerate(rows):
-        lines.append(f"| {os.path.basename(r['model'])} | {describe(r['setting'])} | {r['rouge']['rouge1']:.2f} | "
-                     f"{r['rouge']['rouge2']:.2f} | {r['rouge']['rougeL']:.2f} | {r['length']:.2f} | "
+        lines.append(f"| {os.path.basename(r['model'])} | {describe(r['setting'])} | "
+                     f"{r['rouge']['rouge1']:.2f} | {r['rouge']['rouge2']:.2f} | "
+                     f"{r['rouge']['rougeL']:.2f} | {r['length']:.2f} | "
                      f"{'<- ' + metric if i == best else ''} |")
     return "\n".join(lines)
 
@@ -106,7 +114,8 @@ def main(argv=None):
     import yaml
     opt, device = start(opts.tune_decoding_parser(), opts.update_tune_decoding_opts,
                         opts.validate_tune_decoding_opts, argv, inputs=inputs,
-                        outputs=lambda o: {"-output": o.output, "-report": o.report, "-log_file": o.log_file})
+                        outputs=lambda o: {"-output": o.output, "-report": o.report,
+                                           "-log_file": o.log_file})
     torch.manual_seed(opt.seed)
     check_not_inputs({"-output": opt.output, "-report": opt.report}, inputs(opt))
     check_output(opt.output, f"-output {opt.output}")
@@ -114,7 +123,8 @@ def main(argv=None):
         check_output(opt.report, f"-report {opt.report}")
     fixed = fixed_values(opt)
     settings = grid(opt)
-    runs = [translate_namespace({**fixed, **{k: getattr(opt, k) for k in RUN}, **s}) for s in settings]
+    runs = [translate_namespace({**fixed, **{k: getattr(opt, k) for k in RUN}, **s})
+            for s in settings]
     src = list(read_lines(opt.src, "-src"))
     refs = list(read_lines(opt.tgt, "-tgt"))
     check_line_counts("-src", len(src), "-tgt", len(refs))
@@ -127,27 +137,32 @@ def main(argv=None):
         if model not in sessions:
             sessions.clear()                 # one checkpoint in memory at a time
             sessions[model] = load_session(model, device, opt.precision, opt.compile)
-        results = translate_lines(runs[settings.index(setting)], sessions[model], src, show_progress=False)
+        results = translate_lines(runs[settings.index(setting)], sessions[model], src,
+                                  show_progress=False)
         return [" ".join(nbest[0].tokens) for nbest in results]
 
-    logger.info(f"Tuning {len(opt.model)} checkpoint(s) x {len(settings)} length rule(s) on {len(src)} lines "
-                f"of {opt.src}, best by {opt.metric} F1")
+    logger.info(f"Tuning {len(opt.model)} checkpoint(s) x {len(settings)} length rule(s) on "
+                f"{len(src)} lines of {opt.src}, best by {opt.metric} F1")
     rows, best = tune(opt.model, settings, decode, refs, opt.metric)
     print(table(rows, best, opt.metric))
     config = chosen_config(rows[best], fixed)
     write_text_atomic(opt.output, yaml.safe_dump(config, default_flow_style=False, sort_keys=False),
                       f"-output {opt.output}")
     if opt.report:
-        write_text_atomic(opt.report, json.dumps({"metric": opt.metric, "best": best, "chosen": config,
-                                                  "rows": rows, "src": opt.src, "tgt": opt.tgt}, indent=1) + "\n",
+        write_text_atomic(opt.report,
+                          json.dumps({"metric": opt.metric, "best": best, "chosen": config,
+                                      "rows": rows, "src": opt.src, "tgt": opt.tgt},
+                                     indent=1) + "\n",
                           f"-report {opt.report}")
-    logger.info(f"Best ({opt.metric} F1 {rows[best]['rouge'][opt.metric]:.2f}): {rows[best]['model']} "
-                f"{describe(rows[best]['setting'])}; written to {opt.output} (translate.py -config {opt.output})")
+    logger.info(f"Best ({opt.metric} F1 {rows[best]['rouge'][opt.metric]:.2f}): "
+                f"{rows[best]['model']} {describe(rows[best]['setting'])}; written to {opt.output} "
+                f"(translate.py -config {opt.output})")
     return rows, best
 
 
 def inputs(opt):
-    return {"-model": opt.model, "-src": opt.src, "-tgt": opt.tgt, "-config": vars(opt).get("config")}
+    return {"-model": opt.model, "-src": opt.src, "-tgt": opt.tgt,
+            "-config": vars(opt).get("config")}
 
 
 def cli():

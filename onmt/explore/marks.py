@@ -1,13 +1,14 @@
-"""What the explorer marks on each summary word, and the attention it ships, as compact plain values.
+"""What the explorer marks on each summary word, and the attention it ships, as compact plain
+values.
 
     word_marks(words, source_words, copied=None, n=3) -> str     one hex digit per word: the OR of
         POINTER  1   the pointer produced it (the dump's `copied`: an OOV copy or p(copy) >= 0.5)
         SOURCE   2   the word occurs in the source (a word without it is novel)
         REPEATED 4   the word belongs to an n-gram (trigram) that occurred earlier in the summary
     sparse_rows(matrix, top=8, floor=0.01) -> [[pos, pct, pos, pct, ...] per row]
-        each row's strongest positions, strongest first (so row[0] is the row's argmax), with the weight
-        in whole percent (at least 1); positions under `floor` of the row's maximum are dropped, an
-        all-zero row (the first step of an intra-decoder attention) is [].
+        each row's strongest positions, strongest first (so row[0] is the row's argmax), with the
+        weight in whole percent (at least 1); positions under `floor` of the row's maximum are
+        dropped, an all-zero row (the first step of an intra-decoder attention) is [].
 
 Words are the tokens the models read and write (whitespace-split, lowercased): "in the source" is
 exact token equality, as in onmt/evaluation/diagnostics.py.
@@ -45,7 +46,8 @@ def word_marks(words, source_words, copied=None, n=3):
 
 
 def sparse_rows(matrix, top=8, floor=0.01):
-    """Each row's strongest positions (module docstring): a list per row of [pos, pct, pos, pct, ...]."""
+    """Each row's strongest positions (module docstring): a list per row of
+    [pos, pct, pos, pct, ...]."""
     if matrix is None:
         return None
     m = np.asarray(matrix, dtype=np.float64)

@@ -1,13 +1,15 @@
-"""The explorer's one self-contained HTML file: the summary panel, the controls, the data as JSON and the
-page's CSS and JS (page.css, page.js beside this file), all inline; nothing is fetched, and the page's
-Content-Security-Policy forbids fetching anything.
+"""The explorer's one self-contained HTML file: the summary panel, the controls, the data as JSON
+and the page's CSS and JS (page.css, page.js beside this file), all inline; nothing is fetched, and
+the page's Content-Security-Policy forbids fetching anything.
 
-    html = page_html(data, summary, title)      # data: data.page_data's dict; summary: summary.summary_html
-    size = write_page(path, html)               # atomically (temporary file, then rename); bytes written
+    html = page_html(data, summary, title)
+        # data: data.page_data's dict; summary: summary.summary_html
+    size = write_page(path, html)
+        # atomically (temporary file, then rename); bytes written
 
-Every text of the data reaches the page through the JSON and the script's textContent, never as HTML;
-`embed_json` escapes "<", ">" and "&" inside it so that no "</script>" or "<!--" in an article can end
-or change the script element that holds it.
+Every text of the data reaches the page through the JSON and the script's textContent, never as
+HTML; `embed_json` escapes "<", ">" and "&" inside it so that no "</script>" or "<!--" in an article
+can end or change the script element that holds it.
 """
 import json
 import os
@@ -26,8 +28,8 @@ def asset(name):
 
 
 def embed_json(obj):
-    """JSON text safe inside <script type="application/json">: "<", ">", "&" (only ever inside strings) as
-    \\u escapes, and U+2028 / U+2029 too; JSON.parse gives back exactly `obj`."""
+    """JSON text safe inside <script type="application/json">: "<", ">", "&" (only ever inside
+    strings) as \\u escapes, and U+2028 / U+2029 too; JSON.parse gives back exactly `obj`."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                     ("\u2029", "\\u2029")):
@@ -91,8 +93,8 @@ def page_html(data, summary, title):
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
         f"<meta http-equiv=Content-Security-Policy content=\"{CSP}\">"
         f"<title>{escape(title)}</title><style>{asset('page.css')}</style></head>\n<body>\n"
-        f"<header><h1>{escape(title)}</h1><p class=note>{len(data['articles'])} articles · systems: "
-        f"{escape(systems)}</p></header>\n"
+        f"<header><h1>{escape(title)}</h1><p class=note>{len(data['articles'])} articles · "
+        f"systems: {escape(systems)}</p></header>\n"
         f"<details id=summary open><summary>Corpus figures</summary>{summary}</details>\n"
         f"{CONTROLS}{LEGEND}<main id=view aria-live=polite></main>\n"
         f"<script type=application/json id=data>{embed_json(data)}</script>\n"

@@ -1,6 +1,7 @@
-"""The model families' option knowledge: one profile per family, the one place to edit for a family's
-options. The registry (onmt/model_builder.py MODEL_REGISTRY) attaches each profile's model and loss
-classes; the update step (update.py) and the checks (validate.py) only loop over these tables.
+"""The model families' option knowledge: one profile per family, the one place to edit for a
+family's options. The registry (onmt/model_builder.py MODEL_REGISTRY) attaches each profile's model
+and loss classes; the update step (update.py) and the checks (validate.py) only loop over these
+tables.
 
     FAMILIES[name] = Family(name, ...)   # what the family implies, refuses and alone accepts, its
                                          # recipe, the paper's settings, test-time defaults, resumes
@@ -17,7 +18,8 @@ class Refusal(NamedTuple):
     option: str
     bad: Callable
     reason: str
-    flag: str = ""                  # how the user wrote it, e.g. "-encoder_type" for brnn (default: -option)
+    # how the user wrote it, e.g. "-encoder_type" for brnn (default: -option)
+    flag: str = ""
     shown: Optional[Callable] = None   # value -> the words after the flag (default: the value)
 
 
@@ -28,11 +30,13 @@ class Requirement(NamedTuple):
 
 
 # On -train_from, the model's options come from the checkpoint, except these training choices, which
-# the command line (or -config) may change: what the new phase of training does (each family's default).
-RESUMABLE = ("scheduled_sampling", "scheduled_sampling_mode", "scheduled_sampling_start", "scheduled_sampling_ramp",
-             "lambda_coverage", "coverage_attn", "dropout", "param_init", "fix_word_vecs_enc", "fix_word_vecs_dec")
-# Of those, the ones whose turning on adds parameters to the checkpoint's model (initialized as for a
-# fresh model: See et al.'s coverage phase).
+# the command line (or -config) may change: what the new phase of training does (each family's
+# default).
+RESUMABLE = ("scheduled_sampling", "scheduled_sampling_mode", "scheduled_sampling_start",
+             "scheduled_sampling_ramp", "lambda_coverage", "coverage_attn", "dropout", "param_init",
+             "fix_word_vecs_enc", "fix_word_vecs_dec")
+# Of those, the ones whose turning on adds parameters to the checkpoint's model (initialized as for
+# a fresh model: See et al.'s coverage phase).
 RESUME_ADDS_PARAMETERS = ("coverage_attn",)
 
 
@@ -41,15 +45,19 @@ class Family(NamedTuple):
     title: str                       # how a refusal names it
     help: str                        # one line for -model_family's help
     alias: Optional[str] = None      # the flag that is this family: an alias of -model_family NAME
-    implies: dict = {}               # set by the family, whatever else is given (its own alias included)
-    recipe: dict = {}                # model options where the user gave none (command line or -config)
+    # set by the family, whatever else is given (its own alias included)
+    implies: dict = {}
+    # model options where the user gave none (command line or -config)
+    recipe: dict = {}
     train_recipe: dict = {}          # train.py options where the user gave none
     refuses: tuple = ()              # Refusal: given options it cannot honour
     only: tuple = ()                 # options that only this family reads (refused for the others)
     requires: tuple = ()             # Requirement: its cross-option rules
-    paper: dict = {}                 # its paper's settings, as options (train.py logs a run's differences)
+    # its paper's settings, as options (train.py logs a run's differences)
+    paper: dict = {}
     paper_name: str = ""             # whose settings those are, for that log line
-    block_ngram_repeat: int = 0      # translate.py's n-gram blocking unless -block_ngram_repeat is given
+    # translate.py's n-gram blocking unless -block_ngram_repeat is given
+    block_ngram_repeat: int = 0
     needs_dynamic_dict: bool = False   # the model reads src_ex / tgt_ex (it copies)
     needs_shared_vocab: bool = False   # the model shares one embedding (PartialEmbedding)
     resume_may_change: tuple = RESUMABLE
@@ -61,31 +69,38 @@ class Family(NamedTuple):
 
 
 def _share_decoder_embeddings_sizes(opt):
-    return f"-share_decoder_embeddings needs -word_vec_size equal to -rnn_size (the generator's matrix is the " \
-           f"decoder embedding), got {opt.word_vec_size} and {opt.rnn_size}"
+    return (f"-share_decoder_embeddings needs -word_vec_size equal to -rnn_size (the generator's "
+            f"matrix is the decoder embedding), got {opt.word_vec_size} and {opt.rnn_size}")
 
 
-_SHARED_GENERATOR = Requirement(lambda o: not o.share_decoder_embeddings or o.word_vec_size == o.rnn_size,
-                                _share_decoder_embeddings_sizes)
+_SHARED_GENERATOR = Requirement(
+    lambda o: not o.share_decoder_embeddings or o.word_vec_size == o.rnn_size,
+    _share_decoder_embeddings_sizes)
 
 RNN = Family(
-    "rnn", "the encoder-decoder", "GRU/LSTM encoder-decoder, with or without attention (Cho et al., Bahdanau "
-    "et al., Luong et al.)",
+    "rnn", "the encoder-decoder",
+    "GRU/LSTM encoder-decoder, with or without attention (Cho et al., Bahdanau et al., "
+    "Luong et al.)",
     requires=(_SHARED_GENERATOR,
-              Requirement(lambda o: o.copy_attn_type is None, lambda o: "-copy_attn_type needs -copy_attn")))
+              Requirement(lambda o: o.copy_attn_type is None,
+                          lambda o: "-copy_attn_type needs -copy_attn")))
 
 COPY = Family(
-    "copy", "See et al.'s pointer-generator", "See et al.'s pointer-generator (-copy_attn), optional coverage",
+    "copy", "See et al.'s pointer-generator",
+    "See et al.'s pointer-generator (-copy_attn), optional coverage",
     alias="copy_attn", implies={"copy_attn": True}, needs_dynamic_dict=True,
     requires=(_SHARED_GENERATOR,
               Requirement(lambda o: o.copy_attn_type in (None, o.global_attention),
-                          lambda o: f"-copy_attn_type {o.copy_attn_type}: the copy distribution is the decoder's "
-                                    f"attention here, -global_attention {o.global_attention}")))
+                          lambda o: f"-copy_attn_type {o.copy_attn_type}: the copy distribution is "
+                                    "the decoder's attention here, "
+                                    f"-global_attention {o.global_attention}")))
 
-# Paulus et al.'s recipe (section 5 and appendix: CNN/DM, the ML phase): what -reinforced alone trains
-# with, each where the user gave nothing. Their learning rate 1e-4 for the mixed phase is config/*_rl.yaml's.
+# Paulus et al.'s recipe (section 5 and appendix: CNN/DM, the ML phase): what -reinforced alone
+# trains with, each where the user gave nothing. Their learning rate 1e-4 for the mixed phase is
+# config/*_rl.yaml's.
 REINFORCED = Family(
-    "reinforced", "-reinforced (Paulus et al.'s model)", "Paulus et al.'s deep reinforced model (-reinforced)",
+    "reinforced", "-reinforced (Paulus et al.'s model)",
+    "Paulus et al.'s deep reinforced model (-reinforced)",
     alias="reinforced", implies={"reinforced": True, "copy_attn": True, "share_embeddings": True},
     recipe={"brnn": True, "layers": 1, "word_vec_size": 100, "rnn_size": 400, "dropout": 0.0,
             "scheduled_sampling": 0.25, "intra_attn_scale": "sqrt"},
@@ -95,20 +110,25 @@ REINFORCED = Family(
              Refusal("input_feed", lambda v: not v, "its decoder always reads its previous output"),
              Refusal("coverage_attn", lambda v: bool(v), "it has intra-temporal attention instead"),
              Refusal("lambda_coverage", lambda v: True, "it has no coverage"),
-             Refusal("bridge", lambda v: bool(v), "its decoder starts from the encoder's final states"),
-             Refusal("copy_attn_type", lambda v: True, "it copies with its intra-temporal attention"),
-             Refusal("brnn", lambda v: not v, "its encoder is bidirectional", "-encoder_type", lambda v: "rnn")),
-    only=("scheduled_sampling", "scheduled_sampling_mode", "scheduled_sampling_start", "scheduled_sampling_ramp",
-          "no_temporal_attn", "no_intra_decoder_attn", "no_tied_output", "intra_attn_scale"),
+             Refusal("bridge", lambda v: bool(v),
+                     "its decoder starts from the encoder's final states"),
+             Refusal("copy_attn_type", lambda v: True,
+                     "it copies with its intra-temporal attention"),
+             Refusal("brnn", lambda v: not v, "its encoder is bidirectional", "-encoder_type",
+                     lambda v: "rnn")),
+    only=("scheduled_sampling", "scheduled_sampling_mode", "scheduled_sampling_start",
+          "scheduled_sampling_ramp", "no_temporal_attn", "no_intra_decoder_attn", "no_tied_output",
+          "intra_attn_scale"),
     requires=(Requirement(lambda o: o.enc_layers == o.dec_layers,
-                          lambda o: f"-reinforced needs as many encoder as decoder layers (the encoder's final "
-                                    f"states start the decoder), got -enc_layers {o.enc_layers} -dec_layers "
-                                    f"{o.dec_layers}"),
+                          lambda o: "-reinforced needs as many encoder as decoder layers (the "
+                                    "encoder's final states start the decoder), got -enc_layers "
+                                    f"{o.enc_layers} -dec_layers {o.dec_layers}"),
               Requirement(lambda o: not (o.share_decoder_embeddings and o.no_tied_output),
                           lambda o: "-share_decoder_embeddings contradicts -no_tied_output")),
     # the ML phase's settings for CNN/DM (rl_gamma is the mixed phase's)
     paper={"word_vec_size": 100, "rnn_size": 400, "enc_layers": 1, "dropout": 0.0, "optim": "adam",
-           "learning_rate": 0.001, "batch_size": 50, "scheduled_sampling": 0.25, "rl_gamma": 0.9984},
+           "learning_rate": 0.001, "batch_size": 50, "scheduled_sampling": 0.25,
+           "rl_gamma": 0.9984},
     paper_name="Paulus et al.'s (config/cnndm_reinforced.yaml has theirs)",
     block_ngram_repeat=3,   # the paper's no-repeated-trigram rule
     needs_dynamic_dict=True, needs_shared_vocab=True)
@@ -120,8 +140,8 @@ DEFAULT_FAMILY = "rnn"
 
 
 def family_name(values):
-    """The family that options name: -model_family, else the last family whose alias is set, else rnn.
-    `values`: vars(opt), a checkpoint's options or a config mapping (any of them may predate
+    """The family that options name: -model_family, else the last family whose alias is set, else
+    rnn. `values`: vars(opt), a checkpoint's options or a config mapping (any of them may predate
     -model_family). The one place the aliases are read."""
     name = values.get("model_family")
     if name:

@@ -43,10 +43,10 @@ UPSTREAM_OPTIONS = {
 
 class _ExactParser(configargparse.ArgumentParser):
     """configargparse's parser with exact option names. argparse matches a prefix of a single-dash
-    option even with allow_abbrev=False (-src_vocab became -src_vocab_size) and reads -hidden_size as
-    -h with the value 'idden_size'; here an option given on the command line must be spelt in full,
-    and an unknown one stops with one line that says, for an upstream OpenNMT-py option, what it is
-    here, else the closest names."""
+    option even with allow_abbrev=False (-src_vocab became -src_vocab_size) and reads -hidden_size
+    as -h with the value 'idden_size'; here an option given on the command line must be spelt in
+    full, and an unknown one stops with one line that says, for an upstream OpenNMT-py option, what
+    it is here, else the closest names."""
 
     def parse_known_args(self, args=None, namespace=None, **kwargs):
         import sys
@@ -54,15 +54,17 @@ class _ExactParser(configargparse.ArgumentParser):
         return super().parse_known_args(args=args, namespace=namespace, **kwargs)
 
     def error(self, message):
-        """One line, no usage block (`-h` prints that): `train.py: error: MESSAGE (see -h)`, status 2. An
-        unknown key of a -config file gets the command line's message (the closest names)."""
-        if message.startswith("unrecognized arguments:"):   # the command line's are refused before: -config's
-            names = [t.split("=", 1)[0] for t in message.split(":", 1)[1].split() if t.startswith("-")]
+        """One line, no usage block (`-h` prints that): `train.py: error: MESSAGE (see -h)`, status
+        2. An unknown key of a -config file gets the command line's message (the closest names)."""
+        # the command line's are refused before: -config's
+        if message.startswith("unrecognized arguments:"):
+            names = [t.split("=", 1)[0] for t in message.split(":", 1)[1].split()
+                     if t.startswith("-")]
             names = list(dict.fromkeys("-" + n.lstrip("-") for n in names))
             if names:
                 where = getattr(self._config_file_parser, "last_file", None) or "the -config file"
-                message = (f"{where}: {len(names)} key(s) not available here, none of them run: " if len(names) > 1
-                           else f"{where}: ") + "; ".join(
+                message = (f"{where}: {len(names)} key(s) not available here, none of them run: "
+                           if len(names) > 1 else f"{where}: ") + "; ".join(
                     unknown_option_message(n, self._option_string_actions) for n in names)
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
@@ -74,7 +76,8 @@ class _ExactParser(configargparse.ArgumentParser):
                 continue
             name = token.split("=", 1)[0]
             if name not in self._option_string_actions:
-                self.exit(2, f"{self.prog}: error: {unknown_option_message(name, self._option_string_actions)}\n")
+                self.exit(2, f"{self.prog}: error: "
+                             f"{unknown_option_message(name, self._option_string_actions)}\n")
 
 
 def _is_number(token):
@@ -86,7 +89,8 @@ def _is_number(token):
 
 
 def unknown_option_message(name, known):
-    """One line about an option `name` (e.g. "-hidden_size") that the parser with options `known` lacks."""
+    """One line about an option `name` (e.g. "-hidden_size") that the parser with options `known`
+    lacks."""
     import difflib
     bare = name.lstrip("-")
     if bare in UPSTREAM_OPTIONS:
@@ -94,14 +98,15 @@ def unknown_option_message(name, known):
         if here:
             return f"unknown option {name}: OpenNMT-py's -{bare} is {here} here ({what})"
         return f"unknown option {name}: OpenNMT-py's -{bare} has no counterpart here ({what})"
-    close = difflib.get_close_matches(name, [k for k in known if not k.startswith("--")], n=3, cutoff=0.6)
+    close = difflib.get_close_matches(name, [k for k in known if not k.startswith("--")], n=3,
+                                      cutoff=0.6)
     return f"unknown option {name}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
 
 
 class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
     """YAML -config files whose values, aliases expanded, hold at most MAX_CONFIG_ITEMS items: a few
-    hundred bytes of nested aliases ("billion laughs") would otherwise expand into gigabytes when the
-    values become option strings."""
+    hundred bytes of nested aliases ("billion laughs") would otherwise expand into gigabytes when
+    the values become option strings."""
 
     def parse(self, stream):
         import io
@@ -114,13 +119,16 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
         yaml, loader, _ = self._load_yaml()
         try:
             obj = yaml.load(text, Loader=loader)
-        except yaml.YAMLError as e:   # the file and the line, not PyYAML's '"<unicode string>", line 3'
+        # the file and the line, not PyYAML's '"<unicode string>", line 3'
+        except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
             where = f"{name}, line {mark.line + 1}, column {mark.column + 1}" if mark else name
             what = " ".join(str(getattr(e, "problem", None) or e).split())
-            raise configargparse.ConfigFileParserException(f"{where}: not valid YAML ({what})") from None
+            raise configargparse.ConfigFileParserException(
+                f"{where}: not valid YAML ({what})") from None
         except Exception as e:
-            raise configargparse.ConfigFileParserException(f"{name}: not valid YAML ({e})") from None
+            raise configargparse.ConfigFileParserException(
+                f"{name}: not valid YAML ({e})") from None
         if isinstance(obj, dict) and any(isinstance(k, str) and k.startswith("-") for k in obj):
             # `-reinforced: true`, as on the command line: the option's name without its dashes
             obj = {k.lstrip("-") if isinstance(k, str) else k: v for k, v in obj.items()}
@@ -128,10 +136,11 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
         if _expanded_size(obj, MAX_CONFIG_ITEMS) > MAX_CONFIG_ITEMS:
             name = getattr(stream, "name", "the config file")
             raise configargparse.ConfigFileParserException(
-                f"{name}: its values expand to more than {MAX_CONFIG_ITEMS} items (nested YAML aliases?); "
-                "an options file holds options")
+                f"{name}: its values expand to more than {MAX_CONFIG_ITEMS} items (nested YAML "
+                "aliases?); an options file holds options")
         from onmt.opts import upstream_config
-        if upstream_config.is_upstream(obj):   # an OpenNMT-py 3.x config: its data: mapping of corpora
+        # an OpenNMT-py 3.x config: its data: mapping of corpora
+        if upstream_config.is_upstream(obj):
             try:
                 dropped = upstream_config.ignored(obj)
                 obj = upstream_config.translate(obj)
@@ -162,7 +171,8 @@ def _expanded_size(obj, limit):
 
 
 def make_parser(description):
-    """An empty parser of this toolkit: exact names, YAML -config files (bounded), defaults in -help."""
+    """An empty parser of this toolkit: exact names, YAML -config files (bounded), defaults in
+    -help."""
     return _ExactParser(
         description=description,
         config_file_parser_class=_BoundedYAMLParser,
@@ -172,8 +182,8 @@ def make_parser(description):
 
 
 def parse_with_given(parser, argv=None):
-    """Parse `argv` (sys.argv when None) -> opt, with `opt._given`: the dests of the options given on
-    the command line or in a -config file, as opposed to defaults (see `given`)."""
+    """Parse `argv` (sys.argv when None) -> opt, with `opt._given`: the dests of the options given
+    on the command line or in a -config file, as opposed to defaults (see `given`)."""
     import argparse
     opt = parser.parse_args(argv)
     saved = [(a, a.default) for a in parser._actions]
@@ -189,11 +199,12 @@ def parse_with_given(parser, argv=None):
 
 
 def parse_values(parser, values):
-    """The options `parser` gives for a command line holding exactly `values` ({option name: value}), with
-    no command line: each value converted and checked as the parser converts and checks its option's
-    words (type, choices: an OptionError in the parser's words), the others their defaults (a required
-    option None), `opt._given` the names of `values`. A flag is given by a true value; a None value, a
-    false flag and an empty list are not given (as an option left off a command line)."""
+    """The options `parser` gives for a command line holding exactly `values`
+    ({option name: value}), with no command line: each value converted and checked as the parser
+    converts and checks its option's words (type, choices: an OptionError in the parser's words),
+    the others their defaults (a required option None), `opt._given` the names of `values`. A flag
+    is given by a true value; a None value, a false flag and an empty list are not given (as an
+    option left off a command line)."""
     import argparse
     opt = argparse.Namespace()
     for action in parser._actions:
@@ -203,8 +214,8 @@ def parse_values(parser, values):
     for name, value in values.items():
         action = parser._option_string_actions[f"-{name}"]
         several = action.nargs not in (None, "?", 0)   # the option takes a list of words
-        if value is None or (action.nargs == 0 and not value) or (several and isinstance(value, (list, tuple))
-                                                                   and not value):
+        if (value is None or (action.nargs == 0 and not value)
+                or (several and isinstance(value, (list, tuple)) and not value)):
             continue
         words = ([] if action.nargs == 0 else [str(v) for v in value]
                  if several and isinstance(value, (list, tuple)) else [str(value)])
@@ -226,7 +237,8 @@ def given(opt, name):
 
 
 def given_values(opt, names):
-    """{name: value} of the options among `names` that the user gave (`given`), in `names`' order."""
+    """{name: value} of the options among `names` that the user gave (`given`), in `names`'
+    order."""
     return {name: getattr(opt, name) for name in names if given(opt, name)}
 
 
@@ -238,23 +250,25 @@ def saved_options(opt):
 def config_opts(parser):
     import argparse
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
-    # what reading the -config file found worth one log line (the upstream keys it dropped); set by the
-    # YAML parser, logged by the entry point once it logs
-    parser.add("-config_notes", "--config_notes", dest="_config_notes", default="", help=argparse.SUPPRESS)
+    # what reading the -config file found worth one log line (the upstream keys it dropped); set by
+    # the YAML parser, logged by the entry point once it logs
+    parser.add("-config_notes", "--config_notes", dest="_config_notes", default="",
+               help=argparse.SUPPRESS)
 
 
 def save_config_opts(parser):
     parser.add("-save_config", "--save_config", default=None,
-               help="write the options of this command (given and defaults) to this YAML file, usable as "
-                    "-config, and exit without doing anything else (OpenNMT-py's)")
+               help="write the options of this command (given and defaults) to this YAML file, "
+                    "usable as -config, and exit without doing anything else (OpenNMT-py's)")
 
 
 def write_config(opt, path, parser, write=None):
-    """-save_config: the options of `opt` that differ from `parser`'s defaults (what was given, and what
-    the given options implied), as YAML readable back with -config to the same options. A default is
-    left out: written, it would count as given (and, say, -warmup_steps without -decay_method noam is
-    refused). `write(path, text)` writes it (the entry points give files.write_text_atomic: whole or not
-    at all, a stream written through: DESIGN §5 keeps utils/ out of opts/)."""
+    """-save_config: the options of `opt` that differ from `parser`'s defaults (what was given, and
+    what the given options implied), as YAML readable back with -config to the same options. A
+    default is left out: written, it would count as given (and, say, -warmup_steps without
+    -decay_method noam is refused). `write(path, text)` writes it (the entry points give
+    files.write_text_atomic: whole or not at all, a stream written through: DESIGN §5 keeps utils/
+    out of opts/)."""
     import yaml
     defaults = {}
     for action in parser._actions:
@@ -309,7 +323,8 @@ def translate_parser():
 
 
 def tune_decoding_parser():
-    return _with_config("Checkpoints + a tuning set -> the best checkpoint and length rule", tune_decoding_opts)
+    return _with_config("Checkpoints + a tuning set -> the best checkpoint and length rule",
+                        tune_decoding_opts)
 
 
 def evaluate_parser():
@@ -317,15 +332,18 @@ def evaluate_parser():
 
 
 def prepare_cnndm_parser():
-    return _with_config("CNN/DailyMail as published -> {train,valid,test}.{src,tgt}.txt", prepare_opts, CNNDM_FORMATS)
+    return _with_config("CNN/DailyMail as published -> {train,valid,test}.{src,tgt}.txt",
+                        prepare_opts, CNNDM_FORMATS)
 
 
 def prepare_gigaword_parser():
-    return _with_config("Gigaword as published -> {train,valid,test}.{src,tgt}.txt", prepare_opts, GIGAWORD_FORMATS)
+    return _with_config("Gigaword as published -> {train,valid,test}.{src,tgt}.txt",
+                        prepare_opts, GIGAWORD_FORMATS)
 
 
 def explore_parser():
-    return _with_config("Sources, references and systems' summaries -> one HTML page to explore them", explore_opts)
+    return _with_config("Sources, references and systems' summaries -> "
+                        "one HTML page to explore them", explore_opts)
 
 
 def plot_attention_parser():

@@ -17,36 +17,40 @@ def translate_opts(parser):
     g.add("-n_best", "--n_best", type=int, default=1, help="output the n best hypotheses")
     g.add("-min_length", "--min_length", type=int, default=0, help="minimum prediction length")
     g.add("-max_length", "--max_length", type=int, default=100, help="maximum prediction length")
-    g.add("-length_penalty", "--length_penalty", default="none", choices=["none", "avg", "wu"], help="length penalty")
+    g.add("-length_penalty", "--length_penalty", default="none", choices=["none", "avg", "wu"],
+          help="length penalty")
     g.add("-alpha", "--alpha", type=float, default=0.0, help="length penalty parameter for wu")
     search_opts(g)
     g.add("-dump_beam", "--dump_beam", default="",
-          help="write the beam search's history (per example and step: token ids, words, scores, backpointers) "
-               "to this JSON file")
+          help="write the beam search's history (per example and step: token ids, words, scores, "
+               "backpointers) to this JSON file")
     g = parser.add_argument_group("Inspection")
     g.add("-attn_plot", "--attn_plot", default="",
-          help="write a PNG per example into this folder: encoder attention, intra-decoder attention and "
-               "p(copy) per output step (needs matplotlib: pip install .[plot])")
-    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
+          help="write a PNG per example into this folder: encoder attention, intra-decoder "
+               "attention and p(copy) per output step (needs matplotlib: pip install .[plot])")
+    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10,
+          help="plot the first N examples (0: all)")
     g.add("-attn_debug", "--attn_debug", default="",
           help="dump the raw attention arrays and p(copy) of every example to this file "
                "(re-plot with tools/plot_attention.py)")
     g.add("-profile", "--profile", type=int, default=0,
-          help="profile the first N batches with torch.profiler: log the top 25 operators by self CPU (and "
-               "CUDA) time and write a Chrome trace to -profile_trace; the translation goes on (0: off)")
+          help="profile the first N batches with torch.profiler: log the top 25 operators by self "
+               "CPU (and CUDA) time and write a Chrome trace to -profile_trace; "
+               "the translation goes on (0: off)")
     g.add("-profile_trace", "--profile_trace", default="",
-          help="the -profile Chrome trace (JSON; default: the -output path without extension + _profile.json)")
+          help="the -profile Chrome trace (JSON; default: the -output path without "
+               "extension + _profile.json)")
     input_rule_opts(parser)
     g = parser.add_argument_group("Output")
     g.add("-report_rouge", "--report_rouge", action="store_true",
           help="score the predictions against -tgt with ROUGE (built-in scorer) at the end")
     g.add("-detokenize", "--detokenize", action="store_true",
           help="write readable text (he's, (, sentence case where the data was lowercased: "
-               "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still scores the tokens; "
-               "implies -replace_unk unless -keep_unk")
+               "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still "
+               "scores the tokens; implies -replace_unk unless -keep_unk")
     g.add("-keep_unk", "--keep_unk", action="store_true",
-          help="with -detokenize, write <unk> where the model predicts it (by default -detokenize replaces it with "
-               "the attended source word, as -replace_unk)")
+          help="with -detokenize, write <unk> where the model predicts it (by default -detokenize "
+               "replaces it with the attended source word, as -replace_unk)")
 
 
 def device_opts(g):
@@ -54,24 +58,29 @@ def device_opts(g):
     g.add("-gpu", "--gpu", type=int, default=-1, help="GPU id (-1: CPU)")
     g.add("-batch_size", "--batch_size", type=int, default=30, help="examples per batch")
     g.add("-precision", "--precision", default="fp32", choices=["fp32", "bf16", "fp16", "int8"],
-          help="the decoding's vocabulary product (the largest of a step) in this precision, its weight prepared "
-               "once: bf16 on CUDA or a CPU with native bfloat16 (avx512_bf16 / amx_bf16), fp16 on CUDA, int8 "
-               "(PyTorch's dynamic quantization, as upstream's) on the CPU; the log-softmax and the copy mixture "
-               "stay float32; a precision the device cannot run fast is refused")
+          help="the decoding's vocabulary product (the largest of a step) in this precision, its "
+               "weight prepared once: bf16 on CUDA or a CPU with native bfloat16 "
+               "(avx512_bf16 / amx_bf16), fp16 on CUDA, int8 (PyTorch's dynamic quantization, as "
+               "upstream's) on the CPU; the log-softmax and the copy mixture stay float32; "
+               "a precision the device cannot run fast is refused")
     g.add("-compile", "--compile", action="store_true",
-          help="torch.compile the mlp attention's scores (See et al.'s and Bahdanau's models; other models have "
-               "nothing compiled) on their first call (a few seconds): 8-10 %% faster at CNN/DM's source lengths "
-               "on the CPU, no faster at Gigaword's; the same predictions")
+          help="torch.compile the mlp attention's scores (See et al.'s and Bahdanau's models; "
+               "other models have nothing compiled) on their first call (a few seconds): "
+               "8-10 %% faster at CNN/DM's source lengths on the CPU, no faster at Gigaword's; "
+               "the same predictions")
 
 
 def search_opts(g):
     """The search settings that onmt_tune_decoding holds fixed while it tunes the length rule."""
-    g.add("-coverage_penalty", "--coverage_penalty", default="none", choices=["none", "wu", "summary"],
-          help="coverage penalty of a hypothesis's summed attention cov_i: wu: -beta*sum_i log(min(cov_i, 1)); "
-               "summary: beta*(sum_i max(cov_i, 1) - S) (onmt/translate/decoding.py)")
+    g.add("-coverage_penalty", "--coverage_penalty", default="none",
+          choices=["none", "wu", "summary"],
+          help="coverage penalty of a hypothesis's summed attention cov_i: "
+               "wu: -beta*sum_i log(min(cov_i, 1)); summary: beta*(sum_i max(cov_i, 1) - S) "
+               "(onmt/translate/decoding.py)")
     g.add("-beta", "--beta", type=float, default=0.0, help="coverage penalty parameter")
     g.add("-stepwise_penalty", "--stepwise_penalty", action="store_true",
-          help="apply the coverage penalty to the running scores at every step, not only to finished hypotheses")
+          help="apply the coverage penalty to the running scores at every step, not only to "
+               "finished hypotheses")
     g.add("-block_ngram_repeat", "--block_ngram_repeat", type=int, default=0,
           help="never repeat an n-gram of this size (0: off)")
     g.add("-avoid_trigram_repetition", "--avoid_trigram_repetition", action="store_true",
@@ -87,7 +96,8 @@ def input_rule_opts(parser):
     g.add("-src_seq_length_trunc", "--src_seq_length_trunc", type=int, default=0,
           help="cut -src lines to N tokens (default: as the training data was cut; 0: not cut)")
     g.add("-tgt_seq_length_trunc", "--tgt_seq_length_trunc", type=int, default=0,
-          help="cut -tgt lines to N tokens for gold scoring (default: as the training data was cut; 0: not cut)")
+          help="cut -tgt lines to N tokens for gold scoring "
+               "(default: as the training data was cut; 0: not cut)")
 
 
 
@@ -99,9 +109,12 @@ def tune_decoding_opts(parser):
     g.add("-tgt", "--tgt", required=True, help="the tuning set's reference summaries, one per line")
     g.add("-output", "--output", required=True,
           help="YAML of the best checkpoint and search settings, read back by translate.py -config")
-    g.add("-report", "--report", default="", help="also write every setting's scores and length to this JSON file")
-    g.add("-metric", "--metric", default="rougeL", choices=["rouge1", "rouge2", "rougeL", "rougeLsum"],
-          help="the ROUGE F1 (built-in scorer) the best setting maximizes; ties go to the earlier setting")
+    g.add("-report", "--report", default="",
+          help="also write every setting's scores and length to this JSON file")
+    g.add("-metric", "--metric", default="rougeL",
+          choices=["rouge1", "rouge2", "rougeL", "rougeLsum"],
+          help="the ROUGE F1 (built-in scorer) the best setting maximizes; "
+               "ties go to the earlier setting")
     device_opts(g)
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g.add("-seed", "--seed", type=int, default=829, help="random seed")
@@ -110,7 +123,8 @@ def tune_decoding_opts(parser):
           help="the length penalty of every setting")
     g.add("-alpha", "--alpha", type=float, nargs="+", default=[0.0, 0.5, 1.0, 1.5, 2.0],
           help="values of wu's alpha (0: no penalty)")
-    g.add("-min_length", "--min_length", type=int, nargs="+", default=[0], help="values of the minimum length")
+    g.add("-min_length", "--min_length", type=int, nargs="+", default=[0],
+          help="values of the minimum length")
     g = parser.add_argument_group("Search, the same in every setting")
     g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
     g.add("-max_length", "--max_length", type=int, default=100,
@@ -121,21 +135,25 @@ def tune_decoding_opts(parser):
 def evaluate_opts(parser):
     g = parser.add_argument_group("Evaluate")
     g.add("-pred", "--pred", required=True, nargs="+", action="extend",
-          help="predictions, one summary per line (plain or .gz); a second file is compared with the "
-               "first by a paired bootstrap test")
+          help="predictions, one summary per line (plain or .gz); a second file is compared with "
+               "the first by a paired bootstrap test")
     g.add("-ref", "--ref", required=True, nargs="+", action="extend",
-          help="references, one summary per line; several files (or -ref given again): several references")
-    g.add("-json", "--json", default="", help="also write the scores (and intervals) to this JSON file")
+          help="references, one summary per line; several files (or -ref given again): "
+               "several references")
+    g.add("-json", "--json", default="",
+          help="also write the scores (and intervals) to this JSON file")
     g.add("-official", "--official", action="store_true",
           help="score with the original ROUGE-1.5.5 Perl script (needs perl and XML::Parser)")
     g.add("-bootstrap", "--bootstrap", type=int, default=0,
-          help="N bootstrap samples: 95%% confidence intervals (and the paired test's samples; 1000 if 0)")
+          help="N bootstrap samples: 95%% confidence intervals "
+               "(and the paired test's samples; 1000 if 0)")
     g.add("-seed", "--seed", type=int, default=1, help="seed of the bootstrap samples")
     g.add("-limit_bytes", "--limit_bytes", type=int, default=0,
           help="score only the first N bytes of every summary (ROUGE-1.5.5 -b; DUC-2004: 75)")
     g.add("-limit_words", "--limit_words", type=int, default=0,
           help="score only the first N words of every summary (ROUGE-1.5.5 -l)")
-    g.add("-recall_only", "--recall_only", action="store_true", help="report recall only (as DUC does)")
+    g.add("-recall_only", "--recall_only", action="store_true",
+          help="report recall only (as DUC does)")
     g.add("-no_stemming", "--no_stemming", action="store_true",
           help="no Porter stemming (ROUGE-1.5.5 without -m; the standard setting stems)")
     g.add("-sent_per_line", "--sent_per_line", action="store_true",
@@ -147,22 +165,28 @@ def evaluate_opts(parser):
 
 def plot_attention_opts(parser):
     g = parser.add_argument_group("Re-plot an -attn_debug dump (tools/plot_attention.py)")
-    g.add("-attn_debug", "--attn_debug", required=True, help="a dump written by translate.py -attn_debug")
+    g.add("-attn_debug", "--attn_debug", required=True,
+          help="a dump written by translate.py -attn_debug")
     g.add("-attn_plot", "--attn_plot", required=True,
           help="write a PNG per example into this folder (needs matplotlib: pip install .[plot])")
-    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10, help="plot the first N examples (0: all)")
+    g.add("-attn_plot_n", "--attn_plot_n", type=int, default=10,
+          help="plot the first N examples (0: all)")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
 
 
 def explore_opts(parser):
     g = parser.add_argument_group("Explore summaries in a browser (onmt_explore, tools/explore.py)")
-    g.add("-src", "--src", required=True, help="the source file the systems summarized, one article per line")
+    g.add("-src", "--src", required=True,
+          help="the source file the systems summarized, one article per line")
     g.add("-ref", "--ref", required=True, help="the reference summaries, one per line")
     g.add("-system", "--system", required=True, nargs="+", action="extend",
-          help="each system's output: a translate.py -attn_debug dump (.npz: attention and copy marks shown) "
-               "or a prediction file, one summary per line; the first two are compared")
-    g.add("-names", "--names", nargs="+", default=[], help="a name per -system (default: the files' names)")
-    g.add("-output", "--output", required=True, help="the HTML file to write (self-contained, opens from disk)")
+          help="each system's output: a translate.py -attn_debug dump (.npz: attention and copy "
+               "marks shown) or a prediction file, one summary per line; "
+               "the first two are compared")
+    g.add("-names", "--names", nargs="+", default=[],
+          help="a name per -system (default: the files' names)")
+    g.add("-output", "--output", required=True,
+          help="the HTML file to write (self-contained, opens from disk)")
     g.add("-title", "--title", default="", help="the page's title (default: from -src)")
     g.add("-bootstrap", "--bootstrap", type=int, default=1000,
           help="bootstrap samples of the summary panel's 95%% intervals and paired test")

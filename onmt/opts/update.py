@@ -60,7 +60,8 @@ def fill_defaults(opt, declare):
             setattr(opt, name, copy.deepcopy(default))
 
 
-# Options that set the same thing: a family's recipe leaves them all alone when one of them is given.
+# Options that set the same thing: a family's recipe leaves them all alone when one of them is
+# given.
 SAME_SETTING = {"layers": ("layers", "enc_layers", "dec_layers")}
 
 
@@ -71,13 +72,13 @@ def _apply_recipe(opt, recipe):
 
 
 def update_model_opts(opt):
-    """The model group: defaults for what `opt` lacks; the family (-model_family, or its alias -reinforced
-    or -copy_attn: families.family_name) and what it implies (families.FAMILIES: -reinforced implies
-    -share_embeddings and -copy_attn), then its recipe where not given (-reinforced: -brnn, one layer
-    unless -layers, -enc_layers or -dec_layers is given, the paper's sizes, dropout and scheduled
-    sampling); -layers N sets -enc_layers and -dec_layers. An alias contradicting -model_family is left
-    for validation to refuse. (Not for a checkpoint's options, resolved when it was trained: see
-    `update_saved_model_opts`.)"""
+    """The model group: defaults for what `opt` lacks; the family (-model_family, or its alias
+    -reinforced or -copy_attn: families.family_name) and what it implies (families.FAMILIES:
+    -reinforced implies -share_embeddings and -copy_attn), then its recipe where not given
+    (-reinforced: -brnn, one layer unless -layers, -enc_layers or -dec_layers is given, the paper's
+    sizes, dropout and scheduled sampling); -layers N sets -enc_layers and -dec_layers. An alias
+    contradicting -model_family is left for validation to refuse. (Not for a checkpoint's options,
+    resolved when it was trained: see `update_saved_model_opts`.)"""
     fill_defaults(opt, model_opts)
     opt.model_family = family_name(vars(opt))
     family = FAMILIES[opt.model_family]
@@ -96,19 +97,19 @@ def lacking_model_options(saved):
 
 def update_saved_model_opts(opt):
     """A checkpoint's model options: resolved when it was trained, they only lack the options added
-    since (ADDED_MODEL_OPTIONS, whose defaults give the model it was trained with); one written before
-    -model_family gets the family of its -reinforced and -copy_attn."""
+    since (ADDED_MODEL_OPTIONS, whose defaults give the model it was trained with); one written
+    before -model_family gets the family of its -reinforced and -copy_attn."""
     fill_defaults(opt, model_opts)
     opt.model_family = family_name(vars(opt))
 
 
 def update_train_opts(opt):
     """train.py's own options (the model group has `update_model_opts`, run by `resolve_train_run`):
-    defaults for what `opt` lacks; the family's training recipe (-reinforced: the paper's optimizer and
-    batch) where not given (on -train_from the checkpoint's own options replace these);
-    -early_stopping_criteria defaults to ppl, to rougeL for the mixed objective or RL (-rl_gamma > 0, which
-    raises the perplexity by design: its best checkpoint is its best greedy validation ROUGE-L, unless
-    -no_valid_rouge), and rougeL among them turns -valid_rouge on."""
+    defaults for what `opt` lacks; the family's training recipe (-reinforced: the paper's optimizer
+    and batch) where not given (on -train_from the checkpoint's own options replace these);
+    -early_stopping_criteria defaults to ppl, to rougeL for the mixed objective or RL
+    (-rl_gamma > 0, which raises the perplexity by design: its best checkpoint is its best greedy
+    validation ROUGE-L, unless -no_valid_rouge), and rougeL among them turns -valid_rouge on."""
     fill_defaults(opt, train_opts)
     _apply_recipe(opt, FAMILIES[family_name(vars(opt))].train_recipe)
     if not opt.early_stopping_criteria:
@@ -120,8 +121,8 @@ def update_train_opts(opt):
 
 
 def update_translate_opts(opt):
-    """Defaults for what `opt` lacks; -avoid_trigram_repetition is -block_ngram_repeat 3; -detokenize
-    (readable output) is -replace_unk too unless -keep_unk."""
+    """Defaults for what `opt` lacks; -avoid_trigram_repetition is -block_ngram_repeat 3;
+    -detokenize (readable output) is -replace_unk too unless -keep_unk."""
     fill_defaults(opt, translate_opts)
     if opt.avoid_trigram_repetition:
         opt.block_ngram_repeat = 3
@@ -163,23 +164,24 @@ def update_plot_attention_opts(opt):
 
 # --------------------------------------------------------------------------- a run's options
 # Training options a resume takes from the checkpoint unless given again (exact resume by default).
-OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1", "adam_beta2",
-                     "max_grad_norm", "decay_method", "learning_rate_decay", "start_decay_steps", "decay_steps",
-                     "warmup_steps")
-OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization", "copy_loss_by_seqlength")
-# what makes a resumed run the run it resumes (its batches, their order and size, its draws): the checkpoint's
-# unless given again
-BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "valid_batch_size", "seed",
-                    "rl_normalization")
+OPTIMIZER_OPTIONS = ("optim", "learning_rate", "adagrad_accumulator_init", "adam_beta1",
+                     "adam_beta2", "max_grad_norm", "decay_method", "learning_rate_decay",
+                     "start_decay_steps", "decay_steps", "warmup_steps")
+OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization",
+                     "copy_loss_by_seqlength")
+# what makes a resumed run the run it resumes (its batches, their order and size, its draws): the
+# checkpoint's unless given again
+BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "valid_batch_size",
+                    "seed", "rl_normalization")
 
 
 def resolve_train_run(opt, saved=None, data=None, target_limit=100):
-    """The options of one training run: a copy of train.py's updated and validated `opt` (never changed)
-    with the model group updated (`update_model_opts`), -data the dataset `data` (built for an upstream
-    config; None: -data), on -train_from the checkpoint's model and training choices (`saved`: its
-    options; `_resume`), -max_gen_length the data's target limit `target_limit` unless set, and
-    -valid_rouge on exactly with -rl_gamma unless given. Returns (options, lines for the log);
-    `validate_train_run` checks them."""
+    """The options of one training run: a copy of train.py's updated and validated `opt` (never
+    changed) with the model group updated (`update_model_opts`), -data the dataset `data` (built for
+    an upstream config; None: -data), on -train_from the checkpoint's model and training choices
+    (`saved`: its options; `_resume`), -max_gen_length the data's target limit `target_limit` unless
+    set, and -valid_rouge on exactly with -rl_gamma unless given. Returns (options, lines for the
+    log); `validate_train_run` checks them."""
     run = copy.deepcopy(opt)
     update_model_opts(run)
     if data is not None:
@@ -193,74 +195,87 @@ def resolve_train_run(opt, saved=None, data=None, target_limit=100):
 
 
 def _resume(run, saved):
-    """-train_from: the checkpoint's model (its family and shape, always) and its training choices, its
-    optimizer's options included, unless given here (-reset_optim resets the optimizer's state, never its
-    options: a fresh SGD at lr 1.0 would learn nothing from an Adam checkpoint at 1e-4). A model option the
-    checkpoint lacks must be given here (a default could silently change the model); one contradicting it
-    is refused, but for the family's `resume_may_change`. UserError naming the checkpoint otherwise."""
+    """-train_from: the checkpoint's model (its family and shape, always) and its training choices,
+    its optimizer's options included, unless given here (-reset_optim resets the optimizer's state,
+    never its options: a fresh SGD at lr 1.0 would learn nothing from an Adam checkpoint at 1e-4). A
+    model option the checkpoint lacks must be given here (a default could silently change the
+    model); one contradicting it is refused, but for the family's `resume_may_change`. UserError
+    naming the checkpoint otherwise."""
     from onmt.errors import UserError
     from onmt.opts.validate import check_saved_model_types
     try:
         check_saved_model_types(saved)
     except OptionError as e:
-        raise UserError(f"checkpoint {run.train_from} is damaged or from another program: its options are "
-                        f"invalid: {e}") from None
-    saved = {**saved, "model_family": family_name(saved)}   # one written before -model_family: its aliases'
+        raise UserError(f"checkpoint {run.train_from} is damaged or from another program: its "
+                        f"options are invalid: {e}") from None
+    # one written before -model_family: its aliases'
+    saved = {**saved, "model_family": family_name(saved)}
     names = option_names(model_opts)
-    lacking = [n for n in names if n not in saved and not given(run, n) and n not in ADDED_MODEL_OPTIONS]
+    lacking = [n for n in names
+               if n not in saved and not given(run, n) and n not in ADDED_MODEL_OPTIONS]
     if lacking:
-        raise UserError(f"checkpoint {run.train_from} is damaged or from another program: its options lack "
-                        f"{', '.join(lacking)} (give {' '.join('-' + n for n in lacking[:3])} to say what they were)")
+        raise UserError(f"checkpoint {run.train_from} is damaged or from another program: its "
+                        f"options lack {', '.join(lacking)} (give "
+                        f"{' '.join('-' + n for n in lacking[:3])} to say what they were)")
     may_change = FAMILIES[saved["model_family"]].resume_may_change
     from_here = set(may_change) | set(OBJECTIVE_OPTIONS) | set(OPTIMIZER_OPTIONS)
     contradictions = [f"-{n} {getattr(run, n)} (the checkpoint's: {saved[n]})" for n in names
-                      if n not in from_here and n in saved and given(run, n) and getattr(run, n) != saved[n]]
+                      if n not in from_here and n in saved and given(run, n)
+                      and getattr(run, n) != saved[n]]
     if contradictions:
-        raise UserError(f"-train_from {run.train_from} keeps the model it holds (its family, shape and attention); "
-                        f"{', '.join(contradictions[:3])} given here contradict it: drop them, or train a new model "
-                        f"(a resume may change {', '.join('-' + n for n in may_change)})")
+        raise UserError(f"-train_from {run.train_from} keeps the model it holds (its family, shape "
+                        f"and attention); {', '.join(contradictions[:3])} given here contradict "
+                        "it: drop them, or train a new model (a resume may change "
+                        f"{', '.join('-' + n for n in may_change)})")
     from_here |= set(BATCHING_OPTIONS)
     taken, changed = [], []
     for name in names + OBJECTIVE_OPTIONS + OPTIMIZER_OPTIONS + BATCHING_OPTIONS:
         if name not in saved and name in ADDED_MODEL_OPTIONS and name not in from_here:
             setattr(run, name, ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option
         elif name in saved and not (name in from_here and given(run, name)):
-            if name in BATCHING_OPTIONS + OPTIMIZER_OPTIONS + OBJECTIVE_OPTIONS and getattr(run, name) != saved[name]:
+            if (name in BATCHING_OPTIONS + OPTIMIZER_OPTIONS + OBJECTIVE_OPTIONS
+                    and getattr(run, name) != saved[name]):
                 taken.append(f"-{name} {saved[name]}")
             setattr(run, name, saved[name])
         elif name in saved and given(run, name) and getattr(run, name) != saved[name]:
             changed.append(f"-{name} {getattr(run, name)} (the checkpoint's: {saved[name]})")
     notes = []
     if taken:
-        notes.append(f"-train_from {run.train_from}: from the checkpoint (not given here): {', '.join(taken)}")
+        notes.append(f"-train_from {run.train_from}: from the checkpoint (not given here): "
+                     f"{', '.join(taken)}")
     if changed:
         notes.append(f"-train_from {run.train_from}: changed here: {', '.join(changed)}")
     if run.copy_loss_by_seqlength and run.rl_gamma and not given(run, "copy_loss_by_seqlength"):
-        run.copy_loss_by_seqlength = False   # it would weigh the ML term by 1/length: not the -rl_gamma mix
-        notes.append(f"-copy_loss_by_seqlength of {run.train_from} is not carried into the mixed objective "
-                     "(it would divide the ML term by each summary's length and shift the mix from -rl_gamma)")
+        # it would weigh the ML term by 1/length: not the -rl_gamma mix
+        run.copy_loss_by_seqlength = False
+        notes.append(f"-copy_loss_by_seqlength of {run.train_from} is not carried into the mixed "
+                     "objective (it would divide the ML term by each summary's length and shift "
+                     "the mix from -rl_gamma)")
     return notes
 
 
 def resume_adds_parameters(opt):
-    """Whether this -train_from run turns on an option that adds parameters to the checkpoint's model
-    (families.RESUME_ADDS_PARAMETERS): they start as a fresh model's."""
+    """Whether this -train_from run turns on an option that adds parameters to the checkpoint's
+    model (families.RESUME_ADDS_PARAMETERS): they start as a fresh model's."""
     return bool(opt.train_from) and any(given(opt, n) for n in RESUME_ADDS_PARAMETERS)
 
 
 def distributed_choices(opt):
     """What utils/distributed.py needs to know of how -world_size and -gpu came: `world_size_given`
-    (under torchrun it must then be WORLD_SIZE) and `cpu_given` (-gpu -1 given: under torchrun, the CPU)."""
-    return {"world_size_given": given(opt, "world_size"), "cpu_given": given(opt, "gpu") and opt.gpu < 0}
+    (under torchrun it must then be WORLD_SIZE) and `cpu_given` (-gpu -1 given: under torchrun, the
+    CPU)."""
+    return {"world_size_given": given(opt, "world_size"),
+            "cpu_given": given(opt, "gpu") and opt.gpu < 0}
 
 
 def resolve_translate_run(opt, model_opt, preprocess, target_limit):
-    """translate.py's options for one checkpoint: a copy of the updated and validated `opt` (never changed)
-    where each of these options not given takes the checkpoint's value: -src_seq_length_trunc (and, with
-    -tgt, -tgt_seq_length_trunc) the truncation of its preprocessing record `preprocess` (None: an older
-    checkpoint, no truncation), -max_length its longest training target (`target_limit`, 0: none recorded,
-    the option's default), -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's
-    model options). Returns (options, one line for the log per rule); `validate_translate_run` checks them."""
+    """translate.py's options for one checkpoint: a copy of the updated and validated `opt` (never
+    changed) where each of these options not given takes the checkpoint's value:
+    -src_seq_length_trunc (and, with -tgt, -tgt_seq_length_trunc) the truncation of its
+    preprocessing record `preprocess` (None: an older checkpoint, no truncation), -max_length its
+    longest training target (`target_limit`, 0: none recorded, the option's default),
+    -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's model options).
+    Returns (options, one line for the log per rule); `validate_translate_run` checks them."""
     run, notes, record = copy.deepcopy(opt), [], preprocess or {}
     run.src_seq_length_trunc = _trunc(opt, record, "src", notes)
     if opt.tgt:
@@ -270,15 +285,16 @@ def resolve_translate_run(opt, model_opt, preprocess, target_limit):
     else:
         run.max_length = target_limit or opt.max_length
         notes.append(f"predictions stop at {run.max_length} tokens: " +
-                     ("the training targets' length limit (-max_length to change)" if target_limit else
-                      "the -max_length default (the training data recorded no target limit)"))
+                     ("the training targets' length limit (-max_length to change)" if target_limit
+                      else "the -max_length default (the training data recorded no target limit)"))
     if given(opt, "block_ngram_repeat") or given(opt, "avoid_trigram_repetition"):
         rule = f"no repeated {opt.block_ngram_repeat}-gram" if opt.block_ngram_repeat else "off"
         notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat given)")
     else:
         family = FAMILIES[model_opt.model_family]
         run.block_ngram_repeat = family.block_ngram_repeat
-        rule = (f"no repeated {run.block_ngram_repeat}-gram, the {family.name} model's test-time rule"
+        rule = (f"no repeated {run.block_ngram_repeat}-gram, the {family.name} model's "
+                "test-time rule"
                 if run.block_ngram_repeat else f"off, the {family.name} model's default")
         notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat N to change)")
     return run, notes
@@ -288,10 +304,11 @@ def _trunc(opt, record, side, notes):
     name, flag = f"{side}_seq_length_trunc", f"-{side}"
     if given(opt, name):
         n = getattr(opt, name)
-        notes.append(f"{flag} truncated to {n} tokens (-{name})" if n else f"{flag} not truncated (-{name} 0)")
+        notes.append(f"{flag} truncated to {n} tokens (-{name})" if n
+                     else f"{flag} not truncated (-{name} 0)")
         return n
     n = int(record.get(name, 0) or 0)
     if n:
-        notes.append(f"{flag} truncated to {n} tokens, as preprocessing truncated the training data "
-                     f"(-{name} N to change, 0 for none)")
+        notes.append(f"{flag} truncated to {n} tokens, as preprocessing truncated the training "
+                     f"data (-{name} N to change, 0 for none)")
     return n

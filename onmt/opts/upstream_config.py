@@ -1,7 +1,8 @@
 """OpenNMT-py 3.x configs: a `data:` mapping of corpora instead of a preprocessed -data prefix.
 
     data:
-        cnndm: {path_src: cnndm/train.src, path_tgt: cnndm/train.tgt, transforms: [filtertoolong], weight: 1}
+        cnndm: {path_src: cnndm/train.src, path_tgt: cnndm/train.tgt,
+                transforms: [filtertoolong], weight: 1}
         valid: {path_src: cnndm/valid.src, path_tgt: cnndm/valid.tgt}
     save_data: cnndm/run/example
     src_vocab: cnndm/run/example.vocab.src
@@ -9,12 +10,12 @@
     src_seq_length: 10000
     ... model and training keys, as here
 
-`translate(obj)` turns such a YAML mapping into this toolkit's options: the corpora and the vocabulary
-keys become one JSON option, -data_config, and -data a placeholder; train.py then builds (or finds) the
-preprocessed dataset for them (onmt/inputters/upstream_data.py), cached by the content of the corpora
-and these settings. Keys of upstream's data pipeline that have no counterpart here (transforms, weight,
-subword models, n_sample, overwrite) are read and dropped; so are `model_type: text` and
-`decoder_type: rnn`, the only ones there are here.
+`translate(obj)` turns such a YAML mapping into this toolkit's options: the corpora and the
+vocabulary keys become one JSON option, -data_config, and -data a placeholder; train.py then builds
+(or finds) the preprocessed dataset for them (onmt/inputters/upstream_data.py), cached by the
+content of the corpora and these settings. Keys of upstream's data pipeline that have no counterpart
+here (transforms, weight, subword models, n_sample, overwrite) are read and dropped; so are
+`model_type: text` and `decoder_type: rnn`, the only ones there are here.
 """
 import json
 
@@ -22,12 +23,15 @@ from onmt.opts.families import FAMILIES, family_name
 
 # upstream key -> the spec's key (preprocessing settings of the dataset built for the config)
 DATA_KEYS = {"save_data": "save_data", "src_vocab": "src_vocab", "tgt_vocab": "tgt_vocab",
-             "share_vocab": "share_vocab", "src_vocab_size": "src_vocab_size", "tgt_vocab_size": "tgt_vocab_size",
+             "share_vocab": "share_vocab",
+             "src_vocab_size": "src_vocab_size", "tgt_vocab_size": "tgt_vocab_size",
              "src_seq_length": "src_seq_length", "tgt_seq_length": "tgt_seq_length",
              "src_words_min_frequency": "src_words_min_frequency",
              "tgt_words_min_frequency": "tgt_words_min_frequency", "lower": "lower",
-             "src_seq_length_trunc": "src_seq_length_trunc", "tgt_seq_length_trunc": "tgt_seq_length_trunc"}
-# upstream's data-pipeline keys with no counterpart here -> why they can be dropped (one log line names them)
+             "src_seq_length_trunc": "src_seq_length_trunc",
+             "tgt_seq_length_trunc": "tgt_seq_length_trunc"}
+# upstream's data-pipeline keys with no counterpart here -> why they can be dropped (one log line
+# names them)
 WHY_DROPPED = {
     "transforms": "no on-the-fly transforms here: the corpora are read as they are",
     "weight": "corpora are read whole, not sampled by weight",
@@ -53,18 +57,22 @@ def is_upstream(obj):
 
 
 def ignored(obj):
-    """The keys of a 3.x config mapping that are read and dropped, each once with why: ["transforms (no
-    on-the-fly transforms here: ...)", ...], top-level keys and those of the corpora alike."""
+    """The keys of a 3.x config mapping that are read and dropped, each once with why:
+    ["transforms (no on-the-fly transforms here: ...)", ...], top-level keys and those of the
+    corpora alike."""
     keys = [k for k in obj if k in WHY_DROPPED]
     for corpus in obj["data"].values():
         keys += [k for k in (corpus if isinstance(corpus, dict) else ()) if k not in CORPUS_KEYS]
     keys = list(dict.fromkeys(keys))
-    return [f"{k} ({WHY_DROPPED.get(k, 'a corpus setting with no counterpart here')})" for k in keys]
+    return [f"{k} ({WHY_DROPPED.get(k, 'a corpus setting with no counterpart here')})"
+            for k in keys]
 
 
 def translate(obj):
-    """The options of a 3.x config mapping (module docstring): -> a new mapping of this toolkit's keys."""
-    out = {k: v for k, v in obj.items() if k != "data" and k not in DATA_KEYS and k not in DROPPED}
+    """The options of a 3.x config mapping (module docstring): -> a new mapping of this toolkit's
+    keys."""
+    out = {k: v for k, v in obj.items()
+           if k != "data" and k not in DATA_KEYS and k not in DROPPED}
     for key, only in ONLY_CHOICE.items():
         if key in out:
             if out.pop(key) != only:
@@ -80,7 +88,8 @@ def translate(obj):
             corpora.append(pair)
     if not corpora:
         raise UpstreamConfigError("data: no training corpus (only valid)")
-    family = FAMILIES.get(family_name(obj))   # -copy_attn (upstream's), -reinforced, -model_family
+    # -copy_attn (upstream's), -reinforced, -model_family
+    family = FAMILIES.get(family_name(obj))
     spec = {"train": corpora, "valid": valid,
             "dynamic_dict": bool(family and family.needs_dynamic_dict),
             **{DATA_KEYS[k]: obj[k] for k in DATA_KEYS if k in obj}}

@@ -7,7 +7,8 @@ from onmt.opts.parse import given
 
 def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
     """One-line OptionErrors for impossible numbers: each name of `positive` must be > 0, of
-    `non_negative` >= 0, of `unit` in [0, 1], of `unit_open` in [0, 1); NaN and infinity never pass."""
+    `non_negative` >= 0, of `unit` in [0, 1], of `unit_open` in [0, 1); NaN and infinity never
+    pass."""
     import math
     rules = [(positive, lambda v: v > 0, "must be positive"),
              (non_negative, lambda v: v >= 0, "must be >= 0"),
@@ -41,15 +42,17 @@ def validate_preprocess_opts(opt):
     from onmt.constants import N_SPECIALS
     for name in ("src_vocab_size", "tgt_vocab_size"):
         if getattr(opt, name) <= N_SPECIALS:
-            raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the {N_SPECIALS} special tokens")
+            raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the "
+                              f"{N_SPECIALS} special tokens")
     if opt.shard_size <= 0:
         raise OptionError(f"-shard_size must be positive, got {opt.shard_size}")
     if opt.num_threads <= 0:
         raise OptionError(f"-num_threads must be positive, got {opt.num_threads}")
     # a negative cut was words[:-1] (the last word of every line silently dropped)
     _check_numbers(opt, positive=("src_seq_length", "tgt_seq_length"),
-                   non_negative=("src_seq_length_trunc", "tgt_seq_length_trunc", "src_words_min_frequency",
-                                 "tgt_words_min_frequency", "report_every"))
+                   non_negative=("src_seq_length_trunc", "tgt_seq_length_trunc",
+                                 "src_words_min_frequency", "tgt_words_min_frequency",
+                                 "report_every"))
     if (opt.valid_src is None) != (opt.valid_tgt is None):
         raise OptionError("-valid_src and -valid_tgt go together")
     if opt.share_vocab and opt.tgt_vocab:
@@ -60,32 +63,37 @@ def validate_preprocess_opts(opt):
 
 
 def check_model_numbers(opt):
-    """The model group's impossible numbers (train.py checks them at start, before reading any data)."""
+    """The model group's impossible numbers (train.py checks them at start, before reading any
+    data)."""
     _check_numbers(opt, positive=("rnn_size", "word_vec_size", "enc_layers", "dec_layers"),
                    non_negative=("param_init", "lambda_coverage"), unit_open=("dropout",))
     if opt.layers == 0 or opt.layers < -1:
-        raise OptionError(f"-layers must be positive (or -1: use -enc_layers and -dec_layers), got {opt.layers}")
+        raise OptionError("-layers must be positive (or -1: use -enc_layers and -dec_layers), "
+                          f"got {opt.layers}")
 
 
 def validate_model_opts(opt):
-    """Cross-option checks of the model group (after `update_model_opts`, or on a checkpoint's options
-    after `update_saved_model_opts`): the family's tables (families.FAMILIES), then the rules of every
-    family."""
+    """Cross-option checks of the model group (after `update_model_opts`, or on a checkpoint's
+    options after `update_saved_model_opts`): the family's tables (families.FAMILIES), then the
+    rules of every family."""
     check_model_numbers(opt)
     family = FAMILIES[family_name(vars(opt))]
-    for other in FAMILIES.values():   # an alias names its family: another -model_family contradicts it
+    # an alias names its family: another -model_family contradicts it
+    for other in FAMILIES.values():
         if other.alias and getattr(opt, other.alias) and not family.implies.get(other.alias):
             raise OptionError(f"-model_family {family.name} contradicts -{other.alias} "
                               f"(-{other.alias} is -model_family {other.name})")
     refused = [r for r in family.refuses if given(opt, r.option) and r.bad(getattr(opt, r.option))]
     if refused:
-        shown = [f"{r.flag or '-' + r.option} {(r.shown or str)(getattr(opt, r.option))}" for r in refused]
+        shown = [f"{r.flag or '-' + r.option} {(r.shown or str)(getattr(opt, r.option))}"
+                 for r in refused]
         why = "; ".join(f"{r.flag or '-' + r.option}: {r.reason}" for r in refused)
         raise OptionError(f"{family.title} cannot honour {', '.join(shown)} ({why})")
     for other in FAMILIES.values():
         only = [f"-{name}" for name in other.only if name not in family.only and given(opt, name)]
         if only:
-            raise OptionError(f"{', '.join(only)} only appl{'ies' if len(only) == 1 else 'y'} to {other.flag}")
+            raise OptionError(f"{', '.join(only)} only appl{'ies' if len(only) == 1 else 'y'} to "
+                              f"{other.flag}")
     for rule in family.requires:
         if not rule.ok(opt):
             raise OptionError(rule.message(opt))
@@ -107,15 +115,17 @@ def validate_model_opts(opt):
 
 
 def value_type_problem(action, value):
-    """None when `value`, a Python value given for the option of argparse `action` (not text to parse),
-    has the type the option takes: a bool for a flag, a list or tuple of str for a list option, an int
-    (not a bool) for an int option, an int or a float for a float option, a str otherwise; else what it
-    must be ("an int", "a bool", "a number", "a str", "a list of str"). The one type check of the Python
-    API's keywords (onmt/api.py) and of a checkpoint's saved options (check_saved_model_types)."""
+    """None when `value`, a Python value given for the option of argparse `action` (not text to
+    parse), has the type the option takes: a bool for a flag, a list or tuple of str for a list
+    option, an int (not a bool) for an int option, an int or a float for a float option, a str
+    otherwise; else what it must be ("an int", "a bool", "a number", "a str", "a list of str"). The
+    one type check of the Python API's keywords (onmt/api.py) and of a checkpoint's saved options
+    (check_saved_model_types)."""
     if action.nargs == 0:
         ok, want = isinstance(value, bool), "a bool"
     elif action.nargs not in (None, "?"):
-        ok, want = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value), "a list of str"
+        ok, want = (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value),
+                    "a list of str")
     elif action.type is int:
         ok, want = isinstance(value, int) and not isinstance(value, bool), "an int"
     elif action.type is float:
@@ -126,10 +136,10 @@ def value_type_problem(action, value):
 
 
 def check_saved_model_types(saved):
-    """OptionError naming the option unless every model option of a checkpoint's saved options (a dict)
-    has a value its command-line option could have given: the right type (value_type_problem: an int for
-    -rnn_size, a bool for a flag) and one of its choices (a damaged or hand-edited checkpoint would
-    otherwise crash later, far from the cause)."""
+    """OptionError naming the option unless every model option of a checkpoint's saved options (a
+    dict) has a value its command-line option could have given: the right type (value_type_problem:
+    an int for -rnn_size, a bool for a flag) and one of its choices (a damaged or hand-edited
+    checkpoint would otherwise crash later, far from the cause)."""
     from onmt.opts.model import model_opts
     from onmt.opts.parse import make_parser
     parser = make_parser("")
@@ -151,8 +161,9 @@ def check_saved_model_types(saved):
 
 
 def paper_differences(opt):
-    """'-name value (paper: p)' for each setting of the family's paper (families.Family.paper) this run
-    sets otherwise (the RL phase's own learning rate, 1e-4 in Paulus et al., is not a difference)."""
+    """'-name value (paper: p)' for each setting of the family's paper (families.Family.paper) this
+    run sets otherwise (the RL phase's own learning rate, 1e-4 in Paulus et al., is not a
+    difference)."""
     out = []
     for name, paper in FAMILIES[family_name(vars(opt))].paper.items():
         value = getattr(opt, name)
@@ -170,13 +181,15 @@ def paper_note(opt):
     differences = paper_differences(opt)
     if not differences:
         return ""
-    return f"Settings that differ from {FAMILIES[family_name(vars(opt))].paper_name}: " + ", ".join(differences)
+    return (f"Settings that differ from {FAMILIES[family_name(vars(opt))].paper_name}: "
+            + ", ".join(differences))
 
 
 def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
-    _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every", "learning_rate",
-                                  "accum_count", "world_size"),
-                   non_negative=("train_steps", "epochs", "max_grad_norm", "adagrad_accumulator_init"),
+    _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every",
+                                  "learning_rate", "accum_count", "world_size"),
+                   non_negative=("train_steps", "epochs", "max_grad_norm",
+                                 "adagrad_accumulator_init"),
                    unit_open=("adam_beta1", "adam_beta2"))
     check_model_numbers(opt)
     if opt.profile < 0:
@@ -190,22 +203,26 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     _check_numbers(opt, non_negative=("valid_steps", "save_checkpoint_steps"))
     from onmt.opts.upstream_config import PLACEHOLDER
     if vars(opt).get("data_config") and opt.data != PLACEHOLDER:
-        raise OptionError(f"-data {opt.data} and the -config's data: mapping both name the training data: give one "
-                          "(drop -data to train on the config's corpora)")
+        raise OptionError(f"-data {opt.data} and the -config's data: mapping both name the "
+                          "training data: give one (drop -data to train on the config's corpora)")
     if opt.keep_checkpoint < -1:
-        raise OptionError(f"-keep_checkpoint must be -1 (keep all), 0 or positive, got {opt.keep_checkpoint}")
+        raise OptionError("-keep_checkpoint must be -1 (keep all), 0 or positive, "
+                          f"got {opt.keep_checkpoint}")
     if opt.early_stopping and opt.valid_steps == 0:
-        raise OptionError(f"-early_stopping {opt.early_stopping} needs validation: -valid_steps 0 never validates")
+        raise OptionError(f"-early_stopping {opt.early_stopping} needs validation: "
+                          "-valid_steps 0 never validates")
     if given(opt, "rl_normalization") and not opt.rl_gamma:
-        raise OptionError("-rl_normalization scales the mixed objective's two terms: give -rl_gamma (above 0)")
+        raise OptionError("-rl_normalization scales the mixed objective's two terms: give "
+                          "-rl_gamma (above 0)")
     if "rougeL" in (opt.early_stopping_criteria or ()) and opt.valid_rouge is False:
-        raise OptionError("-early_stopping_criteria rougeL needs the greedy validation ROUGE: drop -no_valid_rouge")
+        raise OptionError("-early_stopping_criteria rougeL needs the greedy validation ROUGE: "
+                          "drop -no_valid_rouge")
     if opt.train_time_limit < 0 or opt.train_time_limit != opt.train_time_limit:
         raise OptionError(f"-train_time_limit must be >= 0, got {opt.train_time_limit}")
     if opt.copy_loss_by_seqlength and opt.rl_gamma and given(opt, "copy_loss_by_seqlength"):
-        raise OptionError("-copy_loss_by_seqlength with -rl_gamma would divide the ML term by each summary's "
-                          "length and so shift the mix away from -rl_gamma; use -rl_normalization tokens for "
-                          "per-token terms")
+        raise OptionError("-copy_loss_by_seqlength with -rl_gamma would divide the ML term by each "
+                          "summary's length and so shift the mix away from -rl_gamma; use "
+                          "-rl_normalization tokens for per-token terms")
     if opt.max_gen_length < 0:
         raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
     if opt.sample_every < 0:
@@ -213,22 +230,25 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     _check_numbers(opt, positive=("learning_rate_decay", "decay_steps", "warmup_steps"),
                    non_negative=("start_decay_steps",))
     if not opt.train_from:   # a resume may change one schedule option of the checkpoint's schedule
-        exponential = [f"-{n}" for n in ("learning_rate_decay", "start_decay_steps", "decay_steps") if given(opt, n)]
+        exponential = [f"-{n}" for n in ("learning_rate_decay", "start_decay_steps", "decay_steps")
+                       if given(opt, n)]
         if exponential and opt.decay_method != "none":
-            raise OptionError(f"{' '.join(exponential)}: exponential decay is -decay_method none's, "
-                              f"not {opt.decay_method}'s")
+            raise OptionError(f"{' '.join(exponential)}: exponential decay is -decay_method "
+                              f"none's, not {opt.decay_method}'s")
         if given(opt, "warmup_steps") and opt.decay_method == "none":
             raise OptionError("-warmup_steps applies to -decay_method noam or rsqrt")
     if opt.reset_optim != "none" and not opt.train_from:
         raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
-    if any(r < 0 or r >= opt.world_size for r in opt.gpu_ranks) or len(set(opt.gpu_ranks)) < len(opt.gpu_ranks):
+    if (any(r < 0 or r >= opt.world_size for r in opt.gpu_ranks)
+            or len(set(opt.gpu_ranks)) < len(opt.gpu_ranks)):
         raise OptionError(f"-gpu_ranks must be distinct ranks below -world_size {opt.world_size}, "
                           f"got {' '.join(map(str, opt.gpu_ranks))}")
     if opt.gpu_ranks and opt.gpu >= 0:
         raise OptionError("give -gpu (one GPU) or -gpu_ranks (with -world_size), not both")
     if opt.world_size > 1 and opt.gpu >= 0:
-        raise OptionError(f"-gpu {opt.gpu} names one GPU; for {opt.world_size} processes on GPUs give "
-                          f"-gpu_ranks {' '.join(map(str, range(opt.world_size)))}, or use torchrun")
+        raise OptionError(f"-gpu {opt.gpu} names one GPU; for {opt.world_size} processes on GPUs "
+                          f"give -gpu_ranks {' '.join(map(str, range(opt.world_size)))}, "
+                          "or use torchrun")
     _check_gpu(opt.gpu)
     if opt.gpu_ranks:
         import torch
@@ -251,17 +271,20 @@ def validate_train_run(opt):
 def validate_translate_opts(opt):
     if opt.beam_size < 1:
         raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
-    _check_numbers(opt, positive=("max_length",), non_negative=("min_length", "alpha", "beta", "block_ngram_repeat"))
+    _check_numbers(opt, positive=("max_length",),
+                   non_negative=("min_length", "alpha", "beta", "block_ngram_repeat"))
     if opt.profile < 0:
         raise OptionError(f"-profile must be >= 0, got {opt.profile}")
     if opt.stepwise_penalty and opt.coverage_penalty == "none":
         raise OptionError("-stepwise_penalty needs -coverage_penalty wu or summary")
     if given(opt, "beta") and opt.coverage_penalty == "none":
-        raise OptionError("-beta is the coverage penalty's parameter: give -coverage_penalty wu or summary")
+        raise OptionError("-beta is the coverage penalty's parameter: "
+                          "give -coverage_penalty wu or summary")
     if given(opt, "min_length") and given(opt, "max_length") and opt.min_length > opt.max_length:
         raise OptionError(f"-min_length {opt.min_length} is above -max_length {opt.max_length}")
     if not 1 <= opt.n_best <= opt.beam_size:
-        raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), got {opt.n_best}")
+        raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), "
+                          f"got {opt.n_best}")
     if opt.batch_size <= 0:
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
     for name in ("src_seq_length_trunc", "tgt_seq_length_trunc"):
@@ -277,8 +300,8 @@ def validate_translate_opts(opt):
 
 
 def check_decoding_device(opt):
-    """-gpu, -precision and -compile of a command that decodes (translate.py, onmt_tune_decoding): the
-    one place they are checked (load_session trusts them; the API checks its own arguments)."""
+    """-gpu, -precision and -compile of a command that decodes (translate.py, onmt_tune_decoding):
+    the one place they are checked (load_session trusts them; the API checks its own arguments)."""
     _check_gpu(opt.gpu)
     check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
     if opt.compile:
@@ -286,16 +309,18 @@ def check_decoding_device(opt):
 
 
 def validate_translate_run(opt):
-    """The checks of translate.py's options resolved for a checkpoint (update.resolve_translate_run):
-    a -min_length above the checkpoint's prediction length limit (UserError: the checkpoint's rule)."""
+    """The checks of translate.py's options resolved for a checkpoint
+    (update.resolve_translate_run): a -min_length above the checkpoint's prediction length limit
+    (UserError: the checkpoint's rule)."""
     if opt.min_length > opt.max_length:
         from onmt.errors import UserError
-        raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length {opt.max_length} "
-                        "(the checkpoint's rule: give -max_length)")
+        raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length "
+                        f"{opt.max_length} (the checkpoint's rule: give -max_length)")
 
 
 def check_precision(precision, device_type):
-    """-precision on a device of `device_type`: one OptionError saying why where it would not run fast."""
+    """-precision on a device of `device_type`: one OptionError saying why where it would not run
+    fast."""
     from onmt.hardware import precision_problem
     problem = precision_problem(precision, device_type)
     if problem:
@@ -303,14 +328,16 @@ def check_precision(precision, device_type):
 
 
 def check_compile(device_type):
-    """-compile on a device of `device_type`: one OptionError saying why where torch.compile cannot build."""
+    """-compile on a device of `device_type`: one OptionError saying why where torch.compile cannot
+    build."""
     from onmt.hardware import compile_problem
     problem = compile_problem(device_type)
     if problem:
         raise OptionError(f"-compile: {problem}")
 
 
-MIN_BOOTSTRAP = 100   # fewer resamples cannot place the 2.5% and 97.5% percentiles (nor a p-value of 0.01)
+# fewer resamples cannot place the 2.5% and 97.5% percentiles (nor a p-value of 0.01)
+MIN_BOOTSTRAP = 100
 
 
 def validate_evaluate_opts(opt):
@@ -320,31 +347,34 @@ def validate_evaluate_opts(opt):
         if getattr(opt, name) < 0:
             raise OptionError(f"-{name} must be >= 0, got {getattr(opt, name)}")
     if 0 < opt.bootstrap < MIN_BOOTSTRAP:
-        raise OptionError(f"-bootstrap {opt.bootstrap}: a 95% interval or a p-value needs at least {MIN_BOOTSTRAP} "
-                          "resamples (1,000 is usual; 0: none)")
+        raise OptionError(f"-bootstrap {opt.bootstrap}: a 95% interval or a p-value needs at least "
+                          f"{MIN_BOOTSTRAP} resamples (1,000 is usual; 0: none)")
     if opt.limit_bytes and opt.limit_words:
         raise OptionError("give -limit_bytes or -limit_words, not both")
 
 
 def validate_tune_decoding_opts(opt):
-    """The grid's own checks; each setting is checked as translate.py's options when the tuner builds it."""
+    """The grid's own checks; each setting is checked as translate.py's options when the tuner
+    builds it."""
     _check_gpu(opt.gpu)      # each setting's translate.py options do not carry -gpu
     check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
     if opt.compile:
         check_compile("cuda" if opt.gpu >= 0 else "cpu")
     if opt.length_penalty != "wu" and opt.alpha != [0.0] and given(opt, "alpha"):
-        raise OptionError(f"-alpha is wu's parameter: give -length_penalty wu, or leave -alpha out with "
-                          f"-length_penalty {opt.length_penalty}")
+        raise OptionError("-alpha is wu's parameter: give -length_penalty wu, or leave -alpha out "
+                          f"with -length_penalty {opt.length_penalty}")
     check_decoding_device(opt)
 
 
 def validate_explore_opts(opt):
     if opt.names and len(opt.names) != len(opt.system):
-        raise OptionError(f"-names gives {len(opt.names)} names for {len(opt.system)} -system files")
+        raise OptionError(f"-names gives {len(opt.names)} names for "
+                          f"{len(opt.system)} -system files")
     if len(set(opt.names)) != len(opt.names):
         raise OptionError(f"-names: each system needs its own name, got {' '.join(opt.names)}")
     if opt.bootstrap < MIN_BOOTSTRAP:
-        raise OptionError(f"-bootstrap {opt.bootstrap}: a 95% interval needs at least {MIN_BOOTSTRAP} resamples")
+        raise OptionError(f"-bootstrap {opt.bootstrap}: a 95% interval needs at least "
+                          f"{MIN_BOOTSTRAP} resamples")
 
 
 def validate_plot_attention_opts(opt):
