@@ -1,7 +1,8 @@
 """onmt-reinforced: Paulus et al.'s deep reinforced summarization model and its baselines.
 
 `from onmt import Summarizer` (onmt/api.py) is imported on first use, so `import onmt` stays cheap.
-`onmt.__version__` is the package's version (pyproject.toml's, which tests/unit/test_onmt.py holds equal).
+`onmt.__version__` is the package's version (pyproject.toml's, which tests/unit/test_onmt.py holds
+equal).
 """
 
 __version__ = "0.1.0"

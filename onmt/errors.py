@@ -16,7 +16,8 @@ class UserError(Exception):
 
 class PeerStopped(UserError):
     """Another process of a distributed run is gone: printed as one line, then this process ends at
-    once (its communication threads, waiting on the dead peer, would abort the interpreter's exit)."""
+    once (its communication threads, waiting on the dead peer, would abort the interpreter's
+    exit)."""
 
 
 class OptionError(ValueError):
@@ -33,4 +34,5 @@ class Stopped(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an interruption (preprocess.py, which unwinds as for ^C): exit status 143."""
+    """SIGTERM turned into an interruption (preprocess.py, which unwinds as for ^C): exit status
+    143."""

@@ -1,11 +1,12 @@
-"""What this machine runs fast: native bfloat16 on the CPU, and which decoding precision a device takes.
+"""What this machine runs fast: native bfloat16 on the CPU,
+and which decoding precision a device takes.
 
 translate.py's and the API's `-precision` (fp32 | bf16 | fp16 | int8) and training's `-amp` ask here
 before any work. A precision the device would run no faster than float32 (or not at all) is refused
 in one line saying why, rather than run slowly: fp16 on the CPU (no fast float16 products there),
 int8 on CUDA (PyTorch's dynamic quantization is a CPU kernel), bf16 on a CPU without AVX-512 BF16 or
-AMX (oneDNN would emulate it, slower than float32). Training's `-compile` asks here whether torch.compile
-can build kernels (a C++ compiler on the CPU, Triton on CUDA).
+AMX (oneDNN would emulate it, slower than float32). Training's `-compile` asks here whether
+torch.compile can build kernels (a C++ compiler on the CPU, Triton on CUDA).
 """
 import torch
 
@@ -29,8 +30,8 @@ SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx
 
 
 def cpu_description():
-    """'<model name>, <n> cores, flags <those of SPEED_FLAGS it has>': the host line of a benchmark or an
-    experiment's figures (the precisions' speed depends on these flags)."""
+    """'<model name>, <n> cores, flags <those of SPEED_FLAGS it has>': the host line of a benchmark
+    or an experiment's figures (the precisions' speed depends on these flags)."""
     import os
     name = "?"
     try:
@@ -39,22 +40,26 @@ def cpu_description():
     except OSError:
         pass
     flags = [f for f in SPEED_FLAGS if f in cpu_flags()]
-    return f"{name}, {os.cpu_count()} cores, flags {' '.join(flags) or 'none of ' + ' '.join(SPEED_FLAGS)}"
+    return (f"{name}, {os.cpu_count()} cores, "
+            f"flags {' '.join(flags) or 'none of ' + ' '.join(SPEED_FLAGS)}")
 
 
 def native_bf16_cpu():
     """True where the CPU multiplies bfloat16 natively (AVX-512 BF16 or AMX) and oneDNN takes it."""
-    if not (torch.backends.mkldnn.is_available() and any(f in cpu_flags() for f in NATIVE_BF16_FLAGS)):
+    if not (torch.backends.mkldnn.is_available()
+            and any(f in cpu_flags() for f in NATIVE_BF16_FLAGS)):
         return False
     check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
     return bool(check()) if check is not None else True
 
 
-INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")   # an int8 dot product into int32 in one instruction
+# an int8 dot product into int32 in one instruction
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 def int8_engine(linear=False):
-    """The quantized engine for int8 products on this CPU ('x86', 'fbgemm' or 'onednn'), None if none.
+    """The quantized engine for int8 products on this CPU ('x86', 'fbgemm' or 'onednn'),
+    None if none.
     linear: for a dynamic int8 linear product (the vocabulary's, the decoder's gates). On a CPU with
     VNNI or AMX int8, oneDNN's kernel multiplies [150 x 768] by [768 x 10k] 1.2x faster than the x86
     engine's (fbgemm; the same values up to float32 rounding, bench/precision_quality.py); for the
@@ -84,8 +89,8 @@ def precision_problem(precision, device_type):
     if precision == "fp16":
         return "float16 products are fast on CUDA only; on the CPU use bf16 (where native) or int8"
     if precision == "bf16" and not native_bf16_cpu():
-        return ("this CPU has no native bfloat16 (neither avx512_bf16 nor amx_bf16 in its flags): bf16 would "
-                "run slower than fp32; use int8 or fp32")
+        return ("this CPU has no native bfloat16 (neither avx512_bf16 nor amx_bf16 in its flags): "
+                "bf16 would run slower than fp32; use int8 or fp32")
     if precision == "int8" and int8_engine() is None:
         return "this PyTorch build has no quantized CPU engine (x86, fbgemm or onednn)"
     return None
@@ -93,7 +98,8 @@ def precision_problem(precision, device_type):
 
 def compile_problem(device_type):
     """None if torch.compile can build kernels for a device of `device_type` here, else why not (a
-    sentence without the option's name): inductor compiles C++ on the CPU and Triton kernels on CUDA."""
+    sentence without the option's name): inductor compiles C++ on the CPU and Triton kernels on
+    CUDA."""
     import os
     import shutil
     if device_type == "cuda":

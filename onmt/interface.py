@@ -31,8 +31,9 @@
              "coverage" (B, T-1, S) for coverage models (the coverage before each step),
              "p_copy" (B, T-1) for copy models (no gradient), "sampled" (B, T-1) under scheduled
              sampling.
-    ll, pred, attns = model.gold_log_likelihood(batch, enc=None)  what the ML loss needs, teacher forcing
-                                                          as in model(batch) (scheduled sampling included)
+    ll, pred, attns = model.gold_log_likelihood(batch, enc=None)  what the ML loss needs, teacher
+                                                          forcing as in model(batch) (scheduled
+                                                          sampling included)
              enc:    the batch's EncoderOutput when the caller already has it (the mixed objective
                      shares one encoding between its terms when the model has no dropout:
                      onmt/losses/rl.py), else the model encodes the batch itself.
@@ -42,9 +43,10 @@
              At padding steps pred and p_copy are unspecified (a model may skip those rows: See
              et al.'s gives PAD and 0 there): mask with batch.tgt[:, 1:] != PAD.
              Values and gradients equal those of model(batch) followed by a gather of the gold; a
-             model may compute them without the (B, T-1, X) distribution (the reinforced model does).
-    rollouts = model.rollout(batch, enc, max_length, modes)  free-running decoding from `enc` for the
-                                                          self-critical loss (no <s>, at most
+             model may compute them without the (B, T-1, X) distribution (the reinforced model
+             does).
+    rollouts = model.rollout(batch, enc, max_length, modes)  free-running decoding from `enc` for
+                                                          the self-critical loss (no <s>, at most
                                                           max_length tokens, </s> ends a sequence):
              one `Rollout` per mode, in the order of `modes`, each mode "sample" or "greedy":
              "sample": y_t drawn from the model's distribution, rollout.log_probs (B, L) holds
@@ -60,18 +62,22 @@
              consecutive rows of one source each (DecoderStateBase: a state keeping its source
              fields once per source selects each group's, not a copy per row).
 
-Models also expose `tgt_vocab_size` (V_tgt), `copy` (True when logp covers the extended
-vocabulary), `execution` (what runs: onmt/fused/execution.py, fixed when the model is built) and the
-members with defaults of onmt/models/generic.py's ModelDefaults, which every registered model inherits:
+Models also expose `tgt_vocab_size` (V_tgt), `copy` (True when logp covers the extended vocabulary),
+`execution` (what runs: onmt/fused/execution.py, fixed when the model is built) and the members with
+defaults of onmt/models/generic.py's ModelDefaults, which every registered model inherits:
     model.decode_step_scores(inputs, state)       above
-    model.upgrade_state_dict(state) -> state      a checkpoint's state dict with old keys renamed (identity)
-    model.execution_notes() -> [str]              the fused paths of `execution` that do not apply to the
-                                                  model, each with why (build_model logs them; none)
-    model.embeddings(side) -> module or None      the "encoder" / "decoder" word embeddings (-pre_word_vecs_*,
-                                                  -fix_word_vecs_*): that side's `.embeddings`
-    model.begin_training_step(step)               the trainer's call before each training step (1-based): a
-                                                  model whose training changes with the step (scheduled
-                                                  sampling's schedule) updates itself (nothing)
+    model.upgrade_state_dict(state) -> state      a checkpoint's state dict with old keys renamed
+                                                  (identity)
+    model.execution_notes() -> [str]              the fused paths of `execution` that do not apply
+                                                  to the model, each with why (build_model logs
+                                                  them; none)
+    model.embeddings(side) -> module or None      the "encoder" / "decoder" word embeddings
+                                                  (-pre_word_vecs_*, -fix_word_vecs_*): that side's
+                                                  `.embeddings`
+    model.begin_training_step(step)               the trainer's call before each training step
+                                                  (1-based): a model whose training changes with the
+                                                  step (scheduled sampling's schedule) updates itself
+                                                  (nothing)
 `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
 tests/unit/test_interface.py for every family of the registry); ATTN_KEYS lists every attns key.
 """
@@ -82,22 +88,25 @@ import torch
 
 from onmt.constants import EOS, PAD, UNK
 
-# Every key a model may put in `attns`: decode_step gives the (B, ...) value of one step, model(batch) and
-# gold_log_likelihood the values of all steps stacked on dimension 1, (B, T-1, ...).
+# Every key a model may put in `attns`: decode_step gives the (B, ...) value of one step,
+# model(batch) and gold_log_likelihood the values of all steps stacked on dimension 1,
+# (B, T-1, ...).
 ATTN_KEYS = {
     "std": "attention over the source positions, (B, S) per step; every model that attends",
     "coverage": "coverage models: the summed attention before the step, (B, S) per step",
-    "p_copy": "copy models: the pointer's probability 1 - p_gen, (B,) per step; no gradient in model(batch)",
-    "intra": "the reinforced model's intra-decoder attention at step t over its t previous states, (B, t); "
-             "decode_step only",
-    "sampled": "teacher forcing under scheduled sampling: True where the step's input was the model's own "
-               "prediction, (B, T-1); model(batch) and gold_log_likelihood only",
+    "p_copy": "copy models: the pointer's probability 1 - p_gen, (B,) per step; "
+              "no gradient in model(batch)",
+    "intra": "the reinforced model's intra-decoder attention at step t over its t previous states, "
+             "(B, t); decode_step only",
+    "sampled": "teacher forcing under scheduled sampling: True where the step's input was the "
+               "model's own prediction, (B, T-1); model(batch) and gold_log_likelihood only",
 }
 
 
 @runtime_checkable
 class DecoderState(Protocol):
-    """What a model's init_state returns and decode_step threads through (DecoderStateBase below)."""
+    """What a model's init_state returns and decode_step threads through
+    (DecoderStateBase below)."""
 
     def reorder(self, index, within_source=False, rows_per_source=1) -> "DecoderState":
         """index (B',): the rows to keep or repeat (beams); see the module docstring."""
@@ -120,20 +129,25 @@ class Model(Protocol):
 
     def __call__(self, batch) -> tuple: ...                    # (logp (B, T-1, X), attns)
 
-    def gold_log_likelihood(self, batch, enc=None) -> tuple: ...   # (ll (B, T-1), pred (B, T-1), attns)
+    # (ll (B, T-1), pred (B, T-1), attns)
+    def gold_log_likelihood(self, batch, enc=None) -> tuple: ...
 
-    def rollout(self, batch, enc, max_length, modes=("sample",)) -> tuple: ...   # one Rollout per mode
+    # one Rollout per mode
+    def rollout(self, batch, enc, max_length, modes=("sample",)) -> tuple: ...
 
     # with defaults (onmt/models/generic.py ModelDefaults)
     def decode_step_scores(self, inputs, state) -> tuple: ...  # (step scores, state, attns)
 
     def upgrade_state_dict(self, state) -> dict: ...           # old checkpoint keys renamed
 
-    def execution_notes(self) -> list: ...                     # fused paths that do not apply, with why
+    # fused paths that do not apply, with why
+    def execution_notes(self) -> list: ...
 
-    def embeddings(self, side): ...                            # "encoder" / "decoder" word embeddings or None
+    # "encoder" / "decoder" word embeddings or None
+    def embeddings(self, side): ...
 
-    def begin_training_step(self, step) -> None: ...           # before each training step (1-based)
+    # before each training step (1-based)
+    def begin_training_step(self, step) -> None: ...
 
 
 def gold_targets(batch, extended_size):
@@ -155,7 +169,8 @@ class Rollout:
     tokens: torch.Tensor                 # (B, L) extended ids; PAD after the first </s>
     lengths: torch.Tensor                # (B,) tokens before the first </s> (it is not counted)
     mask: torch.Tensor                   # (B, L) True up to and including the first </s>
-    log_probs: Optional[torch.Tensor]    # (B, L) log p(token | prefix, x), 0 where ~mask; None (greedy)
+    # (B, L) log p(token | prefix, x), 0 where ~mask; None (greedy)
+    log_probs: Optional[torch.Tensor]
     copied: Optional[torch.Tensor] = None  # (B, L) True where the token was drawn by the pointer
 
 
@@ -190,18 +205,20 @@ def extended_size(model, batch):
 @dataclass
 class EncoderOutput:
     memory: torch.Tensor                 # (B, S, H) encoder states
-    final: Optional[object]              # decoder initial hidden state (tensor or (h, c)), (L, B, H)
+    # decoder initial hidden state (tensor or (h, c)), (L, B, H)
+    final: Optional[object]
     mask: torch.Tensor                   # (B, S) True at real source positions
-    # what a model derives from its parameters once per encoded batch and every pass over this encoding
-    # reads (the reinforced model's W_out = tanh(E_tgt W_proj): the ML term and the rollouts of a mixed
-    # step share it); lives and dies with the encoding, so nothing outlives a step's graph
+    # what a model derives from its parameters once per encoded batch and every pass over this
+    # encoding reads (the reinforced model's W_out = tanh(E_tgt W_proj): the ML term and the
+    # rollouts of a mixed step share it); lives and dies with the encoding, so nothing outlives a
+    # step's graph
     per_pass: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def per_pass(enc, name, build):
-    """build() once per encoding and grad mode, kept in enc.per_pass (EncoderOutput): what every pass over
-    one encoding derives alike from the parameters (the grad mode in the key: a value built without
-    autograd never stands in for one a gradient must flow through)."""
+    """build() once per encoding and grad mode, kept in enc.per_pass (EncoderOutput): what every
+    pass over one encoding derives alike from the parameters (the grad mode in the key: a value
+    built without autograd never stands in for one a gradient must flow through)."""
     key = (name, torch.is_grad_enabled())
     if key not in enc.per_pass:
         enc.per_pass[key] = build()
@@ -228,28 +245,31 @@ class DecoderStateBase:
     extended ids): a reorder `within_source=True` (each new row comes from a row decoding the same
     source, as beam backpointers do) keeps them as they are instead of copying them every step.
 
-    A state with a `source_rows` field G (the reinforced and the RNN decoders') keeps its source fields once per
-    source: R/G rows, row r of the state decoding stored source r // G (G = 1: one per row, as
-    others). A reorder told that its new rows come in groups of G' rows of one source (a beam's first
-    step, examples leaving) selects each group's source instead of copying it per row; any other reorder
-    gives one source per row again. `per_row(name)` gives a source field per row.
+    A state with a `source_rows` field G (the reinforced and the RNN decoders') keeps its source
+    fields once per source: R/G rows, row r of the state decoding stored source r // G (G = 1: one
+    per row, as others). A reorder told that its new rows come in groups of G' rows of one source (a
+    beam's first step, examples leaving) selects each group's source instead of copying it per row;
+    any other reorder gives one source per row again. `per_row(name)` gives a source field per row.
     """
 
     _batch_dims = {}
     _source_fields = frozenset()
-    _shared_fields = frozenset()  # not per row (e.g. a projection evaluated once per batch): never reordered
+    # not per row (e.g. a projection evaluated once per batch): never reordered
+    _shared_fields = frozenset()
 
     def reorder(self, index, within_source=False, rows_per_source=1):
-        """index (R',): new row i is row index[i]. within_source: every new row decodes the source of the row
-        it comes from. rows_per_source G': the new rows come in groups of G' consecutive rows decoding one
-        source each (only a state with `source_rows` uses it: it then keeps G' for its source fields)."""
+        """index (R',): new row i is row index[i]. within_source: every new row decodes the source
+        of the row it comes from. rows_per_source G': the new rows come in groups of G' consecutive
+        rows decoding one source each (only a state with `source_rows` uses it: it then keeps G' for
+        its source fields)."""
         names = {f.name for f in fields(self)}
         grouped = "source_rows" in names and not within_source
         skip = self._shared_fields | (self._source_fields if within_source else frozenset())
         changes = {}
         for name in names - skip:
             rows = index
-            if grouped and name in self._source_fields:   # stored once per source: each group's source
+            # stored once per source: each group's source
+            if grouped and name in self._source_fields:
                 rows = torch.div(index[::rows_per_source], self.source_rows, rounding_mode="floor")
             changes[name] = reorder_value(getattr(self, name), rows, self._batch_dims.get(name, 0))
         if grouped:
@@ -257,20 +277,23 @@ class DecoderStateBase:
         return replace(self, **changes)
 
     def grouped(self, rows_per_source):
-        """This state, told that its rows come in groups of `rows_per_source` consecutive rows decoding one
-        source (a beam search's W rows per example), for a state with a `source_rows` field: its source
-        fields kept once per group (each group's first row: views, no copy), so its decoding step reads
-        each source once. Other states, and one already grouped so, as they are."""
+        """This state, told that its rows come in groups of `rows_per_source` consecutive rows
+        decoding one source (a beam search's W rows per example), for a state with a `source_rows`
+        field: its source fields kept once per group (each group's first row: views, no copy), so
+        its decoding step reads each source once. Other states, and one already grouped so, as they
+        are."""
         W = int(rows_per_source)
         if "source_rows" not in {f.name for f in fields(self)} or self.source_rows == W:
             return self
         if self.source_rows != 1:
-            raise ValueError(f"a state with {self.source_rows} rows per source cannot be regrouped by {W}")
-        return replace(self, source_rows=W, **{name: getattr(self, name)[::W] for name in self._source_fields})
+            raise ValueError(f"a state with {self.source_rows} rows per source "
+                             f"cannot be regrouped by {W}")
+        return replace(self, source_rows=W,
+                       **{name: getattr(self, name)[::W] for name in self._source_fields})
 
     def per_row(self, name):
-        """The source field `name` with one row per decoding row (a state with `source_rows` G > 1 keeps
-        one per source: repeated here)."""
+        """The source field `name` with one row per decoding row (a state with `source_rows` G > 1
+        keeps one per source: repeated here)."""
         value = getattr(self, name)
         G = getattr(self, "source_rows", 1)
         return value if G == 1 or value is None else value.repeat_interleave(G, dim=0)

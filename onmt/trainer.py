@@ -1,5 +1,6 @@
-"""The training loop. It knows nothing about the model: it calls `loss_fn(model, batch)` to train and
-`loss_fn.validate(model, batch)` to validate, and the loss names its own figures (trainer_reporting.py).
+"""The training loop. It knows nothing about the model: it calls `loss_fn(model, batch)` to train
+and `loss_fn.validate(model, batch)` to validate, and the loss names its own figures
+(trainer_reporting.py).
 
 Exact resume: a checkpoint holds the model, optimizer, RNG states, step and the data position
 (epoch, batches consumed), so N steps + N resumed steps equal 2N steps bit for bit on CPU; also the
@@ -7,8 +8,8 @@ early-stopping state and `train_seconds`, the time spent in training steps since
 (CPU seconds of the process on the CPU, wall seconds elsewhere; validation and saving excluded).
 
 Each validation that improves the early-stopping criteria (onmt/utils/early_stopping.py) saves its
-step and makes {save_model}_best.pt that checkpoint; -early_stopping N stops after N validations in a
-row without improvement; -train_time_limit S stops once this run's training steps took S seconds.
+step and makes {save_model}_best.pt that checkpoint; -early_stopping N stops after N validations in
+a row without improvement; -train_time_limit S stops once this run's training steps took S seconds.
 """
 import contextlib
 import os
@@ -31,7 +32,13 @@ from onmt.utils.checkpoint import (
     restore_best,
     rng_state,
 )
-from onmt.utils.distributed import World, all_reduce_sum, gather_objects, sum_gradients, sum_statistics
+from onmt.utils.distributed import (
+    World,
+    all_reduce_sum,
+    gather_objects,
+    sum_gradients,
+    sum_statistics,
+)
 from onmt.utils.early_stopping import EarlyStopping
 from onmt.utils.logging import logger
 from onmt.utils.optim import learning_rate_schedule
@@ -46,10 +53,11 @@ class TrainingError(UserError):
 class Trainer(Reporting):
     def __init__(self, model, loss_fn, optimizer, *, save_model, train_steps=100000, epochs=0,
                  valid_steps=10000, save_checkpoint_steps=5000, keep_checkpoint=-1, report_every=50,
-                 max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0, tensorboard=None,
-                 world_size=1, accum_count=1,
-                 sample_every=0, sample_max_length=100, amp_dtype="bf16", lr_schedule=None, learning_rate=None,
-                 normalization="tokens", early_stopping=None, train_time_limit=0.0):
+                 max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0,
+                 tensorboard=None, world_size=1, accum_count=1,
+                 sample_every=0, sample_max_length=100, amp_dtype="bf16", lr_schedule=None,
+                 learning_rate=None, normalization="tokens", early_stopping=None,
+                 train_time_limit=0.0):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.save_model = save_model
         self.train_steps, self.epochs = train_steps, epochs
@@ -57,50 +65,63 @@ class Trainer(Reporting):
         self.keep_checkpoint, self.report_every = keep_checkpoint, report_every
         self.max_grad_norm = max_grad_norm
         self.device = torch.device(device)
-        # -amp: the forward pass under autocast in bfloat16 (no loss scaling needed) or float16 (with
-        # a GradScaler, CUDA); the models keep their generators, losses and rewards in float32 islands
-        # (onmt/modules/precision.py), which take their device from the tensors. On a CPU with native
-        # bfloat16 (AVX-512 BF16 / AMX: onmt/hardware.py) -amp_dtype bf16 is CPU autocast with the same
-        # islands; elsewhere on the CPU the flag is ignored: training is float32, bit for bit.
+        # -amp: the forward pass under autocast in bfloat16 (no loss scaling needed) or float16
+        # (with a GradScaler, CUDA); the models keep their generators, losses and rewards in float32
+        # islands (onmt/modules/precision.py), which take their device from the tensors. On a CPU
+        # with native bfloat16 (AVX-512 BF16 / AMX: onmt/hardware.py) -amp_dtype bf16 is CPU
+        # autocast with the same islands; elsewhere on the CPU the flag is ignored: training is
+        # float32, bit for bit.
         cpu_bf16 = self.device.type == "cpu" and amp_dtype == "bf16" and native_bf16_cpu()
         self.amp = amp and (self.device.type == "cuda" or cpu_bf16)
         self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[amp_dtype]
         if amp and rank == 0 and self.amp and self.device.type == "cpu":
             logger.info("-amp: bfloat16 autocast on the CPU (native bfloat16)")
         elif amp and not self.amp and rank == 0:
-            logger.info("-amp: mixed precision needs CUDA, or -amp_dtype bf16 on a CPU with native bfloat16 "
-                        "(avx512_bf16 / amx_bf16); training in float32 on the CPU")
-        self.scaler = torch.amp.GradScaler("cuda") if self.amp and self.amp_dtype == torch.float16 else None
+            logger.info("-amp: mixed precision needs CUDA, or -amp_dtype bf16 on a CPU with native "
+                        "bfloat16 (avx512_bf16 / amx_bf16); training in float32 on the CPU")
+        self.scaler = (torch.amp.GradScaler("cuda") if self.amp and self.amp_dtype == torch.float16
+                       else None)
         self.checkpoint_meta = checkpoint_meta or {}
         self.rank = rank
-        self.world = World(rank=rank, world_size=world_size, device=self.device)  # utils/distributed.py
+        # utils/distributed.py
+        self.world = World(rank=rank, world_size=world_size, device=self.device)
         self.accum_count = accum_count  # batches per optimizer step (on each rank)
         self.tensorboard = tensorboard  # utils/tensorboard.py TensorBoard (-tensorboard) or None
-        self.saved = []            # rank 0: this run's step checkpoints, absolute, oldest first (-keep_checkpoint)
-        self._identities = {}      # rank 0: path -> file_identity of each of them when written (pruning checks it)
-        self._saved_steps = set()  # every rank: the steps saved by this process's run (collective saves)
-        self.sample_every = sample_every  # log a validation example's greedy prediction every N steps
+        # rank 0: this run's step checkpoints, absolute, oldest first (-keep_checkpoint)
+        self.saved = []
+        # rank 0: path -> file_identity of each of them when written (pruning checks it)
+        self._identities = {}
+        # every rank: the steps saved by this process's run (collective saves)
+        self._saved_steps = set()
+        # log a validation example's greedy prediction every N steps
+        self.sample_every = sample_every
         self.sample_max_length = sample_max_length  # the sample's greedy search stops there
         self._sample_batch = None
         # -decay_method & co. (utils/optim.py learning_rate_schedule): step -> multiplier of
         # `learning_rate`, set before each optimizer step; None: the optimizer's rate is left alone
         self.lr_schedule, self.learning_rate = lr_schedule, learning_rate
-        self.normalization = normalization  # -normalization: divide the summed loss by tokens or sentences
-        self.early_stopping = early_stopping or EarlyStopping()  # tracks the best checkpoint even at patience 0
+        # -normalization: divide the summed loss by tokens or sentences
+        self.normalization = normalization
+        # tracks the best checkpoint even at patience 0
+        self.early_stopping = early_stopping or EarlyStopping()
         self.train_time_limit = train_time_limit  # seconds of training steps in this run (0: none)
-        self.train_seconds = 0.0   # training-step time since the first run (resumed from checkpoints)
+        # training-step time since the first run (resumed from checkpoints)
+        self.train_seconds = 0.0
         self._run_seconds = 0.0    # ... in this run
-        # CPU seconds of this process on the CPU (fair between runs sharing cores), wall time elsewhere
+        # CPU seconds of this process on the CPU (fair between runs sharing cores), wall time
+        # elsewhere
         self._clock = time.process_time if self.device.type == "cpu" else time.perf_counter
-        self.clock_name = "training CPU" if self.device.type == "cpu" else "training wall"   # the report lines'
+        # the report lines'
+        self.clock_name = "training CPU" if self.device.type == "cpu" else "training wall"
         self._profile = None   # a ProfileRun while train(profile=...) runs
 
     @classmethod
-    def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None, rank=0,
-                 world_size=1):
-        return cls(model, loss_fn, optimizer, save_model=opt.save_model, train_steps=opt.train_steps,
-                   epochs=opt.epochs, valid_steps=opt.valid_steps,
-                   save_checkpoint_steps=opt.save_checkpoint_steps, keep_checkpoint=opt.keep_checkpoint,
+    def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None,
+                 rank=0, world_size=1):
+        return cls(model, loss_fn, optimizer, save_model=opt.save_model,
+                   train_steps=opt.train_steps, epochs=opt.epochs, valid_steps=opt.valid_steps,
+                   save_checkpoint_steps=opt.save_checkpoint_steps,
+                   keep_checkpoint=opt.keep_checkpoint,
                    report_every=opt.report_every, max_grad_norm=opt.max_grad_norm, device=device,
                    amp=opt.amp, checkpoint_meta=checkpoint_meta, tensorboard=tensorboard,
                    rank=rank, world_size=world_size, accum_count=opt.accum_count,
@@ -111,9 +132,10 @@ class Trainer(Reporting):
                    train_time_limit=opt.train_time_limit)
 
     def restore(self, ckpt, same_run, path=None):
-        """Go on from checkpoint `ckpt` (read from `path`): its train_seconds always; its early-stopping
-        state (patience used, best so far) only when `same_run` (the same -save_model: an interrupted run
-        goes on; a new phase from it starts its own count and its own best)."""
+        """Go on from checkpoint `ckpt` (read from `path`): its train_seconds always; its
+        early-stopping state (patience used, best so far) only when `same_run` (the same
+        -save_model: an interrupted run goes on; a new phase from it starts its own count and its
+        own best)."""
         self.train_seconds = float(ckpt.get("train_seconds", 0.0))
         if same_run and "early_stopping" in ckpt:
             self.early_stopping.load_state_dict(ckpt["early_stopping"])
@@ -124,17 +146,17 @@ class Trainer(Reporting):
         self.restore_scaler(ckpt.get("scaler"))
 
     def restore_scaler(self, state):
-        """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and growth
-        count: the resumed run skips the steps the uninterrupted one would); when one side has no scaler,
-        one log line says what changes."""
+        """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and
+        growth count: the resumed run skips the steps the uninterrupted one would); when one side
+        has no scaler, one log line says what changes."""
         if self.scaler is not None and state:
             self.scaler.load_state_dict(state)
         elif self.scaler is not None and self.rank == 0:
-            logger.info(f"-amp fp16: the checkpoint has no loss scale (trained without fp16 -amp); the scale "
-                        f"starts at {self.scaler.get_scale():g}")
+            logger.info(f"-amp fp16: the checkpoint has no loss scale (trained without fp16 -amp); "
+                        f"the scale starts at {self.scaler.get_scale():g}")
         elif state and self.rank == 0:
-            logger.info(f"the checkpoint's fp16 loss scale ({state.get('scale', '?')}) is dropped: this run "
-                        "trains without fp16 -amp")
+            logger.info(f"the checkpoint's fp16 loss scale ({state.get('scale', '?')}) is dropped: "
+                        "this run trains without fp16 -amp")
 
     # ------------------------------------------------------------------ loop
     def _done(self, step, epoch):
@@ -159,10 +181,10 @@ class Trainer(Reporting):
         return out
 
     def train(self, train_data, valid_data=None, start_step=0, data_pos=(0, 0), profile=None):
-        """Train from `start_step` at data position (epoch, batches consumed); returns the last step.
-        A SIGTERM or ^C (utils/stop.py) ends the step in progress, saves it and raises Stopped. `profile`
-        (-profile, onmt/utils/profiling.py ProfileRun): the loop runs the profiled steps, then stops with
-        no report line, sample or checkpoint."""
+        """Train from `start_step` at data position (epoch, batches consumed); returns the last
+        step. A SIGTERM or ^C (utils/stop.py) ends the step in progress, saves it and raises
+        Stopped. `profile` (-profile, onmt/utils/profiling.py ProfileRun): the loop runs the
+        profiled steps, then stops with no report line, sample or checkpoint."""
         from onmt.utils.stop import StopSignals
         self._profile = profile
         try:
@@ -187,14 +209,17 @@ class Trainer(Reporting):
                 window.update(self._timed_step(group, step))
                 group = []
                 if step % self.report_every == 0 and self._profile is None:
-                    window = sum_statistics(window, self.world)  # every rank's figures, logged by rank 0
-                    self._report(step, total, epoch, window, time.time() - t0, time.time() - t_start)
+                    # every rank's figures, logged by rank 0
+                    window = sum_statistics(window, self.world)
+                    self._report(step, total, epoch, window, time.time() - t0,
+                                 time.time() - t_start)
                     window, t0 = Statistics(), time.time()
                 if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps == 0:
                     saving = self._done(step, epoch) or (self.save_checkpoint_steps > 0 and
                                                          step % self.save_checkpoint_steps == 0)
                     self._validate_and_keep_best(valid_data, step, (epoch, pos), save_step=saving)
-                if self.sample_every > 0 and step % self.sample_every == 0 and self._profile is None:
+                if (self.sample_every > 0 and step % self.sample_every == 0
+                        and self._profile is None):
                     self.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
@@ -206,14 +231,16 @@ class Trainer(Reporting):
                 if pos == 0:  # an epoch without a batch would loop forever
                     raise TrainingError(f"epoch {epoch} gave this process no training batch")
                 epoch, pos = epoch + 1, 0
-                if group and self._done(step, epoch):  # -epochs: the last step takes the batches left
+                # -epochs: the last step takes the batches left
+                if group and self._done(step, epoch):
                     step += 1
                     window.update(self._timed_step(group, step))
                     group = []
         self._log_why_stopped(step)
         if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps != 0 \
                 and not self.early_stopping.should_stop:
-            self._validate_and_keep_best(valid_data, step, (epoch, pos),   # -valid_steps 0: no validation
+            # -valid_steps 0: no validation
+            self._validate_and_keep_best(valid_data, step, (epoch, pos),
                                          save_step=step > start_step)
         if step > start_step and step not in self._saved_steps:
             self.save(step, (epoch, pos))
@@ -234,8 +261,9 @@ class Trainer(Reporting):
         return stats
 
     def _validate_and_keep_best(self, valid_data, step, data_pos, save_step=False):
-        """Validate at `step`; a new best (every early-stopping criterion improved) is saved and becomes
-        {save_model}_best.pt. `save_step`: save the step's own checkpoint too (the last step's)."""
+        """Validate at `step`; a new best (every early-stopping criterion improved) is saved and
+        becomes {save_model}_best.pt. `save_step`: save the step's own checkpoint too (the last
+        step's)."""
         stats = self.validate(valid_data, step)
         if stats is None:   # interrupted: the caller saves and stops (_stop_if_signalled)
             return
@@ -247,7 +275,8 @@ class Trainer(Reporting):
             return
         path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
         if step not in self._saved_steps:
-            self.save(step, data_pos, path=best)   # this step's checkpoint, under the best's name only
+            # this step's checkpoint, under the best's name only
+            self.save(step, data_pos, path=best)
         elif self.rank == 0:
             link_best(path, best)
         if self.rank == 0:
@@ -255,8 +284,9 @@ class Trainer(Reporting):
 
 
     def _stop_if_signalled(self, step, data_pos):
-        """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its data
-        position, unless just saved, and raise Stopped (one line; -train_from it resumes exactly)."""
+        """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its
+        data position, unless just saved, and raise Stopped (one line; -train_from it resumes
+        exactly)."""
         stop = getattr(self, "_stop", None)
         if stop is None:
             return
@@ -272,20 +302,24 @@ class Trainer(Reporting):
         path = checkpoint_path(self.save_model, step)
         if step not in self._saved_steps:
             path = self.save(step, data_pos)
-        if world is not None and world.distributed:   # every rank leaves once rank 0's file is written: a
-            from onmt.utils.distributed import all_reduce_sum  # rank leaving the group mid-write aborts gloo
+        # every rank leaves once rank 0's file is written:
+        # a rank leaving the group mid-write aborts gloo
+        if world is not None and world.distributed:
+            from onmt.utils.distributed import all_reduce_sum
             all_reduce_sum(0, self.device)
         raise stop.stopped(step, path if self.rank == 0 else None)
 
     def _loss_parts(self, batch):
-        """({name: loss}, Statistics): the loss's parts when it gives them (onmt/losses/rl.py), else one."""
+        """({name: loss}, Statistics): the loss's parts when it gives them
+        (onmt/losses/rl.py), else one."""
         if hasattr(self.loss_fn, "parts"):
             return self.loss_fn.parts(self.model, batch)
         loss, stats = self.loss_fn(self.model, batch)
         return {"loss": loss}, stats
 
     def _backward(self, loss, retain_graph=False):
-        (self.scaler.scale(loss) if self.scaler is not None else loss).backward(retain_graph=retain_graph)
+        (self.scaler.scale(loss) if self.scaler is not None
+         else loss).backward(retain_graph=retain_graph)
 
     def _autocast(self):
         if self.amp:
@@ -293,7 +327,8 @@ class Trainer(Reporting):
         return contextlib.nullcontext()
 
     def train_step(self, batches, step):
-        """One optimizer step on `batches` (this rank's -accum_count Batches; one Batch alone is one).
+        """One optimizer step on `batches`
+        (this rank's -accum_count Batches; one Batch alone is one).
 
         Normalization: each loss (a sum over target tokens) is divided by the target tokens of the
         whole step, every batch of every rank (counted before any forward pass, Batch.n_tgt_tokens,
@@ -304,7 +339,8 @@ class Trainer(Reporting):
         self.model.begin_training_step(step)   # e.g. scheduled sampling's probability of this step
         batches = [batches] if isinstance(batches, Batch) else list(batches)
         counts = [b.n_tgt_tokens for b in batches]
-        normalizer = sum(counts) if self.normalization == "tokens" else sum(b.batch_size for b in batches)
+        normalizer = (sum(counts) if self.normalization == "tokens"
+                      else sum(b.batch_size for b in batches))
         if self.world.distributed:
             normalizer = all_reduce_sum(normalizer, self.device)
         normalizer = max(normalizer, 1)
@@ -312,16 +348,19 @@ class Trainer(Reporting):
         stats = Statistics()
         norms = None   # the gradient each part of a loss in parts adds (utils/update_norms.py)
         for batch, count in zip(batches, counts):
-            n_src = int(batch.src_lengths.sum())  # on the host batch, before the move: no device sync
+            # on the host batch, before the move: no device sync
+            n_src = int(batch.src_lengths.sum())
             batch = batch.to(self.device)
             with self._autocast():
                 parts, batch_stats = self._loss_parts(batch)
             loss = sum(parts.values())
-            if not torch.isfinite(loss).item():   # the step's one sync (with the statistics' one copy)
+            # the step's one sync (with the statistics' one copy)
+            if not torch.isfinite(loss).item():
                 raise TrainingError(f"loss is {loss.item()} at step {step}; stopping "
                                     "(lower -learning_rate or set -max_grad_norm)")
             if batch_stats.n_words != count:
-                raise RuntimeError(f"the loss counted {batch_stats.n_words} target tokens, the batch has {count}")
+                raise RuntimeError(f"the loss counted {batch_stats.n_words} target tokens, "
+                                   f"the batch has {count}")
             if len(parts) > 1:
                 norms = norms or PartNorms(self.model.parameters())
                 norms.backward(parts, normalizer, self._backward)
@@ -330,7 +369,8 @@ class Trainer(Reporting):
             stats.update(batch_stats)
             stats.n_src_words += n_src
         if self.world.distributed:
-            sum_gradients(self.model.parameters())  # before unscaling: an inf on any rank skips the step on all
+            # before unscaling: an inf on any rank skips the step on all
+            sum_gradients(self.model.parameters())
         if norms is not None:   # before clipping: what each term asked for
             scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
             stats.extra.update(as_sums(norms.finish(self.world, scale)))
@@ -351,12 +391,13 @@ class Trainer(Reporting):
 
     # ------------------------------------------------------------------ validation / reporting
     def save(self, step, data_pos, path=None):
-        """Write the checkpoint of `step` to {save_model}_step_{step}.pt (pruned with -keep_checkpoint),
-        or to `path` (not pruned); every rank calls it, rank 0 writes. Returns the path on rank 0 (None, and
-        nothing written, while profiling)."""
+        """Write the checkpoint of `step` to {save_model}_step_{step}.pt (pruned with
+        -keep_checkpoint), or to `path` (not pruned); every rank calls it, rank 0 writes. Returns
+        the path on rank 0 (None, and nothing written, while profiling)."""
         if self._profile is not None:
             return None
-        rng_ranks = gather_objects(rng_state(), self.world)  # every rank's: each resumes its own draws
+        # every rank's: each resumes its own draws
+        rng_ranks = gather_objects(rng_state(), self.world)
         tracked = path is None
         if tracked:
             self._saved_steps.add(step)   # on every rank: whether to save again is decided alike
@@ -374,8 +415,10 @@ class Trainer(Reporting):
             "rng": rng_ranks[0],
             "world_size": self.world.world_size,
             "train_seconds": self.train_seconds,
-            "saved_checkpoints": self.saved + [path] if tracked and path not in self.saved else list(self.saved),
-            "saved_identities": {p: list(self._identities[p]) for p in self.saved if p in self._identities},
+            "saved_checkpoints": (self.saved + [path] if tracked and path not in self.saved
+                                  else list(self.saved)),
+            "saved_identities": {p: list(self._identities[p])
+                                 for p in self.saved if p in self._identities},
             "early_stopping": self.early_stopping.state_dict(),
         })
         if self.world.world_size > 1:

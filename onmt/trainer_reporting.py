@@ -1,11 +1,12 @@
-"""What the trainer reports: validation (its statistics, the log lines scripts read, TensorBoard), the
--sample_every example, and the training report line. A mixin of onmt/trainer.py's Trainer, whose
+"""What the trainer reports: validation (its statistics, the log lines scripts read, TensorBoard),
+the -sample_every example, and the training report line. A mixin of onmt/trainer.py's Trainer, whose
 attributes it reads (model, loss_fn, device, rank, world, tensorboard, ...).
 
-The figures of a loss are the loss's (onmt/losses/ml.py, rl.py): it gives the Statistics sums and, from
-a window's sums, `report(stats) -> (figures of the step line, lines of their own)`, `scalars(stats)`
-(TensorBoard's names) and `valid_report(stats)` (its validation lines); the update norms are
-utils/update_norms.py's. Here: the token figures (xent, ppl, accuracy), the rate and the speed."""
+The figures of a loss are the loss's (onmt/losses/ml.py, rl.py): it gives the Statistics sums and,
+from a window's sums, `report(stats) -> (figures of the step line, lines of their own)`,
+`scalars(stats)` (TensorBoard's names) and `valid_report(stats)` (its validation lines); the update
+norms are utils/update_norms.py's. Here: the token figures (xent, ppl, accuracy), the rate and the
+speed."""
 import time
 
 import torch
@@ -20,8 +21,9 @@ VALID_PROGRESS_SECONDS = 30.0   # a validation longer than this logs a progress 
 
 class Reporting:
     def validate(self, valid_data, step=None):
-        """Validation statistics (every rank's shares summed), logged by rank 0; None when a SIGTERM or
-        ^C came during it in a one-process run (it stops there: the trainer then saves and stops)."""
+        """Validation statistics (every rank's shares summed), logged by rank 0; None when a SIGTERM
+        or ^C came during it in a one-process run (it stops there: the trainer then saves and
+        stops)."""
         self.model.eval()
         stats = Statistics()
         stop = getattr(self, "_stop", None)
@@ -29,8 +31,10 @@ class Reporting:
         with torch.no_grad(), self._autocast():
             for i, batch in enumerate(valid_data.iter_epoch(0)):
                 now = time.monotonic()
-                if now - last >= VALID_PROGRESS_SECONDS and self.rank == 0:   # a long validation says so
-                    logger.info(f"Validation: {i} batches, {stats.n_examples} examples (wall {now - start:.0f} s)")
+                # a long validation says so
+                if now - last >= VALID_PROGRESS_SECONDS and self.rank == 0:
+                    logger.info(f"Validation: {i} batches, {stats.n_examples} examples "
+                                f"(wall {now - start:.0f} s)")
                     last = now
                 if stop is not None and stop.received is not None and not self.world.distributed:
                     self.model.train()
@@ -40,7 +44,8 @@ class Reporting:
         self.model.train()
         stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
-            at = f" (step {step}; {self.clock_name} {self.train_seconds:.0f} s)" if step is not None else ""
+            at = (f" (step {step}; {self.clock_name} {self.train_seconds:.0f} s)"
+                  if step is not None else "")
             # OpenNMT-py's two lines first (scripts read them), then this project's
             logger.info(f"Validation perplexity: {stats.ppl():g}")
             logger.info(f"Validation accuracy: {stats.accuracy():g}")
@@ -52,13 +57,14 @@ class Reporting:
         return stats
 
     def scalars(self, stats):
-        """name -> value of every figure of `stats`, TensorBoard's names: the token figures (xent, ppl,
-        accuracy), the loss's own (its `scalars`), the update norms (norm_ml, norm_rl)."""
-        return {**stats.scalars(), **self.loss_fn.scalars(stats), **update_norms.scalars(stats.extra)}
+        """name -> value of every figure of `stats`, TensorBoard's names: the token figures (xent,
+        ppl, accuracy), the loss's own (its `scalars`), the update norms (norm_ml, norm_rl)."""
+        return {**stats.scalars(), **self.loss_fn.scalars(stats),
+                **update_norms.scalars(stats.extra)}
 
     def validation_figures(self, stats):
-        """What early stopping reads (onmt/utils/early_stopping.py): `scalars`, with ppl and accuracy
-        even when the validation scored no token."""
+        """What early stopping reads (onmt/utils/early_stopping.py): `scalars`, with ppl and
+        accuracy even when the validation scored no token."""
         return {"ppl": stats.ppl(), "accuracy": stats.accuracy(), **self.scalars(stats)}
 
     def log_sample(self, valid_data, step):
@@ -74,31 +80,35 @@ class Reporting:
                 self.sample_every = 0
                 return
         try:
-            logger.info(self._sample_batch.describe(self.model, self.device, step, self.sample_max_length))
-        except Exception as e:   # reporting fails soft: one line, and training goes on without samples
-            logger.warning(f"-sample_every: the sample failed at step {step} ({type(e).__name__}: {e}); "
-                           "no more samples")
+            logger.info(self._sample_batch.describe(self.model, self.device, step,
+                                                    self.sample_max_length))
+        # reporting fails soft: one line, and training goes on without samples
+        except Exception as e:
+            logger.warning(f"-sample_every: the sample failed at step {step} "
+                           f"({type(e).__name__}: {e}); no more samples")
             self.sample_every = 0
 
     def _report(self, step, total, epoch, stats, window_s, elapsed_s):
         """One line in OpenNMT-py's form, then this project's figures:
         `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; wall 190 s;
         training CPU 74 s; epoch 0`
-        then, with a known last step, the pace and the time left (`; 2.00 steps/s, ETA 2m05s`), the loss's
-        figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
+        then, with a known last step, the pace and the time left (`; 2.00 steps/s, ETA 2m05s`), the
+        loss's figures and the update norms `[; p(copy) 0.31][; RL figures][; update norm ...]`,
         then the loss's lines of their own (`Step 50: ...`)
-        (tok/s: source/target tokens, padding excluded, per second of this report window; each time names
-        its clock: `wall`, wall-clock seconds since this run's training started; `training CPU`, the
-        process's CPU seconds in training steps since the first run, `training wall` off the CPU, what
-        the checkpoints keep as train_seconds and -train_time_limit counts)."""
+        (tok/s: source/target tokens, padding excluded, per second of this report window; each time
+        names its clock: `wall`, wall-clock seconds since this run's training started;
+        `training CPU`, the process's CPU seconds in training steps since the first run,
+        `training wall` off the CPU, what the checkpoints keep as train_seconds and
+        -train_time_limit counts)."""
         if self.rank != 0:
             return
         lr = self.optimizer.param_groups[0]["lr"]
         tok_s = stats.n_words / max(window_s, 1e-9)
         src_s = stats.n_src_words / max(window_s, 1e-9)
         figures, lines = self.loss_fn.report(stats)
+        # -rl_gamma 1 trains without the ML term: nothing to show
         ml = (f"acc: {stats.accuracy():.2f}; ppl: {stats.ppl():.2f}; xent: {stats.xent():.2f}; "
-              if stats.has_token_loss() else "")   # -rl_gamma 1 trains without the ML term: nothing to show
+              if stats.has_token_loss() else "")
         logger.info(f"Step {step}/{total}; {ml}lr: {lr:.2e}; "
                     f"{src_s:.0f}/{tok_s:.0f} tok/s; wall {elapsed_s:.0f} s; "
                     f"{self.clock_name} {self.train_seconds:.0f} s; epoch {epoch}"
@@ -112,18 +122,20 @@ class Reporting:
             self.tensorboard.add_scalars("progress", step, scalars)
 
     def _warn_if_diverging(self, step, stats):
-        """One warning a run when the training perplexity is above the target vocabulary's size, worse
-        than a uniform guess: the model is diverging (a too high -learning_rate, no -max_grad_norm, or
-        Adagrad's accumulator started at 0), which would otherwise train on in silence."""
+        """One warning a run when the training perplexity is above the target vocabulary's size,
+        worse than a uniform guess: the model is diverging (a too high -learning_rate, no
+        -max_grad_norm, or Adagrad's accumulator started at 0), which would otherwise train on in
+        silence."""
         V = getattr(self.model, "tgt_vocab_size", 0)
-        if getattr(self, "_diverging_said", False) or not V or not stats.has_token_loss() or stats.ppl() <= V:
+        if (getattr(self, "_diverging_said", False) or not V or not stats.has_token_loss()
+                or stats.ppl() <= V):
             return
         self._diverging_said = True
         hint = (" (-optim adagrad: give -adagrad_accumulator_init 0.1, upstream's recipe)"
                 if isinstance(self.optimizer, torch.optim.Adagrad) else "")
-        logger.warning(f"Step {step}: perplexity {stats.ppl():.3g} is above the target vocabulary's size {V} "
-                       f"(a uniform guess scores {V}): training is diverging; lower -learning_rate or set "
-                       f"-max_grad_norm{hint}")
+        logger.warning(f"Step {step}: perplexity {stats.ppl():.3g} is above the target "
+                       f"vocabulary's size {V} (a uniform guess scores {V}): "
+                       f"training is diverging; lower -learning_rate or set -max_grad_norm{hint}")
 
     # ------------------------------------------------------------------ early stopping
 
@@ -133,15 +145,18 @@ class Reporting:
         es = self.early_stopping
         count = f"{es.bad} validation{'s' if es.bad > 1 else ''} in a row without improvement"
         limit = (f"early stopping after {es.patience}" if es.patience else "early stopping off")
-        logger.info(f"Validation: no improvement of {', '.join(es.criteria)} ({count}; {limit}); best {es.describe()}")
+        logger.info(f"Validation: no improvement of {', '.join(es.criteria)} ({count}; {limit}); "
+                    f"best {es.describe()}")
 
     def _log_why_stopped(self, step):
         if self.rank != 0:
             return
         if self.early_stopping.should_stop:
-            logger.info(f"Early stopping at step {step}: {self.early_stopping.bad} validations without improvement "
-                        f"of {', '.join(self.early_stopping.criteria)}; best {self.early_stopping.describe()}")
-        elif 0 < self.train_time_limit <= self._run_seconds:   # rank 0's clock decides (_out_of_time)
+            logger.info(f"Early stopping at step {step}: {self.early_stopping.bad} validations "
+                        f"without improvement of {', '.join(self.early_stopping.criteria)}; "
+                        f"best {self.early_stopping.describe()}")
+        # rank 0's clock decides (_out_of_time)
+        elif 0 < self.train_time_limit <= self._run_seconds:
             logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
                         f"({self.clock_name} {self._run_seconds:.0f} s in this run)")
 

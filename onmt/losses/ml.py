@@ -3,7 +3,8 @@
 Normalization: MLLoss returns the SUM over target tokens (and the coverage sum); the token count is
 in stats.n_words and the trainer divides by it (or by whatever it chooses).
 
-    L = sum_{b,t} -log p(y*_bt)  +  lambda_coverage * sum_{b,t} sum_i min(a_bti, cov_bti)     See et al. eqs. 6, 12-13
+    L = sum_{b,t} -log p(y*_bt)  +  lambda_coverage * sum_{b,t} sum_i min(a_bti, cov_bti)
+                                                                 See et al. eqs. 6, 12-13
 
 over real target steps (gold not PAD) and real source positions (padding has a = cov = 0).
 The gold is batch.tgt_ex[:, 1:] with ids >= X replaced by <unk> (`gold_targets`): copy models
@@ -23,7 +24,8 @@ from onmt.interface import extended_size, gold_targets
 from onmt.modules.precision import float32_region, widen
 from onmt.utils.statistics import Statistics
 
-__all__ = ["MLLoss", "gold_targets", "gold_log_likelihood", "token_log_likelihood", "coverage_penalty"]
+__all__ = ["MLLoss", "gold_targets", "gold_log_likelihood", "token_log_likelihood",
+           "coverage_penalty"]
 
 
 def token_log_likelihood(logp, gold, mask):
@@ -38,12 +40,14 @@ def coverage_penalty(attns, mask):
     if attn is None or cov is None:
         return None
     with float32_region(attn):
-        per_step = torch.minimum(widen(attn), widen(cov)).sum(-1)  # (B, T) See et al. eq. 12: covloss_t
+        # (B, T) See et al. eq. 12: covloss_t
+        per_step = torch.minimum(widen(attn), widen(cov)).sum(-1)
         return per_step.masked_fill(~mask, 0.0).sum(-1)  # (B,)
 
 
 def gold_log_likelihood(model, batch):
-    """(B,) sum over target tokens of log p(gold) under teacher forcing (the translator's gold score)."""
+    """(B,) sum over target tokens of log p(gold) under teacher forcing
+    (the translator's gold score)."""
     return model.gold_log_likelihood(batch)[0].sum(-1)
 
 
@@ -52,8 +56,9 @@ class MLLoss:
 
     def __init__(self, lambda_coverage=0.0, by_seqlength=False):
         self.lambda_coverage = lambda_coverage
-        # -copy_loss_by_seqlength (OpenNMT-py's): the loss is sum_b (nll_b + lambda_coverage * cov_b) / n_b,
-        # n_b the target tokens of example b (those counted in n_words; OpenNMT-py counts <s> too).
+        # -copy_loss_by_seqlength (OpenNMT-py's): the loss is
+        # sum_b (nll_b + lambda_coverage * cov_b) / n_b, n_b the target tokens of example b (those
+        # counted in n_words; OpenNMT-py counts <s> too).
         # The statistics keep the plain sums.
         self.by_seqlength = by_seqlength
 
@@ -63,8 +68,8 @@ class MLLoss:
                    by_seqlength=opt.copy_loss_by_seqlength)
 
     def __call__(self, model, batch, enc=None):
-        """-> (scalar loss to backpropagate, Statistics of this batch); `enc`: the batch's encoding when
-        the caller has it (interface.py gold_log_likelihood)."""
+        """-> (scalar loss to backpropagate, Statistics of this batch); `enc`: the batch's encoding
+        when the caller has it (interface.py gold_log_likelihood)."""
         ll, pred, attns = model.gold_log_likelihood(batch, enc=enc)  # (B, T-1) x2
         gold, mask = gold_targets(batch, extended_size(model, batch))
         with float32_region(ll):
@@ -91,20 +96,23 @@ class MLLoss:
     # ------------------------------------------------------------------ its figures
     @staticmethod
     def report(stats):
-        """(figures for the training report line, lines of their own) from this loss's sums in `stats`:
-        `p(copy) 0.31` with a pointer; the share of decoder inputs scheduled sampling replaced."""
+        """(figures for the training report line, lines of their own) from this loss's sums in
+        `stats`: `p(copy) 0.31` with a pointer; the share of decoder inputs scheduled sampling
+        replaced."""
         e = stats.extra
         figures = [f"p(copy) {e['p_copy'] / max(stats.n_words, 1):.2f}"] if "p_copy" in e else []
         lines = []
         if "sampled_inputs" in e:   # a model trained with scheduled sampling (the reinforced one)
             share = 100.0 * e["sampled_inputs"] / max(stats.n_words, 1)
-            lines.append(f"{share:.1f}% of decoder inputs were the model's own predictions (scheduled sampling)")
+            lines.append(f"{share:.1f}% of decoder inputs were the model's own predictions "
+                         "(scheduled sampling)")
         return figures, lines
 
     @staticmethod
     def scalars(stats):
         """name -> value for TensorBoard, where the model has them: coverage (mean coverage loss per
-        target token), p_copy (mean p(copy)), sampled_inputs (% of decoder inputs from scheduled sampling)."""
+        target token), p_copy (mean p(copy)), sampled_inputs (% of decoder inputs from scheduled
+        sampling)."""
         e, n, out = stats.extra, max(stats.n_words, 1), {}
         if e.get("coverage_loss"):
             out["coverage"] = e["coverage_loss"] / n
@@ -116,8 +124,8 @@ class MLLoss:
 
     @staticmethod
     def valid_report(stats):
-        """The validation lines of this loss's own figures (after the trainer's perplexity, accuracy and
-        xent): none."""
+        """The validation lines of this loss's own figures (after the trainer's perplexity, accuracy
+        and xent): none."""
         return []
 
 
@@ -128,12 +136,16 @@ def _statistics(nll, cov_total, pred, gold, mask, attns, n_examples):
     zero = nll.new_zeros(())
     figures = [nll.detach().float(), mask.sum().float(), ((pred == gold) & mask).sum().float(),
                cov_total.detach().float() if cov_total is not None else zero]
-    sampled, p_copy = attns.get("sampled"), attns.get("p_copy")  # (B, T-1) each, when the model gives them
+    # (B, T-1) each, when the model gives them
+    sampled, p_copy = attns.get("sampled"), attns.get("p_copy")
     figures.append((sampled & mask).sum().float() if sampled is not None else zero)
-    figures.append(p_copy.detach().float().masked_fill(~mask, 0.0).sum() if p_copy is not None else zero)
+    figures.append(p_copy.detach().float().masked_fill(~mask, 0.0).sum() if p_copy is not None
+                   else zero)
     nll_v, n_words, correct, cov_v, n_sampled, copy_v = torch.stack(figures).tolist()
-    stats = Statistics(loss=nll_v, n_words=round(n_words), n_correct=round(correct), n_examples=n_examples)
-    if cov_total is not None:  # the coverage loss sum_t sum_i min(a_ti, cov_ti) (unweighted); coverage models only
+    stats = Statistics(loss=nll_v, n_words=round(n_words), n_correct=round(correct),
+                       n_examples=n_examples)
+    # the coverage loss sum_t sum_i min(a_ti, cov_ti) (unweighted); coverage models only
+    if cov_total is not None:
         stats.extra["coverage_loss"] = cov_v
     if sampled is not None:  # scheduled sampling: inputs that were the model's own predictions
         stats.extra["sampled_inputs"] = round(n_sampled)

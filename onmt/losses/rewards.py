@@ -20,8 +20,8 @@ with tensor operations over the whole batch on the inputs' device:
               O(B L log L): no (L1, L2) matrix, so L of a few hundred stays cheap.
   mix         the mean of the ROUGE-1, ROUGE-2 and ROUGE-L F1 scores.
   rouge_l_recall   LCS / len(ref): what the reference keeps, whatever the hypothesis adds.
-  rouge_l_bp  ROUGE-L F1 times BLEU's brevity penalty min(1, exp(1 - len(ref) / len(hyp))): F1 with a
-              hypothesis shorter than its reference paid less (length-aware; 0 for an empty one).
+  rouge_l_bp  ROUGE-L F1 times BLEU's brevity penalty min(1, exp(1 - len(ref) / len(hyp))): F1 with
+              a hypothesis shorter than its reference paid less (length-aware; 0 for an empty one).
 
 F1 = 2PR / (P + R) = 2 overlap / (n_hyp + n_ref), and 0 when a side is empty or nothing matches.
 """
@@ -65,7 +65,8 @@ def lcs_length(hyp, hyp_len, ref, ref_len):
     B, L1, L2 = hyp.size(0), hyp.size(1), ref.size(1)
     hyp, ref = _masked_pair(hyp, hyp_len, ref, ref_len)
     hyp_cols = hyp.t().unsqueeze(2).unbind(0)                               # L1 x (B, 1)
-    dp = torch.zeros(B, L2 + 1, dtype=torch.int32, device=ref.device)       # (B, L2 + 1), dp[:, 0] = 0
+    # (B, L2 + 1), dp[:, 0] = 0
+    dp = torch.zeros(B, L2 + 1, dtype=torch.int32, device=ref.device)
     prev, cur = dp[:, :-1], dp[:, 1:]                                       # (B, L2) views
     match, diag, run = (torch.empty(B, L2, dtype=torch.int32, device=ref.device) for _ in range(3))
     idx = torch.empty(B, L2, dtype=torch.int64, device=ref.device)          # (B, L2) unused argmax
@@ -98,9 +99,11 @@ def _ngram_keys(hyp, ref, n):
     ng_h, ng_r = max(L1 - n + 1, 0), max(L2 - n + 1, 0)
     toks = _dense(torch.cat([hyp, ref], 1))                                 # (B, L1 + L2)
     span = toks.numel() + 1                                                 # > every dense id
-    keys = torch.arange(B, device=hyp.device).unsqueeze(1).expand(B, ng_h + ng_r)  # (B, Ng_h + Ng_r)
+    # (B, Ng_h + Ng_r)
+    keys = torch.arange(B, device=hyp.device).unsqueeze(1).expand(B, ng_h + ng_r)
     for k in range(n):
-        tok_k = torch.cat([toks[:, k:k + ng_h], toks[:, L1 + k:L1 + k + ng_r]], 1)  # (B, Ng_h + Ng_r)
+        # (B, Ng_h + Ng_r)
+        tok_k = torch.cat([toks[:, k:k + ng_h], toks[:, L1 + k:L1 + k + ng_r]], 1)
         keys = _dense(keys * span + tok_k)
     return keys[:, :ng_h], keys[:, ng_h:]
 
@@ -148,12 +151,13 @@ def rouge_mix(hyp, hyp_len, ref, ref_len):
 def rouge_l_recall(hyp, hyp_len, ref, ref_len):
     """(B,) float32 ROUGE-L recall, LCS / len(ref); 0 for an empty reference."""
     lcs = lcs_length(hyp, hyp_len, ref, ref_len).double()
-    return torch.where(ref_len > 0, lcs / ref_len.clamp_min(1).double(), torch.zeros_like(lcs)).float()
+    return torch.where(ref_len > 0, lcs / ref_len.clamp_min(1).double(),
+                       torch.zeros_like(lcs)).float()
 
 
 def rouge_l_bp(hyp, hyp_len, ref, ref_len):
-    """(B,) float32 ROUGE-L F1 x min(1, exp(1 - len(ref) / len(hyp))), BLEU's brevity penalty; 0 for an
-    empty hypothesis."""
+    """(B,) float32 ROUGE-L F1 x min(1, exp(1 - len(ref) / len(hyp))), BLEU's brevity penalty; 0 for
+    an empty hypothesis."""
     h, r = hyp_len.double(), ref_len.double()
     bp = torch.exp((1 - r / h.clamp_min(1)).clamp_max(0))                 # (B,) in (0, 1]
     bp = torch.where(hyp_len > 0, bp, torch.zeros_like(bp))
@@ -166,8 +170,8 @@ REWARDS = {"rougeL": rouge_l, "rouge1": rouge_1, "rouge2": rouge_2, "mix": rouge
 
 def reward_function(name):
     """The reward `(hyp, hyp_len, ref, ref_len) -> (B,) float32` called `name`, one of REWARDS:
-    "rougeL", "rouge1", "rouge2" (F1 scores), "mix" (the mean of the three F1 scores), "rougeL_recall"
-    or "rougeL_bp" (ROUGE-L F1 with BLEU's brevity penalty)."""
+    "rougeL", "rouge1", "rouge2" (F1 scores), "mix" (the mean of the three F1 scores),
+    "rougeL_recall" or "rougeL_bp" (ROUGE-L F1 with BLEU's brevity penalty)."""
     if name not in REWARDS:
         raise ValueError(f"unknown reward {name!r}; known rewards: {', '.join(REWARDS)}")
     return REWARDS[name]

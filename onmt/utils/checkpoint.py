@@ -46,9 +46,11 @@ def load_checkpoint(path, device="cpu"):
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if "weights_only" in first:     # torch's advice (load it unsafely) is not ours to give
             first = "it holds more than tensors and plain data"
-        raise UserError(f"cannot load checkpoint {path}: not a checkpoint or a damaged one ({first})") from None
+        raise UserError(f"cannot load checkpoint {path}: not a checkpoint or a damaged one "
+                        f"({first})") from None
     if not isinstance(ckpt, dict) or any(k not in ckpt for k in REQUIRED_KEYS):
-        raise UserError(f"{path} is not an onmt-reinforced checkpoint (needs keys {', '.join(REQUIRED_KEYS)})")
+        raise UserError(f"{path} is not an onmt-reinforced checkpoint "
+                        f"(needs keys {', '.join(REQUIRED_KEYS)})")
     check_contents(ckpt, path)
     return ckpt
 
@@ -58,8 +60,8 @@ def check_contents(ckpt, path):
     finite (a NaN model translates every line to nothing, and trains on from nothing)."""
     for key, kind in (("model", dict), ("opt", dict), ("vocab", dict)):
         if not isinstance(ckpt[key], kind):
-            raise UserError(f"checkpoint {path} is damaged: its {key} is a {type(ckpt[key]).__name__}, "
-                            f"not a {kind.__name__}")
+            raise UserError(f"checkpoint {path} is damaged: its {key} is a "
+                            f"{type(ckpt[key]).__name__}, not a {kind.__name__}")
     lacking = [k for k in ("src", "tgt", "shared") if k not in ckpt["vocab"]]
     if lacking:
         raise UserError(f"checkpoint {path} is damaged: its vocab lacks {', '.join(lacking)}")
@@ -67,7 +69,8 @@ def check_contents(ckpt, path):
     _check_resume_state(ckpt, path)
     for name, t in ckpt["model"].items():
         if not isinstance(t, torch.Tensor):
-            raise UserError(f"checkpoint {path} is damaged: weight {name} is a {type(t).__name__}, not a tensor")
+            raise UserError(f"checkpoint {path} is damaged: weight {name} is a "
+                            f"{type(t).__name__}, not a tensor")
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise UserError(f"checkpoint {path} has non-finite weights in {name}")
 
@@ -90,43 +93,54 @@ def _rng_ok(state):
 
 
 def _check_resume_state(ckpt, path):
-    """What a resume reads besides the counters (RNG states, ranks, the run's checkpoints, the early-stopping
-    state), where present: UserError naming the first that is not what training saves."""
+    """What a resume reads besides the counters (RNG states, ranks, the run's checkpoints, the
+    early-stopping state), where present: UserError naming the first that is not what training
+    saves."""
     import math
     es = ckpt.get("early_stopping")
     problems = [
         ("rng", not _rng_ok(ckpt.get("rng")), "an RNG state"),
-        ("rng_ranks", not (ckpt.get("rng_ranks") is None or (isinstance(ckpt["rng_ranks"], (list, tuple))
-                                                             and all(map(_rng_ok, ckpt["rng_ranks"])))),
+        ("rng_ranks", not (ckpt.get("rng_ranks") is None
+                           or (isinstance(ckpt["rng_ranks"], (list, tuple))
+                               and all(map(_rng_ok, ckpt["rng_ranks"])))),
          "a list of RNG states"),
         ("world_size", not (_is_int(ckpt.get("world_size", 1)) and ckpt.get("world_size", 1) >= 1),
          "a positive integer"),
-        ("saved_checkpoints", not isinstance(ckpt.get("saved_checkpoints", []), (list, tuple)), "a list of paths"),
+        ("saved_checkpoints", not isinstance(ckpt.get("saved_checkpoints", []), (list, tuple)),
+         "a list of paths"),
         ("saved_identities", not isinstance(ckpt.get("saved_identities") or {}, dict), "a dict"),
         ("early_stopping", not (es is None or (
             isinstance(es, dict) and isinstance(es.get("criteria", []), (list, tuple)) and
             isinstance(es.get("best", {}), dict) and
-            all(isinstance(v, (int, float)) and not math.isnan(v) for v in es.get("best", {}).values()) and
-            (es.get("best_step") is None or _is_int(es.get("best_step"))) and _is_int(es.get("bad", 0)))),
+            all(isinstance(v, (int, float)) and not math.isnan(v)
+                for v in es.get("best", {}).values()) and
+            (es.get("best_step") is None or _is_int(es.get("best_step"))) and
+            _is_int(es.get("bad", 0)))),
          "an early-stopping state"),
     ]
     for key, bad, what in problems:
         if bad:
-            raise UserError(f"checkpoint {path} is damaged: its {key} is {ckpt.get(key)!r:.60}, not {what}")
+            raise UserError(f"checkpoint {path} is damaged: its {key} is {ckpt.get(key)!r:.60}, "
+                            f"not {what}")
 
 
 def _check_counters(ckpt, path):
-    """The training counters a resume reads: `step` a non-negative integer, `data_pos` two of them (epoch,
-    batches), `train_seconds` a finite non-negative number; UserError naming the first that is not."""
+    """The training counters a resume reads: `step` a non-negative integer, `data_pos` two of them
+    (epoch, batches), `train_seconds` a finite non-negative number; UserError naming the first that
+    is not."""
     import math
     step, pos, secs = ckpt["step"], ckpt.get("data_pos", (0, 0)), ckpt.get("train_seconds", 0.0)
     if not (_is_int(step) and step >= 0):
-        raise UserError(f"checkpoint {path} is damaged: its step is {step!r}, not a non-negative integer")
-    if not (isinstance(pos, (list, tuple)) and len(pos) == 2 and all(_is_int(x) and x >= 0 for x in pos)):
-        raise UserError(f"checkpoint {path} is damaged: its data_pos is {pos!r}, not two non-negative integers "
-                        "(epoch, batches)")
-    if not (isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs) and secs >= 0):
-        raise UserError(f"checkpoint {path} is damaged: its train_seconds is {secs!r}, not a non-negative number")
+        raise UserError(f"checkpoint {path} is damaged: its step is {step!r}, "
+                        "not a non-negative integer")
+    if not (isinstance(pos, (list, tuple)) and len(pos) == 2
+            and all(_is_int(x) and x >= 0 for x in pos)):
+        raise UserError(f"checkpoint {path} is damaged: its data_pos is {pos!r}, "
+                        "not two non-negative integers (epoch, batches)")
+    if not (isinstance(secs, (int, float)) and not isinstance(secs, bool) and math.isfinite(secs)
+            and secs >= 0):
+        raise UserError(f"checkpoint {path} is damaged: its train_seconds is {secs!r}, "
+                        "not a non-negative number")
 
 
 def checkpoint_path(save_model, step):
@@ -146,17 +160,18 @@ def saved_steps(save_model):
 
 
 def check_no_later_checkpoints(save_model, start_step, resuming):
-    """UserError naming -save_model when a run that starts at `start_step` would write over checkpoints
-    already under the prefix: step files beyond `start_step` (another run's, or the later ones of the run
-    resumed from an earlier step), or, for a fresh run, a best checkpoint."""
+    """UserError naming -save_model when a run that starts at `start_step` would write over
+    checkpoints already under the prefix: step files beyond `start_step` (another run's, or the
+    later ones of the run resumed from an earlier step), or, for a fresh run, a best checkpoint."""
     later = sorted((s, p) for s, p in saved_steps(save_model).items() if s > start_step)
     best = best_checkpoint_path(save_model)
     if later or (not resuming and os.path.exists(best)):
-        names = ", ".join(os.path.basename(p) for _, p in later[:3]) + (" ..." if len(later) > 3 else "")
+        names = (", ".join(os.path.basename(p) for _, p in later[:3])
+                 + (" ..." if len(later) > 3 else ""))
         names = names or os.path.basename(best)
         where = f"beyond the resumed step {start_step}" if resuming else "of an earlier run"
-        raise UserError(f"-save_model {save_model} already holds {names} {where}: this run would overwrite "
-                        "them; give another -save_model (or move those files away)")
+        raise UserError(f"-save_model {save_model} already holds {names} {where}: this run would "
+                        "overwrite them; give another -save_model (or move those files away)")
 
 
 def best_checkpoint_path(save_model):
@@ -164,8 +179,9 @@ def best_checkpoint_path(save_model):
 
 
 def link_best(path, best):
-    """Make `best` the checkpoint `path`, atomically: a hard link (no copy; it survives the pruning of
-    `path`), or a copy where the file system has no links. A reader sees the old or the new best."""
+    """Make `best` the checkpoint `path`, atomically: a hard link (no copy; it survives the pruning
+    of `path`), or a copy where the file system has no links. A reader sees the old or the new
+    best."""
     import shutil
     tmp = f"{best}.tmp{os.getpid()}"
     try:
@@ -194,13 +210,14 @@ def file_identity(path):
 def prune_checkpoints(saved, keep, identities=None):
     """Delete the oldest of `saved` (paths, oldest first) beyond `keep`; returns the rest. As in
     OpenNMT-py, `keep` <= 0 (or None) keeps every checkpoint: 0 never deletes the one just written.
-    With `identities` ({path: file_identity when written}), a file is deleted only while it is still the
-    one written (another file since put at that name, or one never recorded, is left alone)."""
+    With `identities` ({path: file_identity when written}), a file is deleted only while it is still
+    the one written (another file since put at that name, or one never recorded, is left alone)."""
     if keep is None or keep <= 0:
         return saved
     while len(saved) > keep:
         old = saved.pop(0)
-        if identities is not None and (old not in identities or file_identity(old) != identities[old]):
+        if identities is not None and (old not in identities
+                                       or file_identity(old) != identities[old]):
             continue
         if os.path.exists(old):
             os.remove(old)
@@ -213,11 +230,11 @@ def prune_checkpoints(saved, keep, identities=None):
 
 
 def owned_checkpoints(ckpt, save_model, path=None):
-    """(paths, {path: identity}) of the step checkpoints recorded in `ckpt` (read from `path`) that are
-    provably the resumed run's own, for -keep_checkpoint: recorded by absolute path under `save_model`
-    (resolved here) and still the file written (its recorded identity, or the checkpoint resumed from
-    itself). A relative path (older checkpoints, another working directory), another prefix or a file
-    replaced since is never pruned."""
+    """(paths, {path: identity}) of the step checkpoints recorded in `ckpt` (read from `path`) that
+    are provably the resumed run's own, for -keep_checkpoint: recorded by absolute path under
+    `save_model` (resolved here) and still the file written (its recorded identity, or the
+    checkpoint resumed from itself). A relative path (older checkpoints, another working directory),
+    another prefix or a file replaced since is never pruned."""
     from onmt.utils.files import same_file
     mine = os.path.abspath(save_model) + "_step_"
     recorded = {p: tuple(v) for p, v in (ckpt.get("saved_identities") or {}).items()}
@@ -242,10 +259,10 @@ def checkpoint_step(path):
 
 
 def restore_best(save_model, best_step):
-    """{save_model}_best.pt as a resumed early-stopping state says: the checkpoint of `best_step`. After a
-    kill and a resume it may hold a later, forgotten best, or be missing or damaged: it is made that step's
-    checkpoint again where that file exists (a hard link), kept where it already holds that step, and
-    otherwise one log line says why it cannot be."""
+    """{save_model}_best.pt as a resumed early-stopping state says: the checkpoint of `best_step`.
+    After a kill and a resume it may hold a later, forgotten best, or be missing or damaged: it is
+    made that step's checkpoint again where that file exists (a hard link), kept where it already
+    holds that step, and otherwise one log line says why it cannot be."""
     from onmt.utils.files import same_file
     from onmt.utils.logging import logger
     if best_step is None:
@@ -254,8 +271,9 @@ def restore_best(save_model, best_step):
     if os.path.exists(step_file):
         if not (os.path.exists(best) and same_file(step_file, best)):
             link_best(step_file, best)
-            logger.info(f"{best} made the checkpoint of the best step {best_step} again ({step_file})")
+            logger.info(f"{best} made the checkpoint of the best step {best_step} again "
+                        f"({step_file})")
         return
     if checkpoint_step(best) != best_step:
-        logger.warning(f"{best} does not hold the best step {best_step} of the resumed run and its checkpoint "
-                       f"{step_file} is gone: it is made again at the next new best")
+        logger.warning(f"{best} does not hold the best step {best_step} of the resumed run and "
+                       f"its checkpoint {step_file} is gone: it is made again at the next new best")

@@ -9,8 +9,9 @@ from onmt.errors import OptionError, PeerStopped, Stopped, Terminated, UserError
 
 
 def run_main(main_fn, argv=None):
-    """Run `main_fn(argv)`; a UserError, OptionError, OSError (a missing file, a full disk...), ^C or a
-    stop on a signal (Stopped) exits non-zero in one line; a closed stdout pipe exits quietly (141)."""
+    """Run `main_fn(argv)`; a UserError, OptionError, OSError (a missing file, a full disk...), ^C
+    or a stop on a signal (Stopped) exits non-zero in one line; a closed stdout pipe exits quietly
+    (141)."""
     prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
     try:
         with sigterm_unwinds():
@@ -19,7 +20,8 @@ def run_main(main_fn, argv=None):
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(1)   # not sys.exit: gloo's threads, still tied to the dead peer, abort a normal exit
+        # not sys.exit: gloo's threads, still tied to the dead peer, abort a normal exit
+        os._exit(1)
     except (UserError, OptionError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)
@@ -33,7 +35,8 @@ def run_main(main_fn, argv=None):
         if not _stdout_closed():
             raise
         quiet_broken_pipe()
-    except OSError as e:   # a full disk, a folder where a file should be, ...: one line naming the file
+    # a full disk, a folder where a file should be, ...: one line naming the file
+    except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
         print(f"{prog}: error: {where}{e.strerror or e}", file=sys.stderr)
         sys.exit(1)
@@ -54,11 +57,11 @@ def _terminate(signum, frame):
 
 @contextlib.contextmanager
 def sigterm_unwinds():
-    """SIGTERM unwinds as ^C does (Terminated, a KeyboardInterrupt) while the block runs: the files being
-    written aside are removed (files.AtomicFile), run_main prints one line and exits 143. Before, every
-    command but preprocess.py and the prepare tools died at once, silently, leaving its temporary files.
-    A handler already set (training's utils/stop.py sets its own inside) or a thread other than the main
-    one: the block runs as it is."""
+    """SIGTERM unwinds as ^C does (Terminated, a KeyboardInterrupt) while the block runs: the files
+    being written aside are removed (files.AtomicFile), run_main prints one line and exits 143.
+    Before, every command but preprocess.py and the prepare tools died at once, silently, leaving
+    its temporary files. A handler already set (training's utils/stop.py sets its own inside) or a
+    thread other than the main one: the block runs as it is."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
         yield
@@ -79,7 +82,8 @@ def launch(module):
             main_fn = importlib.import_module(module).main
     except KeyboardInterrupt as e:
         prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
-        print(f"{prog}: {'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}", file=sys.stderr)
+        print(f"{prog}: {'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}",
+              file=sys.stderr)
         sys.exit(143 if isinstance(e, Terminated) else 130)
     run_main(main_fn)
 

@@ -1,7 +1,8 @@
 """Early stopping on validation figures (OpenNMT-py's -early_stopping / -early_stopping_criteria).
 
     stopper = EarlyStopping(patience=3, criteria=("ppl",))
-    improved = stopper.update(figures, step)   # after each validation: {"ppl": 12.3, "rougeL": 30.1, ...}
+    improved = stopper.update(figures,
+                              step)   # after each validation: {"ppl": 12.3, "rougeL": 30.1, ...}
     stopper.should_stop                             # N validations in a row without improvement
 
 A validation improves when every criterion beats its own best so far (as upstream: with several
@@ -21,14 +22,16 @@ class EarlyStopping:
     def __init__(self, patience=0, criteria=("ppl",)):
         unknown = [c for c in criteria if c not in CRITERIA]
         if unknown:
-            raise ValueError(f"unknown early-stopping criteria {unknown}; choose from {sorted(CRITERIA)}")
+            raise ValueError(f"unknown early-stopping criteria {unknown}; "
+                             f"choose from {sorted(CRITERIA)}")
         self.patience, self.criteria = patience, tuple(criteria)
         self.best = {}          # criterion -> best value so far
         self.best_step = None   # step of the last validation that improved every criterion
         self.bad = 0            # validations since then
 
     def values(self, figures):
-        """criterion -> its value among this validation's figures (ValueError when one is not measured)."""
+        """criterion -> its value among this validation's figures
+        (ValueError when one is not measured)."""
         out = {}
         for name in self.criteria:
             value = figures.get(name)
@@ -42,7 +45,8 @@ class EarlyStopping:
         criterion (a new best)."""
         values = self.values(figures)
         better = all(name not in self.best or (values[name] > self.best[name] if CRITERIA[name]
-                                               else values[name] < self.best[name]) for name in values)
+                                               else values[name] < self.best[name])
+                     for name in values)
         if better:
             self.best, self.best_step, self.bad = values, step, 0
         else:
@@ -59,11 +63,12 @@ class EarlyStopping:
         return f"{figures} at step {self.best_step}"
 
     def state_dict(self):
-        return {"criteria": list(self.criteria), "best": dict(self.best), "best_step": self.best_step,
-                "bad": self.bad}
+        return {"criteria": list(self.criteria), "best": dict(self.best),
+                "best_step": self.best_step, "bad": self.bad}
 
     def load_state_dict(self, state):
-        """Resume a run's state; ignored when it tracked other criteria (a new phase, a new question)."""
+        """Resume a run's state; ignored when it tracked other criteria
+        (a new phase, a new question)."""
         if list(state.get("criteria", [])) != list(self.criteria):
             return False
         self.best = {k: float(v) for k, v in state["best"].items()}

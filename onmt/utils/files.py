@@ -1,18 +1,19 @@
 """Output files: checked before the work starts, written whole or not at all.
 
 `check_output(path, what)` raises a one-line UserError when `path` cannot be written (its folder is
-missing, is not a folder or is read-only; the path itself is a folder), so that a command fails in its
-first second rather than after hours of work; `check_not_inputs` when an output is one of the command's
-inputs (by any spelling or link); `check_prefix` does the same for a prefix of files
+missing, is not a folder or is read-only; the path itself is a folder), so that a command fails in
+its first second rather than after hours of work; `check_not_inputs` when an output is one of the
+command's inputs (by any spelling or link); `check_prefix` does the same for a prefix of files
 (train.py -save_model), `check_output_folder` for a folder of outputs (-attn_plot).
 
-Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder, renamed
-onto the target when complete), so a reader never sees a half-written file; a failure (a full disk, ^C
-included) leaves the target as it was, no temporary file, and one line naming the file (`write_error`). A
-target that is not a regular file (`-` for standard output, a FIFO, a character device such as /dev/null,
-/dev/stdout or a link to one) is written through instead, never renamed over: a pipe gets the output, and
-the device stays a device (`is_stream`). `write_atomic(path, write)` is the common form (`write(f)` fills
-the file); `write_text_atomic` / `write_lines_atomic` write strings."""
+Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder,
+renamed onto the target when complete), so a reader never sees a half-written file; a failure (a
+full disk, ^C included) leaves the target as it was, no temporary file, and one line naming the file
+(`write_error`). A target that is not a regular file (`-` for standard output, a FIFO, a character
+device such as /dev/null, /dev/stdout or a link to one) is written through instead, never renamed
+over: a pipe gets the output, and the device stays a device (`is_stream`).
+`write_atomic(path, write)` is the common form (`write(f)` fills the file); `write_text_atomic` /
+`write_lines_atomic` write strings."""
 import contextlib
 import os
 import re
@@ -45,10 +46,10 @@ def descriptor_of(path):
 
 
 def is_stream(path):
-    """Whether writing `path` means writing through it rather than replacing it: `-` (standard output),
-    a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, even redirected into a regular
-    file: `descriptor_of`), or an existing path (links followed) that is not a regular file or a folder
-    (a FIFO, a character device, a socket: /dev/null)."""
+    """Whether writing `path` means writing through it rather than replacing it: `-` (standard
+    output), a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, even redirected into
+    a regular file: `descriptor_of`), or an existing path (links followed) that is not a regular
+    file or a folder (a FIFO, a character device, a socket: /dev/null)."""
     import stat
     if descriptor_of(path) is not None:
         return True
@@ -60,8 +61,8 @@ def is_stream(path):
 
 
 def check_output(path, what):
-    """UserError naming `what` (e.g. "-output pred.txt") unless `path` could be created or replaced (or,
-    `is_stream`, written through)."""
+    """UserError naming `what` (e.g. "-output pred.txt") unless `path` could be created or replaced
+    (or, `is_stream`, written through)."""
     if is_stream(path):
         if os.fspath(path) != "-" and not os.access(path, os.W_OK):
             raise UserError(f"{what}: {path} is not writable")
@@ -76,8 +77,8 @@ def check_output(path, what):
 
 
 def same_file(a, b):
-    """Whether paths `a` and `b` name one file, by any spelling or link (hard links included); a path
-    that does not exist yet is compared by its resolved name."""
+    """Whether paths `a` and `b` name one file, by any spelling or link (hard links included); a
+    path that does not exist yet is compared by its resolved name."""
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -85,9 +86,9 @@ def same_file(a, b):
 
 
 def check_not_inputs(outputs, inputs):
-    """UserError when one of `outputs` ({"-output": path, ...}; None or "" for an option not given) is
-    one of `inputs` ({"-model": path, "-src": path or [paths], ...}): a command never writes over what it
-    reads."""
+    """UserError when one of `outputs` ({"-output": path, ...}; None or "" for an option not given)
+    is one of `inputs` ({"-model": path, "-src": path or [paths], ...}): a command never writes over
+    what it reads."""
     def paths(v):
         return [p for p in (v if isinstance(v, (list, tuple)) else [v]) if p]
     for out_what, out in outputs.items():
@@ -95,33 +96,36 @@ def check_not_inputs(outputs, inputs):
             for in_what, value in inputs.items():
                 for in_path in paths(value):
                     if same_file(out_path, in_path):
-                        raise UserError(f"{out_what} {out_path} is this command's {in_what} {in_path}: writing it "
-                                        f"would destroy the input; give {out_what} another file")
+                        raise UserError(f"{out_what} {out_path} is this command's {in_what} "
+                                        f"{in_path}: writing it would destroy the input; "
+                                        f"give {out_what} another file")
 
 
 def check_distinct_outputs(outputs):
-    """UserError when two of `outputs` ({"-output": path, "-attn_debug": path, ...}; None or "" for an
-    option not given) name one file (by any spelling or link): one would be lost. Standard output (`-`)
-    may be shared."""
+    """UserError when two of `outputs` ({"-output": path, "-attn_debug": path, ...}; None or "" for
+    an option not given) name one file (by any spelling or link): one would be lost. Standard output
+    (`-`) may be shared."""
     given = [(what, path) for what, path in outputs.items() if path and os.fspath(path) != "-"]
     for i, (what_a, a) in enumerate(given):
         for what_b, b in given[i + 1:]:
             if same_file(a, b):
-                raise UserError(f"{what_a} and {what_b} are both {a}: one output would be lost; give each its own file")
+                raise UserError(f"{what_a} and {what_b} are both {a}: one output would be lost; "
+                                "give each its own file")
 
 
 def check_not_prefix_files(outputs, prefix, what, names):
-    """UserError when one of `outputs` ({"-log_file": path, ...}) is, by any spelling or link, a file the
-    run writes, replaces or removes under `prefix` (`what`, e.g. "-save_model runs/m"): one in the prefix's
-    folder whose name `names` (a compiled pattern) matches. Streams (`-`, /dev/null) are never replaced."""
+    """UserError when one of `outputs` ({"-log_file": path, ...}) is, by any spelling or link, a
+    file the run writes, replaces or removes under `prefix` (`what`, e.g. "-save_model runs/m"): one
+    in the prefix's folder whose name `names` (a compiled pattern) matches. Streams (`-`, /dev/null)
+    are never replaced."""
     folder = os.path.realpath(os.path.dirname(os.path.abspath(prefix)))
     for out_what, path in outputs.items():
         if not path or is_stream(path):
             continue
         real = os.path.realpath(path)
         if os.path.dirname(real) == folder and names.match(os.path.basename(real)):
-            raise UserError(f"{out_what} {path} is one of the files of {what}, which the run writes over or "
-                            f"removes: give {out_what} another file")
+            raise UserError(f"{out_what} {path} is one of the files of {what}, which the run "
+                            f"writes over or removes: give {out_what} another file")
 
 
 def process_alive(pid):
@@ -138,12 +142,13 @@ def process_alive(pid):
 @contextlib.contextmanager
 def prefix_lock(prefix, what):
     """Hold `{prefix}.lock` while a run writes the files of `prefix` (train.py -save_model,
-    preprocess.py -save_data): a second writer is refused in one line naming `what`. The lock holds the
-    owner's process id; one left by a process that no longer exists (killed) is taken over."""
+    preprocess.py -save_data): a second writer is refused in one line naming `what`. The lock holds
+    the owner's process id; one left by a process that no longer exists (killed) is taken over."""
     path = f"{prefix}.lock"
     folder = os.path.dirname(os.path.abspath(path))
     created = not os.path.isdir(folder)
-    if created:   # the run would create it: made now for the lock, removed again if left empty
+    # the run would create it: made now for the lock, removed again if left empty
+    if created:
         try:
             os.makedirs(folder)
         except OSError as e:
@@ -158,8 +163,8 @@ def prefix_lock(prefix, what):
             except OSError:
                 owner = ""
             if owner.isdigit() and process_alive(int(owner)) and int(owner) != os.getpid():
-                raise UserError(f"{what}: another run (process {owner}) is writing {prefix}*; wait for it to end "
-                                f"or give another {what.split()[0]}") from None
+                raise UserError(f"{what}: another run (process {owner}) is writing {prefix}*; "
+                                f"wait for it to end or give another {what.split()[0]}") from None
             with contextlib.suppress(OSError):
                 os.remove(path)           # a stale lock: its process is gone
             continue
@@ -184,8 +189,8 @@ def prefix_lock(prefix, what):
 
 
 def check_output_folder(path, what):
-    """UserError naming `what` (e.g. "-attn_plot plots") unless `path` is a folder or could be created as
-    one (`check_output` on it)."""
+    """UserError naming `what` (e.g. "-attn_plot plots") unless `path` is a folder or could be
+    created as one (`check_output` on it)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise UserError(f"{what}: not a folder")
     if not os.path.isdir(path):
@@ -193,12 +198,13 @@ def check_output_folder(path, what):
 
 
 def check_prefix(prefix, what):
-    """UserError naming `what` (e.g. "-save_model runs/m") unless files `prefix`_... could be written:
-    the prefix names no folder, and its folder exists and is writable or could be created (its nearest
-    existing ancestor is a writable folder). Nothing is created."""
+    """UserError naming `what` (e.g. "-save_model runs/m") unless files `prefix`_... could be
+    written: the prefix names no folder, and its folder exists and is writable or could be created
+    (its nearest existing ancestor is a writable folder). Nothing is created."""
     if not prefix or prefix.endswith(("/", os.sep)) or os.path.isdir(prefix):
         example = os.path.join(prefix.rstrip("/" + os.sep) or ".", "model")
-        raise UserError(f"{what}: {prefix} is a folder; give a prefix of file names such as {example}")
+        raise UserError(f"{what}: {prefix} is a folder; "
+                        f"give a prefix of file names such as {example}")
     folder = os.path.dirname(os.path.abspath(prefix))
     existing = folder
     while not os.path.exists(existing):
@@ -207,7 +213,8 @@ def check_prefix(prefix, what):
         raise UserError(f"{what}: {existing} is a file, not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UserError(f"{what}: folder {existing} is not writable")
-    try:                            # what os.access cannot tell: a read-only mount, /proc, root's rights
+    # what os.access cannot tell: a read-only mount, /proc, root's rights
+    try:
         fd, probe = tempfile.mkstemp(prefix=".write-test", dir=existing)
         os.close(fd)
         os.remove(probe)
@@ -216,8 +223,8 @@ def check_prefix(prefix, what):
 
 
 def write_error(path, error, what=None):
-    """The one-line UserError of a failed write of `path` (e.g. "... cannot write X: No space left on
-    device"); `what` names the option or the kind of file."""
+    """The one-line UserError of a failed write of `path` (e.g. "... cannot write X: No space left
+    on device"); `what` names the option or the kind of file."""
     reason = getattr(error, "strerror", None)
     if not reason:
         text = str(error).strip()
@@ -226,13 +233,14 @@ def write_error(path, error, what=None):
 
 
 class AtomicFile:
-    """A file written whole or not at all: a temporary file in the folder of `path`, open for writing as
-    `.file` (text: UTF-8 with "\\n" line ends; bytes when `binary`), renamed onto `path` by `commit()`
-    and removed by `discard()`. As a with-block (`with AtomicFile(p) as f:`) it commits when the block
-    completes and discards on any exception, ^C included. An OSError (a full disk, a read-only folder;
-    inside the with-block too) leaves `path` as it was and no temporary file, and is raised as
-    `write_error`'s one-line UserError naming `what` and `path`. The file gets the permissions that
-    open() gives a new file (the process's umask), not the temporary file's 0o600."""
+    """A file written whole or not at all: a temporary file in the folder of `path`, open for
+    writing as `.file` (text: UTF-8 with "\\n" line ends; bytes when `binary`), renamed onto `path`
+    by `commit()` and removed by `discard()`. As a with-block (`with AtomicFile(p) as f:`) it
+    commits when the block completes and discards on any exception, ^C included. An OSError (a full
+    disk, a read-only folder; inside the with-block too) leaves `path` as it was and no temporary
+    file, and is raised as `write_error`'s one-line UserError naming `what` and `path`. The file
+    gets the permissions that open() gives a new file (the process's umask), not the temporary
+    file's 0o600."""
 
     def __init__(self, path, what=None, binary=False):
         self.path, self.what = os.fspath(path), what
@@ -242,19 +250,24 @@ class AtomicFile:
             with self._discarded_on_error():
                 own = descriptor_of(self.path)
                 fd = os.dup(own) if own is not None else os.open(self.path, os.O_WRONLY)
-                self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+                self.file = (os.fdopen(fd, "wb") if binary
+                             else os.fdopen(fd, "w", encoding="utf-8", newline="\n"))
             return
         # a link to a regular file stays a link: its target is the file replaced
         self.target = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
         with self._discarded_on_error():
-            fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.target) + ".", suffix=".tmp",
+            fd, self.tmp = tempfile.mkstemp(prefix=os.path.basename(self.target) + ".",
+                                            suffix=".tmp",
                                             dir=os.path.dirname(os.path.abspath(self.target)))
-            # a Python file over the descriptor: a write error is an OSError (ENOSPC...), whoever writes
-            self.file = os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+            # a Python file over the descriptor: a write error is an OSError (ENOSPC...),
+            # whoever writes
+            self.file = (os.fdopen(fd, "wb") if binary
+                         else os.fdopen(fd, "w", encoding="utf-8", newline="\n"))
 
     @contextlib.contextmanager
     def _discarded_on_error(self):
-        """On any exception, remove the temporary file; an OSError becomes write_error's one line."""
+        """On any exception, remove the temporary file; an OSError becomes
+        write_error's one line."""
         try:
             yield
         except BaseException as e:
@@ -279,7 +292,8 @@ class AtomicFile:
         self.tmp = None
 
     def discard(self):
-        """Close and remove the temporary file (never raises an OSError; nothing to do after commit)."""
+        """Close and remove the temporary file
+        (never raises an OSError; nothing to do after commit)."""
         if self.file is not None:
             try:
                 self.file.close()
@@ -306,9 +320,9 @@ class AtomicFile:
         return False
 
     def _write_failure(self, exc):
-        """The OSError behind the exception `exc` of a with-block: `exc` itself, or for another Exception
-        (torch.save reports a full disk as RuntimeError "unexpected pos") the OSError it arose from or
-        the one that closing the file raises; None when there is none (^C, a bug)."""
+        """The OSError behind the exception `exc` of a with-block: `exc` itself, or for another
+        Exception (torch.save reports a full disk as RuntimeError "unexpected pos") the OSError it
+        arose from or the one that closing the file raises; None when there is none (^C, a bug)."""
         if isinstance(exc, OSError) or not isinstance(exc, Exception):
             return exc if isinstance(exc, OSError) else None
         if isinstance(exc.__context__, OSError):
@@ -328,9 +342,9 @@ def _new_file_mode():
 
 
 def write_atomic(path, write, what=None, binary=False, by_name=False):
-    """Call `write(f)` with `f` open on the temporary file of an AtomicFile for `path` (text, or bytes
-    when `binary`), then rename it onto `path`; `by_name`: `write(name)` with the temporary file's name
-    instead, for a writer that opens the file itself. Errors as AtomicFile's."""
+    """Call `write(f)` with `f` open on the temporary file of an AtomicFile for `path` (text, or
+    bytes when `binary`), then rename it onto `path`; `by_name`: `write(name)` with the temporary
+    file's name instead, for a writer that opens the file itself. Errors as AtomicFile's."""
     out = AtomicFile(path, what, binary)
     with out as f:
         if by_name and out.stream:
@@ -355,7 +369,8 @@ def write_text_atomic(path, text, what=None):
 
 
 def write_lines_atomic(path, lines, what=None):
-    """Write the strings `lines`, each followed by "\\n", to `path` whole or not at all (`write_atomic`)."""
+    """Write the strings `lines`, each followed by "\\n", to `path` whole or not at all
+    (`write_atomic`)."""
     def write(f):
         for line in lines:
             f.write(line + "\n")

@@ -8,8 +8,9 @@ import torch
 def build_optimizer(params, optim="sgd", learning_rate=1.0, adagrad_accumulator_init=0.0,
                     adam_beta1=0.9, adam_beta2=0.999):
     """The optimizer, with PyTorch's fused kernels where the parameters' device and dtype have them:
-    one vectorized pass over each tensor instead of a dozen elementwise passes (Adam over See et al.'s
-    7.9M parameters: 7.5 against 21 ms per step on one CPU thread). Same update rule, same state."""
+    one vectorized pass over each tensor instead of a dozen elementwise passes (Adam over
+    See et al.'s 7.9M parameters: 7.5 against 21 ms per step on one CPU thread). Same update rule,
+    same state."""
     params = [p for p in params if p.requires_grad]
     if optim == "sgd":
         return _fused_if_supported(torch.optim.SGD, params, lr=learning_rate)
@@ -17,7 +18,8 @@ def build_optimizer(params, optim="sgd", learning_rate=1.0, adagrad_accumulator_
         return _fused_if_supported(torch.optim.Adagrad, params, lr=learning_rate,
                                    initial_accumulator_value=adagrad_accumulator_init)
     if optim == "adam":
-        return _fused_if_supported(torch.optim.Adam, params, lr=learning_rate, betas=(adam_beta1, adam_beta2))
+        return _fused_if_supported(torch.optim.Adam, params, lr=learning_rate,
+                                   betas=(adam_beta1, adam_beta2))
     raise ValueError(f"unknown optimizer {optim}")
 
 
@@ -37,28 +39,30 @@ def optimizer_from_opt(opt, params):
 
 
 def load_optimizer_state(optimizer, state, opt, ckpt_names=None, names=None):
-    """Load a checkpoint's optimizer `state` into `optimizer` (built by optimizer_from_opt for the same
-    optimizer type), then apply this run's hyperparameters (a new -learning_rate wins).
+    """Load a checkpoint's optimizer `state` into `optimizer` (built by optimizer_from_opt for the
+    same optimizer type), then apply this run's hyperparameters (a new -learning_rate wins).
 
-    ckpt_names / names: the parameter names (model.named_parameters order) of the checkpoint's model and
-    of this one; parameters this model adds (e.g. coverage) start with a fresh state.
+    ckpt_names / names: the parameter names (model.named_parameters order) of the checkpoint's model
+    and of this one; parameters this model adds (e.g. coverage) start with a fresh state.
     """
     if ckpt_names is not None and names is not None and list(ckpt_names) != list(names):
         index = {n: i for i, n in enumerate(names)}
         missing = [n for n in ckpt_names if n not in index]
         if missing:
-            raise ValueError(f"optimizer state for parameters this model lacks: {', '.join(missing[:4])}")
+            raise ValueError(f"optimizer state for parameters this model lacks: "
+                             f"{', '.join(missing[:4])}")
         new_id = [index[n] for n in ckpt_names]
         groups = [dict(g) for g in state["param_groups"]]
         if len(groups) != 1:
             raise ValueError("expected one parameter group")
         groups[0]["params"] = list(range(len(names)))
-        state = {"state": {new_id[int(k)]: v for k, v in state["state"].items()}, "param_groups": groups}
+        state = {"state": {new_id[int(k)]: v for k, v in state["state"].items()},
+                 "param_groups": groups}
     # a checkpoint's groups also carry how its optimizer ran (fused, foreach), which load_state_dict
     # would restore: this run's choice stands (the state is the same either way)
     impl = [{k: g[k] for k in ("fused", "foreach") if k in g} for g in optimizer.param_groups]
-    # the state an optimizer makes at construction (Adagrad's accumulators; PyTorch before 2.13 does not
-    # make it again in step): a parameter the checkpoint has no state for keeps it
+    # the state an optimizer makes at construction (Adagrad's accumulators; PyTorch before 2.13 does
+    # not make it again in step): a parameter the checkpoint has no state for keeps it
     fresh = {p: dict(st) for p, st in optimizer.state.items()}
     optimizer.load_state_dict(state)
     for p, st in fresh.items():
@@ -72,19 +76,20 @@ def load_optimizer_state(optimizer, state, opt, ckpt_names=None, names=None):
             group["betas"] = (opt.adam_beta1, opt.adam_beta2)
 
 
-# --------------------------------------------------------------------------- learning-rate schedules
+# -------------------------------------------------------------------------- learning-rate schedules
 # OpenNMT-py's, with its formulas. The rate of optimizer step s (1, 2, ...; the step being taken) is
 # -learning_rate * scale(s):
 #   -decay_method noam:  scale(s) = rnn_size^-0.5 * min(s^-0.5, s * warmup_steps^-1.5)
 #   -decay_method rsqrt: scale(s) = 1 / sqrt(max(s, warmup_steps))
 #   -decay_method none with exponential decay: upstream's exponential_decay,
-#       scale(s) = learning_rate_decay ^ (max(s - start_decay_steps + decay_steps, 0) // decay_steps),
+#       scale(s) = learning_rate_decay ^ (max(s - start_decay_steps + decay_steps, 0)
+#                                         // decay_steps),
 #     i.e. 1 before step start_decay_steps, then one more factor of learning_rate_decay at
 #     start_decay_steps, start_decay_steps + decay_steps, ...
 # Where this project differs on purpose: upstream decays exponentially by default (its
 # -start_decay_steps defaults to 50000); here -decay_method none keeps the rate constant (as it
-# always did) unless one of -learning_rate_decay, -start_decay_steps, -decay_steps is given, and then
-# the others take upstream's defaults (0.5, 50000, 10000).
+# always did) unless one of -learning_rate_decay, -start_decay_steps, -decay_steps is given, and
+# then the others take upstream's defaults (0.5, 50000, 10000).
 EXP_DECAY_DEFAULTS = {"learning_rate_decay": 0.5, "start_decay_steps": 50000, "decay_steps": 10000}
 
 
@@ -106,7 +111,8 @@ def exponential_decay_on(opt):
 
 
 def learning_rate_schedule(opt):
-    """step -> learning-rate multiplier for these options, or None for a constant rate (the default)."""
+    """step -> learning-rate multiplier for these options, or None for a constant rate
+    (the default)."""
     method, warmup = opt.decay_method, opt.warmup_steps
     if method == "noam":
         return functools.partial(noam_scale, warmup_steps=warmup, model_size=opt.rnn_size)
@@ -114,6 +120,8 @@ def learning_rate_schedule(opt):
         return functools.partial(rsqrt_scale, warmup_steps=warmup)
     if not exponential_decay_on(opt):
         return None
-    value = {n: getattr(opt, n) if getattr(opt, n) is not None else d for n, d in EXP_DECAY_DEFAULTS.items()}
+    value = {n: getattr(opt, n) if getattr(opt, n) is not None else d
+             for n, d in EXP_DECAY_DEFAULTS.items()}
     return functools.partial(exponential_scale, rate=value["learning_rate_decay"],
-                             decay_steps=value["decay_steps"], start_step=value["start_decay_steps"])
+                             decay_steps=value["decay_steps"],
+                             start_step=value["start_decay_steps"])

@@ -19,8 +19,9 @@ preprocessing use it):
   notebook, tqdm's auto bar (a widget where ipywidgets is installed);
 - otherwise (a pipe, a log file, a batch job) plain lines through the `onmt` logger, e.g.
   `translate: 300/1000 sent (30%), 52.1 sent/s, ETA 0:00:13`, about every `log_every` of the total
-  (a fraction, default 10%) or, with no known total, every `log_every_n` units; at most one line every
-  `min_interval` seconds; at close, a last line ending "(done)" when the final count was not logged.
+  (a fraction, default 10%) or, with no known total, every `log_every_n` units; at most one line
+  every `min_interval` seconds; at close, a last line ending "(done)" when the final count was not
+  logged.
 
 Arguments:
     iterable_or_total: an iterable to wrap, or an int (the total) for manual `update(n)` calls.
@@ -47,7 +48,8 @@ from onmt.utils.logging import logger
 
 def progress(iterable_or_total, desc="", unit="it", total=None, weight=None, log_every=0.1,
              log_every_n=1000, min_interval=0.0, disable=False):
-    """A tqdm bar when stderr is a terminal, otherwise periodic plain log lines (see the module doc)."""
+    """A tqdm bar when stderr is a terminal, otherwise periodic plain log lines
+    (see the module doc)."""
     if isinstance(iterable_or_total, int):
         iterable, total = None, iterable_or_total if total is None else total
     else:
@@ -121,10 +123,12 @@ class _Bar(_Base):
             columns = os.get_terminal_size(sys.stderr.fileno()).columns
         except (AttributeError, OSError, ValueError):
             columns = 0
-        # a terminal that reports no width (e.g. a pseudo-terminal never sized) would get an empty bar
+        # a terminal that reports no width (e.g. a pseudo-terminal never sized)
+        # would get an empty bar
         width = {"dynamic_ncols": True} if columns > 0 else {"ncols": 100, "nrows": 24}
         self._bar = tqdm(total=total, desc=desc or None, unit=unit, file=sys.stderr, **width)
-        # while the bar is drawn, the toolkit's log lines go through tqdm.write: above the bar, not into it
+        # while the bar is drawn, the toolkit's log lines go through tqdm.write:
+        # above the bar, not into it
         from tqdm.contrib.logging import logging_redirect_tqdm
         self._redirect = logging_redirect_tqdm(loggers=[logger])
         self._redirect.__enter__()
@@ -144,7 +148,8 @@ def _fmt_eta(seconds):
 
 
 class _LogLines(_Base):
-    """Plain `logger.info` lines at about every `log_every` of the total (or every `log_every_n`)."""
+    """Plain `logger.info` lines at about every `log_every` of the total
+    (or every `log_every_n`)."""
 
     def __init__(self, iterable, desc, unit, total, weight, log_every, log_every_n, min_interval):
         super().__init__(iterable, weight)
@@ -167,7 +172,8 @@ class _LogLines(_Base):
             pct = 100.0 * self.n / self.total
             left = max(self.total - self.n, 0)
             eta = f", ETA {_fmt_eta(left / rate)}" if rate > 0 and left else ""
-            return f"{head}{self.n}/{self.total} {self.unit} ({pct:.0f}%), {rate:.1f} {self.unit}/s{eta}"
+            return (f"{head}{self.n}/{self.total} {self.unit} ({pct:.0f}%), "
+                    f"{rate:.1f} {self.unit}/s{eta}")
         return f"{head}{self.n} {self.unit}, {rate:.1f} {self.unit}/s"
 
     def update(self, n=1):

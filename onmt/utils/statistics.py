@@ -42,12 +42,13 @@ class Statistics:
         return 100.0 * self.n_correct / max(self.n_words, 1)
 
     def has_token_loss(self):
-        """Whether a token loss was summed (a loss may have none, -rl_gamma 1's: its figures are then absent)."""
+        """Whether a token loss was summed
+        (a loss may have none, -rl_gamma 1's: its figures are then absent)."""
         return bool(self.n_correct or self.loss)
 
     def scalars(self):
-        """name -> value of the token figures, xent, ppl and accuracy (when there is a token loss), for
-        TensorBoard (utils/tensorboard.py); the loss and the update norms add their own."""
+        """name -> value of the token figures, xent, ppl and accuracy (when there is a token loss),
+        for TensorBoard (utils/tensorboard.py); the loss and the update norms add their own."""
         if not self.has_token_loss():
             return {}
         return dict(xent=self.xent(), ppl=self.ppl(), accuracy=self.accuracy())

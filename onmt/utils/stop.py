@@ -1,13 +1,14 @@
 """SIGTERM (a cluster's preemption) and ^C during training: finish the step, save, stop.
 
-    with StopSignals() as stop:      # in the main thread; elsewhere it does nothing
-        ...                          # after each optimizer step: if stop.received: save, raise Stopped
+    with StopSignals() as stop:  # in the main thread; elsewhere it does nothing
+        ...                      # after each optimizer step: if stop.received: save, raise Stopped
 
-The first SIGTERM or SIGINT only records its name (`stop.received`): the step in progress finishes and
-the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A second one raises
-KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save leaves no
-partial file). The previous handlers come back when the block ends. Ranks spawned by train.py -world_size
-N get their signals from the spawning process (`forwarded_signals`), once per signal it receives.
+The first SIGTERM or SIGINT only records its name (`stop.received`): the step in progress finishes
+and the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A second one raises
+KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save leaves
+no partial file). The previous handlers come back when the block ends. Ranks spawned by train.py
+-world_size N get their signals from the spawning process (`forwarded_signals`), once per signal it
+receives.
 """
 import contextlib
 import signal
@@ -50,11 +51,11 @@ class StopSignals:
 
 @contextlib.contextmanager
 def signals_deferred():
-    """SIGTERM and ^C held back inside the block and delivered when it ends: for the few renames that
-    must all happen (a dataset swapped in). Inside, a handler only records them; after, the previous
-    handlers come back and each recorded signal is raised again (a process-wide signal may reach any
-    thread, so masking the main thread alone would not hold it back). Outside the main thread the
-    block runs as it is."""
+    """SIGTERM and ^C held back inside the block and delivered when it ends: for the few renames
+    that must all happen (a dataset swapped in). Inside, a handler only records them; after, the
+    previous handlers come back and each recorded signal is raised again (a process-wide signal may
+    reach any thread, so masking the main thread alone would not hold it back). Outside the main
+    thread the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -75,11 +76,11 @@ def signals_deferred():
 
 @contextlib.contextmanager
 def forwarded_signals(pids):
-    """In the process that spawned the ranks (utils/distributed.py spawn, whose ranks leave its process group
-    so that a signal to the group reaches them through here alone, once): SIGTERM and SIGINT are not its
-    death but forwarded to the processes `pids()` names, which finish their step and save (a second signal,
-    forwarded too, stops them at once); the block yields the list of the signal numbers received (empty when
-    none). Outside the main thread it does nothing."""
+    """In the process that spawned the ranks (utils/distributed.py spawn, whose ranks leave its
+    process group so that a signal to the group reaches them through here alone, once): SIGTERM and
+    SIGINT are not its death but forwarded to the processes `pids()` names, which finish their step
+    and save (a second signal, forwarded too, stops them at once); the block yields the list of the
+    signal numbers received (empty when none). Outside the main thread it does nothing."""
     import os
     received, previous = [], {}
     if threading.current_thread() is not threading.main_thread():

@@ -1,17 +1,17 @@
 """TensorBoard scalars of a training run (`train.py -tensorboard -tensorboard_log_dir DIR`).
 
-Tags follow OpenNMT-py's: `progress/<name>` at every -report_every window and `valid/<name>` at every
-validation, the x axis being the training step. The names are the trainer's (trainer_reporting.py
-`scalars`): the token figures of `Statistics.scalars()` (xent, ppl, accuracy), the loss's own (its
-`scalars`: p_copy, reward_sample, reward_greedy, rougeL, ... where the model and objective have them),
-the update norms (norm_ml, norm_rl) plus, for training windows, `lr` and `tgt_per_sec` (target tokens
-per second).
+Tags follow OpenNMT-py's: `progress/<name>` at every -report_every window and `valid/<name>` at
+every validation, the x axis being the training step. The names are the trainer's
+(trainer_reporting.py `scalars`): the token figures of `Statistics.scalars()` (xent, ppl, accuracy),
+the loss's own (its `scalars`: p_copy, reward_sample, reward_greedy, rougeL, ... where the model and
+objective have them), the update norms (norm_ml, norm_rl) plus, for training windows, `lr` and
+`tgt_per_sec` (target tokens per second).
 
 `torch.utils.tensorboard` needs the tensorboard package, an optional dependency: it is imported only
-here, when -tensorboard is given, and its absence is a one-line error at start-up, as is a log folder
-that cannot be written. The event file itself is opened at the first scalar, so a run that fails
-before training leaves none. Writing reads no random numbers and touches no tensor of the model:
-training is the same bit for bit with or without it.
+here, when -tensorboard is given, and its absence is a one-line error at start-up, as is a log
+folder that cannot be written. The event file itself is opened at the first scalar, so a run that
+fails before training leaves none. Writing reads no random numbers and touches no tensor of the
+model: training is the same bit for bit with or without it.
 """
 import os
 
@@ -19,14 +19,15 @@ from onmt.errors import UserError
 
 
 class TensorBoard:
-    """A SummaryWriter on `log_dir`, opened lazily; `add_scalars(prefix, step, values)`, `close()`."""
+    """A SummaryWriter on `log_dir`, opened lazily;
+    `add_scalars(prefix, step, values)`, `close()`."""
 
     def __init__(self, log_dir):
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
-            raise UserError("-tensorboard needs the tensorboard package: pip install .[tensorboard] "
-                            "(or pip install tensorboard)") from None
+            raise UserError("-tensorboard needs the tensorboard package: "
+                            "pip install .[tensorboard] (or pip install tensorboard)") from None
         _check_writable(log_dir)
         self.log_dir = log_dir
         self._summary_writer_cls = SummaryWriter
@@ -38,9 +39,9 @@ class TensorBoard:
         return cls(opt.tensorboard_log_dir) if opt.tensorboard else None
 
     def add_scalars(self, prefix, step, values):
-        """Write each name -> value of `values` as the scalar `prefix/name` at `step`. Reporting fails
-        soft: an error (a full disk, a removed folder) is one logged line, and training goes on (and
-        saves) without TensorBoard."""
+        """Write each name -> value of `values` as the scalar `prefix/name` at `step`. Reporting
+        fails soft: an error (a full disk, a removed folder) is one logged line, and training goes
+        on (and saves) without TensorBoard."""
         if self.failed:
             return
         with self._soft("write to"):
@@ -62,7 +63,8 @@ class TensorBoard:
                 self.failed = True
                 from onmt.utils.logging import logger
                 logger.warning(f"-tensorboard: cannot {doing} {self.log_dir} ({type(e).__name__}: "
-                               f"{str(e).splitlines()[0] if str(e) else ''}); training goes on without TensorBoard")
+                               f"{str(e).splitlines()[0] if str(e) else ''}); "
+                               "training goes on without TensorBoard")
                 self._writer = None
         return guard()
 

@@ -27,8 +27,9 @@ STEPS = PREFIX + "steps"   # the steps whose norms a window summed
 
 def flat_gradients(params):
     """(P,) float32 concatenation of every gradient (zeros where a parameter has none)."""
-    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float()
-                      for p in params])
+    return torch.cat([
+        (p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).float()
+        for p in params])
 
 
 class PartNorms:
@@ -37,8 +38,8 @@ class PartNorms:
         self.sums = {}   # part name -> (P,) gradient this part added over the step's batches
 
     def backward(self, parts, normalizer, backward):
-        """Backpropagate each part / normalizer with `backward(tensor, retain_graph)`, recording what
-        each one adds to the gradients; the last part frees the graph."""
+        """Backpropagate each part / normalizer with `backward(tensor, retain_graph)`, recording
+        what each one adds to the gradients; the last part frees the graph."""
         names = list(parts)
         before = flat_gradients(self.params)
         for i, name in enumerate(names):
@@ -49,8 +50,8 @@ class PartNorms:
             before = after
 
     def finish(self, world=None, scale=1.0):
-        """{part: norm of its gradient} for the step (summed over ranks when `world` is distributed);
-        `scale`: the loss scale the gradients carry (fp16 -amp), divided out."""
+        """{part: norm of its gradient} for the step (summed over ranks when `world` is
+        distributed); `scale`: the loss scale the gradients carry (fp16 -amp), divided out."""
         if world is not None and world.distributed:
             import torch.distributed as dist
             for flat in self.sums.values():
@@ -85,5 +86,6 @@ def report(sums):
 
 
 def scalars(sums):
-    """TensorBoard's norm_<part>: the mean norm of each part's gradient per step ({} without norms)."""
+    """TensorBoard's norm_<part>: the mean norm of each part's gradient per step
+    ({} without norms)."""
     return {f"norm_{name}": g for name, g in _means(sums).items()}
