@@ -9,9 +9,12 @@ import torch
 class Batch:
     src: torch.Tensor                 # (B, S) source-vocabulary ids, PAD-padded, no <s> / </s>
     src_lengths: torch.Tensor         # (B,) true source lengths
-    src_ex: torch.Tensor              # (B, S) ids in each example's extended vocabulary (copy targets)
-    oovs: List[List[str]]             # per example, its OOV words; extended id of oovs[b][j] is V_tgt + j
-    n_oov: int                        # max len(oovs[b]); the extended vocabulary has X = V_tgt + n_oov ids
+    # (B, S) ids in each example's extended vocabulary (copy targets)
+    src_ex: torch.Tensor
+    # per example, its OOV words; extended id of oovs[b][j] is V_tgt + j
+    oovs: List[List[str]]
+    # max len(oovs[b]); the extended vocabulary has X = V_tgt + n_oov ids
+    n_oov: int
     indices: torch.Tensor             # (B,) position of each example in its corpus
     tgt: Optional[torch.Tensor] = None     # (B, T) target-vocabulary ids, <s> ... </s>, PAD-padded
     tgt_ex: Optional[torch.Tensor] = None  # (B, T) like tgt, copyable OOVs get their extended id
@@ -28,7 +31,8 @@ class Batch:
 
     def tensors(self):
         """{field name: tensor} of the batch's tensor fields."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if isinstance(getattr(self, f.name), torch.Tensor)}
 
     def pinned_for(self, device):
         """The batch with its host tensors in page-locked memory when it goes to a CUDA device (a
@@ -41,7 +45,8 @@ class Batch:
 
     def to(self, device):
         device = torch.device(device)
-        moved = {k: t.to(device, non_blocking=True) for k, t in self.pinned_for(device).tensors().items()}
+        moved = {k: t.to(device, non_blocking=True)
+                 for k, t in self.pinned_for(device).tensors().items()}
         return replace(self, **moved)
 
 

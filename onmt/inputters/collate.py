@@ -27,8 +27,8 @@ def collate(data, idx, tgt_vocab_size, src_to_tgt=None):
     """A Batch of the examples `idx` ((B,) int64 tensor) of `data`, a dict of tensors as in a shard.
 
     Without `src_ex` in `data` (no dynamic dictionary) src_ex is the source mapped into the target
-    vocabulary (`src_to_tgt[src]` for unshared vocabularies, else ids >= tgt_vocab_size -> UNK) and there are
-    no OOVs; without `tgt_ex`, tgt_ex = tgt.
+    vocabulary (`src_to_tgt[src]` for unshared vocabularies, else ids >= tgt_vocab_size -> UNK) and
+    there are no OOVs; without `tgt_ex`, tgt_ex = tgt.
     """
     idx = torch.as_tensor(idx, dtype=torch.int64)
     src, src_len = pad_rows(data["src"], data["src_offsets"], idx)                  # (B, S), (B,)
@@ -48,7 +48,8 @@ def collate(data, idx, tgt_vocab_size, src_to_tgt=None):
         tgt_ex = pad_rows(data["tgt_ex"], data["tgt_offsets"], idx)[0] if "tgt_ex" in data else tgt
     indices = data["indices"][idx].long() if "indices" in data else idx              # (B,)
     return Batch(src=src, src_lengths=src_len, src_ex=src_ex, oovs=oovs,
-                 n_oov=max((len(o) for o in oovs), default=0), indices=indices, tgt=tgt, tgt_ex=tgt_ex)
+                 n_oov=max((len(o) for o in oovs), default=0), indices=indices, tgt=tgt,
+                 tgt_ex=tgt_ex)
 
 
 def numpy_to_tensors(d):

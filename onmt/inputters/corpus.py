@@ -2,8 +2,8 @@
 
 Every problem a user can cause (missing or unreadable file, invalid UTF-8, source and target files
 of different lengths) becomes a `UserError` that names the file (and the line number or the counts).
-Lines are split on "\\n" only (a stray "\\r" stays inside the line and is whitespace to the tokenizer),
-so line numbers agree with `wc -l` and with the other side of a parallel corpus.
+Lines are split on "\\n" only (a stray "\\r" stays inside the line and is whitespace to the
+tokenizer), so line numbers agree with `wc -l` and with the other side of a parallel corpus.
 For progress reports, the chunk readers can also give how far into the file on disk they are
 (`with_position`): bytes read so far, compressed bytes for a `.gz`, out of `disk_size(path)`.
 """
@@ -19,8 +19,9 @@ _GZ_ERRORS = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def open_text(path):
-    """A text file object (UTF-8, strict, lines split on \\n) for a plain or `.gz` file; a byte-order mark
-    at its start is dropped (utf-8-sig), so it never becomes part of the first word."""
+    """A text file object (UTF-8, strict, lines split on \\n) for a plain or `.gz` file; a
+    byte-order mark at its start is dropped (utf-8-sig), so it never becomes part of the first
+    word."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise UserError(f"invalid file name: {path!r}")
     path = os.fspath(path)
@@ -86,7 +87,8 @@ def read_line_chunks(path, chunk_size=2000, with_position=False):
                 lines = [line[:-1] if line.endswith("\n") else line for line in chunk]
                 if "\0" in "".join(lines):   # text has no NUL byte: binary or damaged data
                     n = done + next(i for i, line in enumerate(lines, 1) if "\0" in line)
-                    raise UserError(f"{path}: line {n}: a NUL byte, not text (a binary or damaged file?)")
+                    raise UserError(f"{path}: line {n}: a NUL byte, not text "
+                                    "(a binary or damaged file?)")
                 done += len(lines)
                 yield (lines, _disk_position(f)) if with_position else lines
     except UnicodeDecodeError:
@@ -100,9 +102,9 @@ def read_line_chunks(path, chunk_size=2000, with_position=False):
 
 
 def read_lines(path, what=None, strip_cr=False):
-    """Yield the lines of `path` one by one, without their trailing newline (nor, with `strip_cr`, the
-    "\\r"s before it: text written on Windows). The one line reader of the toolkit: every problem is
-    `read_line_chunks`'s UserError, after "`what`: " when given (e.g. "-src")."""
+    """Yield the lines of `path` one by one, without their trailing newline (nor, with `strip_cr`,
+    the "\\r"s before it: text written on Windows). The one line reader of the toolkit: every
+    problem is `read_line_chunks`'s UserError, after "`what`: " when given (e.g. "-src")."""
     try:
         for chunk in read_line_chunks(path):
             yield from ([line.rstrip("\r") for line in chunk] if strip_cr else chunk)
@@ -113,8 +115,8 @@ def read_lines(path, what=None, strip_cr=False):
 
 
 def check_line_counts(a, n_a, b, n_b, unit="lines", hint=""):
-    """Unless n_a == n_b, the UserError "`a` has `n_a` lines but `b` has `n_b`" (+ `hint`), where `a`
-    and `b` name two files that must be line-aligned (`unit`: what is counted)."""
+    """Unless n_a == n_b, the UserError "`a` has `n_a` lines but `b` has `n_b`" (+ `hint`), where
+    `a` and `b` name two files that must be line-aligned (`unit`: what is counted)."""
     if n_a != n_b:
         raise UserError(f"{a} has {n_a} {unit} but {b} has {n_b}{hint}")
 
@@ -145,7 +147,8 @@ def read_parallel_chunks(src_path, tgt_path, chunk_size=2000, with_position=Fals
         yield (s, t, position) if with_position else (s, t)
     else:
         n_tgt += sum(len(c) for c in tgt_it)
-    check_line_counts(src_path, n_src, tgt_path, n_tgt, hint=": source and target files must be line-aligned")
+    check_line_counts(src_path, n_src, tgt_path, n_tgt,
+                      hint=": source and target files must be line-aligned")
 
 
 def read_parallel(src_path, tgt_path):

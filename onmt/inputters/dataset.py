@@ -7,9 +7,9 @@ ShardedDataset.iter_epoch(epoch, start) is deterministic given (seed, epoch):
   3. pools of about `pool_factor` batches: sorted by (source length, target length), cut into
      batches, and the pool's batches shuffled (length bucketing with random batch order);
   4. the epoch's batch sequence is dealt round-robin: batch k goes to rank k % world_size, in groups
-     of world_size consecutive batches; with equal_shares (training) an incomplete last group is left
-     out, so every rank gets the same number of batches (ranks step together and never wait for a
-     batch that does not come); without it (validation) the ranks' shares partition the epoch.
+     of world_size consecutive batches; with equal_shares (training) an incomplete last group is
+     left out, so every rank gets the same number of batches (ranks step together and never wait for
+     a batch that does not come); without it (validation) the ranks' shares partition the epoch.
      The batch sequence does not depend on world_size, so one update of R ranks reads the batches
      that one process with -accum_count R reads in one update.
 `start` counts THIS rank's batches: iter_epoch(e, start=k) yields exactly what iter_epoch(e) yields
@@ -42,7 +42,8 @@ class ShardedDataset:
         self.shuffle, self.seed, self.rank, self.world_size = shuffle, seed, rank, world_size
         self.tgt_vocab_size, self.src_to_tgt = tgt_vocab_size, src_to_tgt
         self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
-        self.equal_shares = equal_shares  # leave out the epoch's incomplete last group of world_size batches
+        # leave out the epoch's incomplete last group of world_size batches
+        self.equal_shares = equal_shares
 
     @classmethod
     def from_data(cls, save_data, split, batch_size, **kwargs):
@@ -63,7 +64,8 @@ class ShardedDataset:
 
     def _plan(self, shard, epoch, shard_no):
         """The batches of one shard this epoch: a list of int64 index arrays."""
-        so, to = shard["src_offsets"].numpy(), shard["tgt_offsets"].numpy() if "tgt_offsets" in shard else None
+        so, to = (shard["src_offsets"].numpy(),
+                  shard["tgt_offsets"].numpy() if "tgt_offsets" in shard else None)
         src_len = np.diff(so)                                               # (N,)
         tgt_len = np.diff(to) if to is not None else np.zeros_like(src_len)
         n = len(src_len)
@@ -83,7 +85,8 @@ class ShardedDataset:
         batches = []
         for a, b in zip(bounds[:-1], bounds[1:]):
             pool = order[a:b]
-            pool = pool[np.lexsort((tgt_len[pool], src_len[pool]))]         # by src, then tgt length
+            # by src, then tgt length
+            pool = pool[np.lexsort((tgt_len[pool], src_len[pool]))]
             pool_batches = self._pool_batches(pool, np.maximum(src_len, tgt_len)[pool])
             if self.shuffle:
                 pool_batches = [pool_batches[i] for i in rng.permutation(len(pool_batches))]
@@ -91,8 +94,9 @@ class ShardedDataset:
         return batches
 
     def _pool_batches(self, pool, size):
-        """A length-sorted pool of examples cut into consecutive batches of -batch_size sentences, or of at
-        most -batch_size tokens counting each example as long as the batch's longest (`size`: (N,) lengths)."""
+        """A length-sorted pool of examples cut into consecutive batches of -batch_size sentences,
+        or of at most -batch_size tokens counting each example as long as the batch's longest
+        (`size`: (N,) lengths)."""
         if self.batch_type == "sents":
             return [pool[i:i + self.batch_size] for i in range(0, len(pool), self.batch_size)]
         out, begin, longest = [], 0, 0
@@ -117,7 +121,8 @@ class ShardedDataset:
     # ------------------------------------------------------------------ iteration
     def iter_epoch(self, epoch, start=0):
         """Yield this rank's Batch objects of `epoch`, skipping its first `start` batches."""
-        k = 0          # global batch counter of the epoch (all ranks); this rank's batch is number k // world_size
+        # global batch counter of the epoch (all ranks); this rank's batch is number k // world_size
+        k = 0
         held = None    # with equal_shares: this rank's batch, yielded once its group is complete
         for s in self._shard_order(epoch):
             shard = load_shard(self.paths[s], run_id=self.run_id)
@@ -125,8 +130,8 @@ class ShardedDataset:
             for idx in plan:
                 group, member = divmod(k, self.world_size)
                 if member == self.rank and group >= start:
-                    held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)), self.tgt_vocab_size,
-                                   self.src_to_tgt)
+                    held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)),
+                                   self.tgt_vocab_size, self.src_to_tgt)
                 if held is not None and (member == self.world_size - 1 or not self.equal_shares):
                     yield held
                     held = None
@@ -138,7 +143,8 @@ class ShardedDataset:
 
 
 def src_to_tgt_map(vocabs):
-    """(V_src,) int64 map from source ids to target ids for unshared vocabularies; None if shared."""
+    """(V_src,) int64 map from source ids to target ids for unshared vocabularies; None if
+    shared."""
     if vocabs.shared:
         return None
     stoi = vocabs.tgt.stoi
@@ -146,7 +152,8 @@ def src_to_tgt_map(vocabs):
 
 
 def text_batches(src_lines, tgt_lines, vocabs, batch_size, lower=False, src_trunc=0, tgt_trunc=0):
-    """Batches of raw text lines for the translator, in input order, always with the dynamic dictionary.
+    """Batches of raw text lines for the translator, in input order, always with the dynamic
+    dictionary.
 
     Batch.indices are the 0-based line numbers. Every input line gives one row, including an empty
     (or whitespace-only) source line: its row has src_lengths == 0 and is all PAD (S >= 1). Models

@@ -1,4 +1,5 @@
-"""Token lists -> ids: `src`, `src_ex`, `tgt`, `tgt_ex` and the per-example OOV lists (docs/DESIGN.md §2).
+"""Token lists -> ids: `src`, `src_ex`, `tgt`, `tgt_ex` and the per-example OOV lists
+(docs/DESIGN.md §2).
 
 Shared by preprocess (the hot path) and the translator, so both see exactly the same ids.
 
@@ -7,10 +8,11 @@ literals `<s>`, `</s>` and `<blank>` are also read as UNK (text cannot inject se
 padding). None of the four is ever counted into a vocabulary, and none is an OOV word: they are
 "in" the target vocabulary as UNK, so `src_ex`/`tgt_ex` hold UNK for them too.
 
-Implementation: every token is mapped once (one C-level `map(dict.get, ...)` over a whole chunk) to a
-"global" id: the source vocabulary's ids first, then target-only words (unshared vocabularies), then
-words unknown to both, numbered per chunk. Everything else (source ids, target ids, the OOV lists in
-order of first occurrence, extended ids, the copy alignment of the target) is numpy on id arrays.
+Implementation: every token is mapped once (one C-level `map(dict.get, ...)` over a whole chunk) to
+a "global" id: the source vocabulary's ids first, then target-only words (unshared vocabularies),
+then words unknown to both, numbered per chunk. Everything else (source ids, target ids, the OOV
+lists in order of first occurrence, extended ids, the copy alignment of the target) is numpy on id
+arrays.
 """
 from itertools import chain, repeat
 
@@ -36,7 +38,8 @@ class WordTable:
         self._joined = None
 
     def joined(self, numericalizer):
-        """(bytes, (n,) lengths) indexed by global id: the vocabularies' words, then these (built once)."""
+        """(bytes, (n,) lengths) indexed by global id: the vocabularies' words, then these
+        (built once)."""
         if self._joined is None or self._joined[0] is not numericalizer:
             self._joined = (numericalizer, numericalizer.word_bytes + self.bytes,
                             np.concatenate([numericalizer.word_nbytes, self.nbytes]))
@@ -61,7 +64,8 @@ class Numericalizer:
             g2tgt[self.tgt_vocab_size:] = UNK
         else:
             tstoi = vocabs.tgt.stoi
-            g2tgt = np.fromiter((tstoi.get(w, UNK) for w in words), dtype=np.int64, count=len(words))
+            g2tgt = np.fromiter((tstoi.get(w, UNK) for w in words), dtype=np.int64,
+                                count=len(words))
         self.g2tgt = np.append(g2tgt, UNK)                   # last entry: any word unknown to both
         self.word_bytes = [w.encode("utf-8") + b"\n" for w in words]     # OOV storage, see below
         self.word_nbytes = np.fromiter(map(len, self.word_bytes), dtype=np.int64, count=len(words))
@@ -89,7 +93,8 @@ class Numericalizer:
           src, src_offsets                   int32 source-vocabulary ids
           tgt, tgt_offsets                   int32 target ids, `<s> ... </s>`        (with targets)
           src_ex                             extended ids                            (dynamic_dict)
-          oov_offsets                        OOV words per example: oov_offsets[i+1] - oov_offsets[i]
+          oov_offsets                        OOV words per example:
+                                             oov_offsets[i+1] - oov_offsets[i]
           oov_bytes, oov_byte_offsets        the OOV words, UTF-8, each ended by "\\n" (uint8 array)
           tgt_ex                             copy targets                            (both)
         OOV words are stored as bytes, not as Python strings: millions of small str objects would
@@ -112,8 +117,9 @@ class Numericalizer:
         """`numericalize_batch` on global ids: words of the vocabularies have their global id, any
         other word `len(self.words) + k` where `outside_words.words[k]` is the word (a `WordTable`).
 
-        g_src: (Ns,) int64 with (n+1,) offsets `src_off`; g_tgt: (Nt,) int64 with (n,) lengths `t_len`
-        (or None). Without `outside_words` there is no dynamic dictionary (no src_ex, tgt_ex, OOV lists).
+        g_src: (Ns,) int64 with (n+1,) offsets `src_off`; g_tgt: (Nt,) int64 with (n,) lengths
+        `t_len` (or None). Without `outside_words` there is no dynamic dictionary
+        (no src_ex, tgt_ex, OOV lists).
         """
         n = len(src_off) - 1
         out = {"src": np.where(g_src < self.src_vocab_size, g_src, UNK).astype(np.int32),
@@ -125,16 +131,19 @@ class Numericalizer:
             return out
 
         n_glob = len(self.words) + len(outside_words.words)
-        s_tid = self._tgt_ids(g_src)                               # (Ns,) target ids of source words
+        # (Ns,) target ids of source words
+        s_tid = self._tgt_ids(g_src)
         oov_pos = np.flatnonzero((s_tid == UNK) & (g_src != UNK))  # source tokens outside V_tgt
-        ex = np.repeat(np.arange(n, dtype=np.int64), np.diff(src_off))   # (Ns,) example of each token
+        # (Ns,) example of each token
+        ex = np.repeat(np.arange(n, dtype=np.int64), np.diff(src_off))
         key = ex[oov_pos] * n_glob + g_src[oov_pos]                 # one key per (example, word)
         ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")                   # uniques by first occurrence
         u_ex = ukey[order] // n_glob                                # non-decreasing example ids
         oov_off = offsets_of(np.bincount(u_ex, minlength=n))
         j = np.empty(len(ukey), dtype=np.int64)
-        j[order] = np.arange(len(ukey), dtype=np.int64) - oov_off[u_ex]   # OOV number within its example
+        # OOV number within its example
+        j[order] = np.arange(len(ukey), dtype=np.int64) - oov_off[u_ex]
         src_ex = s_tid.copy()
         src_ex[oov_pos] = self.tgt_vocab_size + j[inv.reshape(-1)]
         out["src_ex"] = src_ex.astype(np.int32)
@@ -142,7 +151,8 @@ class Numericalizer:
         blob, nbytes = self._word_bytes(gids, outside_words)
         out["oov_offsets"] = oov_off
         out["oov_bytes"] = np.frombuffer(blob, dtype=np.uint8).copy()
-        out["oov_byte_offsets"] = offsets_of(np.bincount(u_ex, weights=nbytes, minlength=n).astype(np.int64))
+        out["oov_byte_offsets"] = offsets_of(
+            np.bincount(u_ex, weights=nbytes, minlength=n).astype(np.int64))
         if g_tgt is not None:
             t_ex = t_ids.copy()
             miss = np.flatnonzero((t_ids == UNK) & (g_tgt != UNK))
@@ -159,7 +169,8 @@ class Numericalizer:
         return out
 
     def _word_bytes(self, gids, outside_words):
-        """(UTF-8 bytes of the words with global ids `gids`, each ended by "\\n"; (k,) their lengths)."""
+        """(UTF-8 bytes of the words with global ids `gids`, each ended by "\\n"; (k,) their
+        lengths)."""
         table, nbytes = outside_words.joined(self)
         return b"".join(map(table.__getitem__, gids.tolist())), nbytes[gids]
 
@@ -194,6 +205,7 @@ def _add_bos_eos(body_ids, lengths):
     out = np.empty(int(off[-1]), dtype=np.int32)               # (Nt + 2n,)
     out[off[:-1]] = BOS
     out[off[1:] - 1] = EOS
-    body = np.arange(len(body_ids), dtype=np.int64) + np.repeat(2 * np.arange(n, dtype=np.int64) + 1, lengths)
+    body = (np.arange(len(body_ids), dtype=np.int64)
+            + np.repeat(2 * np.arange(n, dtype=np.int64) + 1, lengths))
     out[body] = body_ids
     return out, off, body

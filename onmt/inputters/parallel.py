@@ -127,8 +127,8 @@ class _Workers:
         ctx = mp.get_context("fork")
         self.procs, self.tasks, self.results, self.boxes, self.feeders = [], [], [], [], []
         try:
-            # ^C or SIGTERM during the forks waits until they are done: raised inside fork's handlers
-            # (logging's _releaseLock) it was printed as "Exception ignored" and lost
+            # ^C or SIGTERM during the forks waits until they are done: raised inside fork's
+            # handlers (logging's _releaseLock) it was printed as "Exception ignored" and lost
             with signals_deferred():
                 self._start(ctx, n, fn)
         except BaseException:
@@ -165,15 +165,18 @@ class _Workers:
             p = self.procs[w]
             p.join(JOIN_TIMEOUT)
             code = p.exitcode
-            how = (f"was killed by signal {-code}" + (" (out of memory?)" if code == -signal.SIGKILL else "")
+            how = (f"was killed by signal {-code}"
+                   + (" (out of memory?)" if code == -signal.SIGKILL else "")
                    if code is not None and code < 0 else f"exited with status {code}")
-            raise WorkerDied(f"a worker process (pid {p.pid}) {how} before finishing its work") from None
+            raise WorkerDied(f"a worker process (pid {p.pid}) {how} "
+                             "before finishing its work") from None
         if not ok:
             raise value
         return value
 
     def close(self, graceful):
-        """Stop the workers: told to stop and joined (graceful), else killed at once; bounded in time."""
+        """Stop the workers: told to stop and joined (graceful), else killed at once; bounded in
+        time."""
         if not graceful:
             for p in self.procs:
                 if p.exitcode is None:

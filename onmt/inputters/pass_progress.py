@@ -1,13 +1,14 @@
-"""The progress of one preprocessing pass (preprocess.py), shown by utils/progress.py: a tqdm bar on a
-terminal, log lines otherwise.
+"""The progress of one preprocessing pass (preprocess.py), shown by utils/progress.py: a tqdm bar on
+a terminal, log lines otherwise.
 
 The pass says how many lines it has processed, at the end of each chunk, in order (`done(n)`).
 Over a text file (`PassProgress.of_file`) the bar counts the file's bytes on disk, in MB (kB below
-10 MB; compressed bytes for a .gz), so it needs no line count before the pass: the chunk reader records
-where each chunk ends in the file (`read_up_to(n, position)`), and `done(n)` moves the bar to that
-position, so the bar follows the chunks processed, not those read ahead for the worker processes.
-A file without a size (a pipe) is counted in lines, with no total, and logged every `report_every`
-lines off a terminal. Over the token cache (`PassProgress.of_lines`, pass 2) the unit is a line.
+10 MB; compressed bytes for a .gz), so it needs no line count before the pass: the chunk reader
+records where each chunk ends in the file (`read_up_to(n, position)`), and `done(n)` moves the bar
+to that position, so the bar follows the chunks processed, not those read ahead for the worker
+processes. A file without a size (a pipe) is counted in lines, with no total, and logged every
+`report_every` lines off a terminal. Over the token cache (`PassProgress.of_lines`, pass 2) the unit
+is a line.
 """
 import math
 
@@ -30,7 +31,8 @@ class PassProgress:
         size = disk_size(path)
         if size is None:
             return cls(desc, None, "line", report_every=report_every)
-        bar = cls(desc, size, "MB", scale=MB) if size >= 10 * MB else cls(desc, size, "kB", scale=KB)
+        bar = (cls(desc, size, "MB", scale=MB) if size >= 10 * MB
+               else cls(desc, size, "kB", scale=KB))
         bar.positions = {}
         return bar
 

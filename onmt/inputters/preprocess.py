@@ -3,15 +3,15 @@
 Two streaming passes over the training pair of files:
   1. read, filter, count words        -> vocabularies (vocab_builder.build_vocabs)
   2. numericalize                     -> shards of at most `shard_size` examples, written in order
-Pass 1 also writes each kept example's tokens as ids to a temporary cache (token_cache.py, 4 bytes per
-token next to the outputs, removed at the end), so that pass 2 streams that cache instead of splitting
-and looking up the text a second time. The valid split is numericalized straight from its text.
-The filter: lowercase (-lower), split on whitespace, drop examples with an empty side, truncate
-(-*_seq_length_trunc), then drop examples longer than -*_seq_length.
+Pass 1 also writes each kept example's tokens as ids to a temporary cache (token_cache.py, 4 bytes
+per token next to the outputs, removed at the end), so that pass 2 streams that cache instead of
+splitting and looking up the text a second time. The valid split is numericalized straight from its
+text. The filter: lowercase (-lower), split on whitespace, drop examples with an empty side,
+truncate (-*_seq_length_trunc), then drop examples longer than -*_seq_length.
 Memory is bounded by one shard plus the word lists, never by the corpus. With -num_threads N > 1,
-N worker processes tokenize, count and numericalize chunks; the main process reads and writes in order.
-Each pass shows its progress (pass_progress.py: a bar on a terminal, log lines otherwise), a pass over
-text in bytes of the file on disk, pass 2 over the cache in lines.
+N worker processes tokenize, count and numericalize chunks; the main process reads and writes in
+order. Each pass shows its progress (pass_progress.py: a bar on a terminal, log lines otherwise), a
+pass over text in bytes of the file on disk, pass 2 over the cache in lines.
 Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and P.meta.json last.
 """
 import logging
@@ -47,9 +47,10 @@ logger = logging.getLogger("onmt.preprocess")
 
 DROP_REASONS = ("empty_src", "empty_tgt", "src_too_long", "tgt_too_long")
 # what to change when a reason drops most of a corpus (log_summary's warning)
-DROP_OPTIONS = {"src_too_long": ": raise -src_seq_length, or cut with -src_seq_length_trunc instead",
-                "tgt_too_long": ": raise -tgt_seq_length, or cut with -tgt_seq_length_trunc instead",
-                "empty_src": " (empty source lines)", "empty_tgt": " (empty target lines)"}
+DROP_OPTIONS = {
+    "src_too_long": ": raise -src_seq_length, or cut with -src_seq_length_trunc instead",
+    "tgt_too_long": ": raise -tgt_seq_length, or cut with -tgt_seq_length_trunc instead",
+    "empty_src": " (empty source lines)", "empty_tgt": " (empty target lines)"}
 CHUNK = 2000                     # lines per unit of work
 
 
@@ -66,7 +67,8 @@ class ExampleFilter:
                    opt.src_seq_length, opt.tgt_seq_length)
 
     def __call__(self, src_lines, tgt_lines):
-        """-> (src token lists, tgt token lists, kept positions in the chunk, Counter of drop reasons)."""
+        """-> (src token lists, tgt token lists, kept positions in the chunk, Counter of drop
+        reasons)."""
         if self.lower:
             src_lines = [s.lower() for s in src_lines]
             tgt_lines = [t.lower() for t in tgt_lines]
@@ -109,7 +111,8 @@ def _numericalize_task(st, item):
 
 
 def _text_chunks(src_path, tgt_path, bar=None):
-    """(first line number, src lines, tgt lines) items; tells `bar` where each chunk ends in the file."""
+    """(first line number, src lines, tgt lines) items; tells `bar` where each chunk ends in the
+    file."""
     start = 0
     for s, t, position in read_parallel_chunks(src_path, tgt_path, CHUNK, with_position=True):
         if bar is not None:
@@ -123,9 +126,11 @@ def _usable_workers(workers):
 
 
 def numericalize_text(src_path, tgt_path, filt, numericalizer, dynamic_dict, workers=1, bar=None):
-    """Yield (numericalized chunk, stats) for a pair of text files, in order (`bar`: see _text_chunks)."""
+    """Yield (numericalized chunk, stats) for a pair of text files, in order
+    (`bar`: see _text_chunks)."""
     state = dict(filter=filt, numericalizer=numericalizer, dynamic_dict=dynamic_dict)
-    yield from ordered_map(partial(_numericalize_task, state), _text_chunks(src_path, tgt_path, bar), workers)
+    yield from ordered_map(partial(_numericalize_task, state),
+                           _text_chunks(src_path, tgt_path, bar), workers)
 
 
 # ---------------------------------------------------------------------------- passes
@@ -134,8 +139,8 @@ def count_words(src_path, tgt_path, filt, shared, cache, workers=1, report_every
     workers = _usable_workers(workers)
     barrier = mp.get_context("fork").Barrier(workers) if workers > 1 else threading.Barrier(1)
     with PassProgress.of_file("pass 1: counting words", src_path, report_every) as bar:
-        return count_and_cache(_text_chunks(src_path, tgt_path, bar), filt, shared, cache, workers, barrier,
-                               bar.done)
+        return count_and_cache(_text_chunks(src_path, tgt_path, bar), filt, shared, cache, workers,
+                               barrier, bar.done)
 
 
 def _slice_chunk(d, a, b):
@@ -155,7 +160,8 @@ def _slice_chunk(d, a, b):
     return out
 
 
-def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_data, bar=None, run_id=None):
+def write_split(split, results, numericalizer, dynamic_dict, shard_size, save_data, bar=None,
+                run_id=None):
     """Pass 2 for one split: (chunk, stats) `results` -> shards; returns (file names, sizes, stats).
     `bar` (a PassProgress) is told the lines done after each chunk."""
     stats = {"read": 0, "kept": 0, "drops": Counter(), "src_tokens": 0, "tgt_tokens": 0,
@@ -211,8 +217,8 @@ def check_save_data(save_data):
 
 
 def prepare_output(save_data):
-    """Create the folder of the prefix and check it is writable; -> the staging folder where this run
-    writes its outputs (swapped in by `swap_in` only when every output is complete)."""
+    """Create the folder of the prefix and check it is writable; -> the staging folder where this
+    run writes its outputs (swapped in by `swap_in` only when every output is complete)."""
     check_save_data(save_data)
     folder = os.path.dirname(os.path.abspath(save_data))
     stage = os.path.join(folder, f".{os.path.basename(save_data)}.staging{os.getpid()}")
@@ -227,25 +233,28 @@ def prepare_output(save_data):
 
 
 def check_inputs_survive(opt):
-    """UserError when an input file of preprocessing (-train_src, -src_vocab, ...) is one of the files the
-    run writes or removes under -save_data (its vocabularies, shards, meta.json), or -log_file /
-    -save_config is an input."""
+    """UserError when an input file of preprocessing (-train_src, -src_vocab, ...) is one of the
+    files the run writes or removes under -save_data (its vocabularies, shards, meta.json), or
+    -log_file / -save_config is an input."""
     from onmt.utils.files import check_not_inputs
-    inputs = {f"-{n}": getattr(opt, n) for n in ("train_src", "train_tgt", "valid_src", "valid_tgt", "src_vocab",
-                                                   "tgt_vocab", "config") if vars(opt).get(n)}
+    inputs = {f"-{n}": getattr(opt, n)
+              for n in ("train_src", "train_tgt", "valid_src", "valid_tgt", "src_vocab",
+                        "tgt_vocab", "config") if vars(opt).get(n)}
     check_not_inputs({"-log_file": opt.log_file, "-save_config": opt.save_config}, inputs)
     check_outputs_apart(opt)
     folder = os.path.dirname(os.path.abspath(opt.save_data))
     for what, path in inputs.items():
         if os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder) and \
-                OUTPUT_NAME(os.path.basename(opt.save_data)).match(os.path.basename(os.path.realpath(path))):
-            raise UserError(f"-save_data {opt.save_data} would replace this command's {what} {path}: give "
-                            f"-save_data another prefix, or keep the input elsewhere")
+                OUTPUT_NAME(os.path.basename(opt.save_data)).match(
+                    os.path.basename(os.path.realpath(path))):
+            raise UserError(f"-save_data {opt.save_data} would replace this command's {what} "
+                            f"{path}: give -save_data another prefix, or keep the input elsewhere")
 
 
 def check_outputs_apart(opt):
-    """UserError when -log_file and -save_config are one file, or one of them is a file of -save_data
-    (a vocabulary, a shard, meta.json, the lock): the dataset's swap or the lock's removal would lose it."""
+    """UserError when -log_file and -save_config are one file, or one of them is a file of
+    -save_data (a vocabulary, a shard, meta.json, the lock): the dataset's swap or the lock's
+    removal would lose it."""
     import re
 
     from onmt.utils.files import check_distinct_outputs, check_not_prefix_files
@@ -264,16 +273,18 @@ def _pct(a, b):
 def preprocess(opt):
     """Run both passes as `opt` (validated preprocess options) says; returns the meta dict.
 
-    Everything is written into a staging folder beside -save_data and swapped in at the end: a failed,
-    interrupted or refused run leaves the previous dataset of the prefix as it was."""
+    Everything is written into a staging folder beside -save_data and swapped in at the end: a
+    failed, interrupted or refused run leaves the previous dataset of the prefix as it was."""
     from onmt.utils.files import prefix_lock
     check_save_data(opt.save_data)
-    text_record(opt.train_src)   # a prepare.json beside the text that cannot be read: refused before any work
+    # a prepare.json beside the text that cannot be read: refused before any work
+    text_record(opt.train_src)
     try:
         os.makedirs(os.path.dirname(os.path.abspath(opt.save_data)), exist_ok=True)
     except OSError:
         return _preprocess_staged(opt)   # prepare_output says why the folder cannot be made
-    with prefix_lock(opt.save_data, f"-save_data {opt.save_data}"):   # one writer of a dataset at a time
+    # one writer of a dataset at a time
+    with prefix_lock(opt.save_data, f"-save_data {opt.save_data}"):
         return _preprocess_staged(opt)
 
 
@@ -303,8 +314,9 @@ def _preprocess(opt, cache, save_data):
     for side, path in (("src", opt.src_vocab), ("tgt", opt.tgt_vocab)):
         if path:
             logger.info("%s vocabulary from %s (%d words)", side, path, len(given[side]))
-    vocabs, counts = build_vocabs(src_c, tgt_c, opt.src_vocab_size, opt.tgt_vocab_size, opt.share_vocab,
-                                  opt.src_words_min_frequency, opt.tgt_words_min_frequency,
+    vocabs, counts = build_vocabs(src_c, tgt_c, opt.src_vocab_size, opt.tgt_vocab_size,
+                                  opt.share_vocab, opt.src_words_min_frequency,
+                                  opt.tgt_words_min_frequency,
                                   src_words=given["src"], tgt_words=given["tgt"])
     del src_c, tgt_c
     vocab_files = save_vocabs(save_data, vocabs, counts)
@@ -320,12 +332,14 @@ def _preprocess(opt, cache, save_data):
             return (PassProgress.of_lines("pass 2: numericalizing train", n_train),
                     numericalize_cached(cache, nz, opt.dynamic_dict, workers))
         bar = PassProgress.of_file("numericalizing valid", opt.valid_src, opt.report_every)
-        return bar, numericalize_text(opt.valid_src, opt.valid_tgt, filt, nz, opt.dynamic_dict, workers,
-                                      bar)
+        return bar, numericalize_text(opt.valid_src, opt.valid_tgt, filt, nz, opt.dynamic_dict,
+                                      workers, bar)
 
     meta = {"share_vocab": bool(opt.share_vocab), "dynamic_dict": bool(opt.dynamic_dict),
-            "lower": bool(opt.lower), "src_vocab_size": len(vocabs.src), "tgt_vocab_size": len(vocabs.tgt),
-            "src_seq_length_trunc": opt.src_seq_length_trunc, "tgt_seq_length_trunc": opt.tgt_seq_length_trunc,
+            "lower": bool(opt.lower),
+            "src_vocab_size": len(vocabs.src), "tgt_vocab_size": len(vocabs.tgt),
+            "src_seq_length_trunc": opt.src_seq_length_trunc,
+            "tgt_seq_length_trunc": opt.tgt_seq_length_trunc,
             "src_seq_length": opt.src_seq_length, "tgt_seq_length": opt.tgt_seq_length,
             "shards": {}, "shard_sizes": {}, "summary": {}, "run_id": uuid.uuid4().hex,
             "vocab_sha1": {name: file_sha1(path) for name, path in vocab_files.items()}}
@@ -336,8 +350,8 @@ def _preprocess(opt, cache, save_data):
         logger.info("pass 2: numericalizing %s", split)
         bar, results = numericalized(split)
         with bar:
-            names, sizes, st = write_split(split, results, nz, opt.dynamic_dict, opt.shard_size, save_data,
-                                           bar, run_id=meta["run_id"])
+            names, sizes, st = write_split(split, results, nz, opt.dynamic_dict, opt.shard_size,
+                                           save_data, bar, run_id=meta["run_id"])
         if split == "train":
             cache.remove()
         st["tgt_in_vocab_pct"] = _pct(st.pop("tgt_in_vocab"), st["tgt_tokens"])
@@ -365,13 +379,14 @@ def no_example_message(opt, st):
 
 def log_summary(split, st, vocabs):
     drops = ", ".join(f"{r} {n}" for r, n in st["drops"].items())
-    copy = "n/a (no -dynamic_dict)" if st["tgt_copyable_pct"] is None else f"{st['tgt_copyable_pct']}%"
+    copy = ("n/a (no -dynamic_dict)" if st["tgt_copyable_pct"] is None
+            else f"{st['tgt_copyable_pct']}%")
     logger.info("%s: %d examples read, %d kept, dropped: %s", split, st["read"], st["kept"], drops)
     if st["read"] and st["kept"] * 2 < st["read"]:   # most of the corpus gone: never silent
         worst = max(st["drops"], key=st["drops"].get)
         option = DROP_OPTIONS.get(worst, "")
-        logger.warning("%s: only %d of %d examples kept (%.0f%%); most were dropped as %s%s", split, st["kept"],
-                       st["read"], 100.0 * st["kept"] / st["read"], worst, option)
+        logger.warning("%s: only %d of %d examples kept (%.0f%%); most were dropped as %s%s", split,
+                       st["kept"], st["read"], 100.0 * st["kept"] / st["read"], worst, option)
     logger.info("%s: %d source tokens, %d target tokens; vocabularies %d (src) / %d (tgt); "
                 "target tokens inside the target vocabulary %s%%, copyable from the source %s",
                 split, st["src_tokens"], st["tgt_tokens"], len(vocabs.src), len(vocabs.tgt),

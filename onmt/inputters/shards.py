@@ -1,4 +1,5 @@
-"""Shard files: a dict of flat tensors + offsets, written atomically, loadable with weights_only=True.
+"""Shard files: a dict of flat tensors + offsets, written atomically, loadable with
+weights_only=True.
 
 A shard holds n examples:
   src (int32) + src_offsets (int64, n+1)          source-vocabulary ids
@@ -7,8 +8,10 @@ A shard holds n examples:
   oov_offsets (int64, n+1)                        OOV words per example      (-dynamic_dict)
   oov_bytes (uint8) + oov_byte_offsets (int64, n+1)   the OOV words, UTF-8, each followed by "\n"
                                                   (decode with numericalize.oov_lists)
-  indices (int64, n)                              line number (0-based) of each example in its corpus
-  run_id (uint8, 16)                              the preprocessing run (meta.json "run_id") that wrote it
+  indices (int64, n)                              line number (0-based) of each example in its
+                                                  corpus
+  run_id (uint8, 16)                              the preprocessing run (meta.json "run_id") that
+                                                  wrote it
 """
 import os
 
@@ -82,8 +85,8 @@ def load_shard(path, mmap=True, run_id=None):
         shard = torch.load(path, weights_only=True, mmap=mmap)
     except Exception as e:  # noqa: BLE001 - any unreadable shard is the user's data problem
         raise UserError(f"cannot load shard {path} ({type(e).__name__}: {e})") from None
-    if run_id is not None and not torch.equal(shard.get("run_id", torch.zeros(0, dtype=torch.uint8)),
-                                              run_id_tensor(run_id)):
-        raise UserError(f"shard {path} was written by another preprocessing run than its meta.json: "
-                        "run preprocess.py again")
+    if run_id is not None and not torch.equal(
+            shard.get("run_id", torch.zeros(0, dtype=torch.uint8)), run_id_tensor(run_id)):
+        raise UserError(f"shard {path} was written by another preprocessing run than its "
+                        "meta.json: run preprocess.py again")
     return shard

@@ -1,9 +1,9 @@
 """The two passes over the training corpus, joined by a token-id cache on disk.
 
-Pass 1 (`count_and_cache`) reads the text once: it tokenizes and filters each chunk, maps every token
-to a *corpus id* (numbered by first occurrence, per process: one Python dict lookup per token), counts
-the ids with `np.bincount`, and appends the chunk's id arrays to a temporary cache file
-(`P.tokens.tmpPID`, 4 bytes per token, removed when preprocessing ends or fails).
+Pass 1 (`count_and_cache`) reads the text once: it tokenizes and filters each chunk, maps every
+token to a *corpus id* (numbered by first occurrence, per process: one Python dict lookup per
+token), counts the ids with `np.bincount`, and appends the chunk's id arrays to a temporary cache
+file (`P.tokens.tmpPID`, 4 bytes per token, removed when preprocessing ends or fails).
 Pass 2 (`numericalize_cached`) streams the cache back: corpus ids -> global ids of the Numericalizer
 is one numpy gather per chunk, then `Numericalizer.from_global_ids` builds `src`, `tgt`, `src_ex`,
 `tgt_ex` and the OOV lists exactly as it does from text. No token is split or looked up twice, and
@@ -24,7 +24,8 @@ from onmt.errors import UserError
 from onmt.inputters.numericalize import WordTable, offsets_of
 from onmt.inputters.parallel import ordered_map
 
-_FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")     # int32 arrays of a cached chunk, in order
+# int32 arrays of a cached chunk, in order
+_FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")
 
 
 def corpus_ids(flat, ids):
@@ -50,16 +51,19 @@ def chunk_stats(d, n_read, drops, tgt_vocab_size, dynamic_dict):
     """The summary figures of one numericalized chunk (summed over a split by preprocess)."""
     n = len(d["src_offsets"]) - 1
     return {"read": n_read, "kept": n, "drops": drops,
-            "src_tokens": int(d["src_offsets"][-1]), "tgt_tokens": int(d["tgt_offsets"][-1]) - 2 * n,
+            "src_tokens": int(d["src_offsets"][-1]),
+            "tgt_tokens": int(d["tgt_offsets"][-1]) - 2 * n,
             "tgt_in_vocab": int(np.count_nonzero(d["tgt"] != UNK)) - 2 * n,
-            "tgt_copyable": int(np.count_nonzero(d["tgt_ex"] >= tgt_vocab_size)) if dynamic_dict else 0}
+            "tgt_copyable": (int(np.count_nonzero(d["tgt_ex"] >= tgt_vocab_size)) if dynamic_dict
+                             else 0)}
 
 
 # ---------------------------------------------------------------------------- pass 1
 def _cache_task(st, item):
     """Filter a chunk and map it to this process's corpus ids (`st`: this process's state, see
     parallel.ordered_map); None returns this process's words."""
-    if item is None:              # one per process (the barrier makes each process take exactly one)
+    # one per process (the barrier makes each process take exactly one)
+    if item is None:
         st["barrier"].wait()
         return os.getpid(), list(st["ids"]), st["src_counts"], st["tgt_counts"]
     start, src_lines, tgt_lines = item
@@ -103,7 +107,8 @@ class TokenCache:
                 # disk without a word (its C buffer's error at close is ignored)
                 self._f.write(np.ascontiguousarray(a, dtype=np.int32).data)
                 self._size += 4 * len(a)
-        except OSError as e:          # a full disk: one line; preprocess removes the cache (remove())
+        # a full disk: one line; preprocess removes the cache (remove())
+        except OSError as e:
             raise self._error(e) from None
 
     def close(self):
@@ -130,7 +135,8 @@ class TokenCache:
             for name, size in zip(_FIELDS, sizes):
                 out[name] = np.fromfile(f, dtype=np.int32, count=size)
                 if len(out[name]) != size:
-                    raise UserError(f"token cache {self.path} is shorter than written (a full disk?)")
+                    raise UserError(f"token cache {self.path} is shorter than written "
+                                    "(a full disk?)")
         return out
 
     def bind(self, numericalizer):
@@ -146,7 +152,8 @@ class TokenCache:
             remap[missing] = [base + setdefault(words[i], len(outside)) for i in missing.tolist()]
             self.remaps.append(remap)
         self.outside_words = WordTable(list(outside))
-        self.outside_words.joined(numericalizer)      # built once here, shared with the forked workers
+        # built once here, shared with the forked workers
+        self.outside_words.joined(numericalizer)
         self.words = None              # no longer needed: the remaps and `outside_words` say it all
 
 
@@ -192,7 +199,8 @@ def count_and_cache(chunks, filt, shared, cache, workers=1, barrier=None, on_chu
 
 
 def _pad(counts, n):
-    return np.concatenate([counts, np.zeros(n - len(counts), dtype=np.int64)]) if len(counts) < n else counts
+    return (np.concatenate([counts, np.zeros(n - len(counts), dtype=np.int64)]) if len(counts) < n
+            else counts)
 
 
 # ---------------------------------------------------------------------------- pass 2

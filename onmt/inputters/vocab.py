@@ -8,7 +8,8 @@ class Vocab:
 
     def __init__(self, itos):
         if list(itos[:N_SPECIALS]) != SPECIALS:
-            raise ValueError(f"a vocabulary must start with {SPECIALS}, got {list(itos[:N_SPECIALS])}")
+            raise ValueError(f"a vocabulary must start with {SPECIALS}, "
+                             f"got {list(itos[:N_SPECIALS])}")
         self.itos = list(itos)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
@@ -33,7 +34,8 @@ class Vocabs:
 
     def __init__(self, src, tgt, shared):
         if shared and src.itos[: len(tgt)] != tgt.itos:
-            raise ValueError("a shared vocabulary needs the target vocabulary to be a prefix of the source one")
+            raise ValueError("a shared vocabulary needs the target vocabulary to be a prefix of "
+                             "the source one")
         self.src, self.tgt, self.shared = src, tgt, shared
 
     def to_dict(self):

@@ -1,10 +1,11 @@
 """Vocabulary building from word counts, its files, and `load_vocabs` for the later stages.
 
-Word lists are ordered by decreasing count, ties broken by the word itself (code-point order), so the
-result does not depend on the order the corpus was read in (nor on the number of workers).
+Word lists are ordered by decreasing count, ties broken by the word itself (code-point order), so
+the result does not depend on the order the corpus was read in (nor on the number of workers).
 With `share_vocab`, ONE list is built from the source and target counts added together; the source
-vocabulary is its first `src_vocab_size` entries and the target vocabulary its first `tgt_vocab_size`
-entries (a prefix: same ids in both). Min-frequency cuts are prefix cuts of the same list.
+vocabulary is its first `src_vocab_size` entries and the target vocabulary its first
+`tgt_vocab_size` entries (a prefix: same ids in both). Min-frequency cuts are prefix cuts of the
+same list.
 """
 import json
 import os
@@ -48,10 +49,11 @@ def _top_words(ranked, size, min_freq):
 
 
 def read_word_list(path):
-    """-src_vocab / -tgt_vocab (OpenNMT-py's): [(word, count)] of a file with one word a line, optionally
-    followed by its count (`word count` or `word<TAB>count`, e.g. a vocabulary file of this project or
-    of OpenNMT-py); count 0 where none is given. Kept in the file's order, first occurrence of a word;
-    the special tokens and empty lines are skipped (the specials always come first, with fixed ids)."""
+    """-src_vocab / -tgt_vocab (OpenNMT-py's): [(word, count)] of a file with one word a line,
+    optionally followed by its count (`word count` or `word<TAB>count`, e.g. a vocabulary file of
+    this project or of OpenNMT-py); count 0 where none is given. Kept in the file's order, first
+    occurrence of a word; the special tokens and empty lines are skipped (the specials always come
+    first, with fixed ids)."""
     out, seen = [], set(SPECIALS)
     try:
         return _read_word_list(path, out, seen)
@@ -66,7 +68,8 @@ def _read_word_list(path, out, seen):
             if not parts:
                 continue
             if len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()):
-                raise UserError(f"{path}, line {lineno}: expected 'word' or 'word count', got {line.strip()!r}")
+                raise UserError(f"{path}, line {lineno}: expected 'word' or 'word count', "
+                                f"got {line.strip()!r}")
             word = parts[0]
             if word in seen:
                 continue
@@ -85,8 +88,9 @@ def build_vocabs(src_counts, tgt_counts, src_vocab_size, tgt_vocab_size, share_v
     """-> (Vocabs, {"src": counts list, "tgt": counts list}) from Counters of the training data.
 
     With share_vocab, `tgt_counts` may be None when `src_counts` already holds both sides.
-    src_words / tgt_words: a given word list ([(word, count)], read_word_list) for that side, taken in
-    its order and cut to the vocabulary size only (with share_vocab: src_words is the shared list).
+    src_words / tgt_words: a given word list ([(word, count)], read_word_list) for that side, taken
+    in its order and cut to the vocabulary size only (with share_vocab: src_words is the shared
+    list).
     """
     if share_vocab:
         if src_words is not None:
@@ -101,9 +105,11 @@ def build_vocabs(src_counts, tgt_counts, src_vocab_size, tgt_vocab_size, share_v
             tgt_list = _top_words(src_list, tgt_vocab_size, tgt_min_freq)
     else:
         src_list = (_first_words(src_words, src_vocab_size) if src_words is not None else
-                    _top_words(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size, src_min_freq))
+                    _top_words(ranked_words(drop_specials(Counter(src_counts))), src_vocab_size,
+                               src_min_freq))
         tgt_list = (_first_words(tgt_words, tgt_vocab_size) if tgt_words is not None else
-                    _top_words(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size, tgt_min_freq))
+                    _top_words(ranked_words(drop_specials(Counter(tgt_counts))), tgt_vocab_size,
+                               tgt_min_freq))
     src = Vocab(SPECIALS + [w for w, _ in src_list])
     tgt = Vocab(SPECIALS + [w for w, _ in tgt_list])
     counts = {"src": [0] * N_SPECIALS + [c for _, c in src_list],
@@ -150,17 +156,19 @@ def write_json_atomic(path, obj):
 
 def load_meta(save_data):
     path = meta_path(save_data)
-    if not os.path.isfile(path):   # a preprocessing run killed inside its swap: finish it (dataset_swap.py)
+    # a preprocessing run killed inside its swap: finish it (dataset_swap.py)
+    if not os.path.isfile(path):
         from onmt.inputters.dataset_swap import finish_or_remove_dead_stages
         if os.path.isdir(os.path.dirname(os.path.abspath(save_data))):
             finish_or_remove_dead_stages(save_data)
     if not os.path.isfile(path) and os.path.isdir(save_data):
-        found = sorted(p[:-len(".meta.json")] for p in os.listdir(save_data) if p.endswith(".meta.json"))
+        found = sorted(p[:-len(".meta.json")] for p in os.listdir(save_data)
+                       if p.endswith(".meta.json"))
         hint = (f"give -data {os.path.join(save_data, found[0])}" if len(found) == 1 else
-                f"give one of {', '.join(os.path.join(save_data, f) for f in found[:3])}" if found else
-                "no preprocessed data there: run preprocess.py first")
-        raise UserError(f"-data {save_data} is a folder; -data takes the prefix given to preprocess.py -save_data "
-                        f"({hint})")
+                f"give one of {', '.join(os.path.join(save_data, f) for f in found[:3])}" if found
+                else "no preprocessed data there: run preprocess.py first")
+        raise UserError(f"-data {save_data} is a folder; -data takes the prefix given to "
+                        f"preprocess.py -save_data ({hint})")
     if not os.path.isfile(path):
         raise UserError(f"{path} not found: run preprocess.py first (-save_data {save_data})")
     try:
@@ -175,13 +183,14 @@ def load_meta(save_data):
 
 
 def meta_problem(meta):
-    """What is wrong with the fields of a meta.json that the readers use (a hand edit, another tool's
-    file); None when nothing is. A field that older versions did not write may be missing."""
+    """What is wrong with the fields of a meta.json that the readers use (a hand edit, another
+    tool's file); None when nothing is. A field that older versions did not write may be missing."""
     def is_int(v):
         return isinstance(v, int) and not isinstance(v, bool)
 
     def names_list(v):
-        return isinstance(v, list) and all(isinstance(n, str) and n and os.path.basename(n) == n for n in v)
+        return isinstance(v, list) and all(isinstance(n, str) and n and os.path.basename(n) == n
+                                           for n in v)
     if not isinstance(meta, dict):
         return f"a JSON {type(meta).__name__}, not an object"
     for key, ok, what in (
@@ -200,14 +209,17 @@ def meta_problem(meta):
             ("shard_sizes", lambda v: isinstance(v, dict) and all(
                 isinstance(x, list) and all(is_int(n) and n >= 0 for n in x) for x in v.values()),
              "an object of lists of example counts"),
-            ("summary", lambda v: isinstance(v, dict) and all(isinstance(x, dict) for x in v.values()),
+            ("summary", lambda v: isinstance(v, dict) and all(
+                isinstance(x, dict) for x in v.values()),
              "an object of objects"),
-            ("vocab_sha1", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+            ("vocab_sha1", lambda v: isinstance(v, dict) and all(
+                isinstance(x, str) for x in v.values()),
              "an object of strings"),
             ("run_id", lambda v: isinstance(v, str), "a string"),
             ("text", lambda v: isinstance(v, dict), "an object"),
             *((k, lambda v: is_int(v) and v >= 0, "an integer >= 0") for k in (
-                "src_seq_length", "tgt_seq_length", "src_seq_length_trunc", "tgt_seq_length_trunc"))):
+                "src_seq_length", "tgt_seq_length", "src_seq_length_trunc",
+                "tgt_seq_length_trunc"))):
         if key in meta and meta[key] is not None and not ok(meta[key]):
             return f"\"{key}\" should be {what}, got {json.dumps(meta[key])[:80]}"
     sizes = meta.get("shard_sizes") or {}
@@ -227,9 +239,10 @@ def load_vocabs(save_data):
             raise UserError(f"{p} not found: run preprocess.py first (-save_data {save_data})")
         recorded = meta.get("vocab_sha1", {}).get(name)   # data of older versions has no record
         if recorded is not None and file_sha1(p) != recorded:
-            raise UserError(f"{p} was changed after preprocessing (it no longer matches {meta_path(save_data)}): "
-                            f"its words would not be the ones the shards were numbered with; run preprocess.py "
-                            "again (to train with a word list of your own, give it as -src_vocab)")
+            raise UserError(f"{p} was changed after preprocessing (it no longer matches "
+                            f"{meta_path(save_data)}): its words would not be the ones the shards "
+                            "were numbered with; run preprocess.py again (to train with a word "
+                            "list of your own, give it as -src_vocab)")
     try:
         if shared:
             src = read_vocab_file(paths["shared"], meta["src_vocab_size"])
@@ -238,9 +251,11 @@ def load_vocabs(save_data):
             src = read_vocab_file(paths["src"], meta["src_vocab_size"])
             tgt = read_vocab_file(paths["tgt"], meta["tgt_vocab_size"])
     except (ValueError, UnicodeDecodeError) as e:
-        raise UserError(f"bad vocabulary file for {save_data} ({e}): run preprocess.py again") from None
+        raise UserError(f"bad vocabulary file for {save_data} ({e}): "
+                        "run preprocess.py again") from None
     if len(src) != meta["src_vocab_size"] or len(tgt) != meta["tgt_vocab_size"]:
-        raise UserError(f"vocabulary files of {save_data} do not match its meta.json: run preprocess.py again")
+        raise UserError(f"vocabulary files of {save_data} do not match its meta.json: "
+                        "run preprocess.py again")
     return Vocabs(src, tgt, shared), meta
 
 
@@ -252,14 +267,18 @@ def shard_paths(save_data, meta, split):
 
 # The preprocessing options that shape what a model sees as input; the checkpoint keeps them
 # ("preprocess") so that translation can prepare its input the same way.
-INPUT_OPTIONS = ("lower", "src_seq_length_trunc", "tgt_seq_length_trunc", "src_seq_length", "tgt_seq_length",
-                 "text")   # text: prepare's record ({"tokenize": "ptb", "lower": true}) when the data came from it
+INPUT_OPTIONS = ("lower", "src_seq_length_trunc", "tgt_seq_length_trunc", "src_seq_length",
+                 "tgt_seq_length",
+                 # text: prepare's record ({"tokenize": "ptb", "lower": true}) when the data came
+                 # from it
+                 "text")
 
 
 def text_record(train_src):
-    """The record `prepare.json` beside a training source written by the prepare tools (how the text was
-    tokenized and cased), or None where there is none. A record that cannot be read is a UserError naming
-    it: dropped, the model would later get raw text untokenized and uncased at translation."""
+    """The record `prepare.json` beside a training source written by the prepare tools (how the text
+    was tokenized and cased), or None where there is none. A record that cannot be read is a
+    UserError naming it: dropped, the model would later get raw text untokenized and uncased at
+    translation."""
     path = os.path.join(os.path.dirname(os.path.abspath(train_src)), "prepare.json")
     if not os.path.isfile(path):
         return None
@@ -268,12 +287,13 @@ def text_record(train_src):
             record = json.load(f)
     except (OSError, ValueError) as e:
         raise UserError(f"{path} (how the prepare tools made the text beside it) cannot be read: "
-                        f"{str(e).splitlines()[0] if str(e) else type(e).__name__}; repair it, or remove it "
-                        "if the text was not made by onmt_prepare_*") from None
+                        f"{str(e).splitlines()[0] if str(e) else type(e).__name__}; repair it, "
+                        "or remove it if the text was not made by onmt_prepare_*") from None
     if not isinstance(record, dict) or record.get("tokenize") not in ("ptb", "none") or \
             not isinstance(record.get("lower", False), bool) or record.get("digits", "#") != "#":
-        raise UserError(f"{path}: expected {{\"tokenize\": \"ptb\" or \"none\", \"lower\": true or false}} "
-                        f"(and \"digits\": \"#\" where digits are masked), got {json.dumps(record)[:200]}")
+        raise UserError(f"{path}: expected {{\"tokenize\": \"ptb\" or \"none\", "
+                        f"\"lower\": true or false}} (and \"digits\": \"#\" where digits are "
+                        f"masked), got {json.dumps(record)[:200]}")
     out = {"tokenize": record["tokenize"], "lower": record.get("lower", False)}
     if "digits" in record:
         out["digits"] = record["digits"]
@@ -292,7 +312,8 @@ NO_LIMIT_ABOVE = 1000
 
 def target_length_limit(meta, default=100):
     """The longest target the data allows: its truncation, else its length limit (either one if at
-    most NO_LIMIT_ABOVE), else `default`. `meta`: meta.json or a checkpoint's "preprocess" record."""
+    most NO_LIMIT_ABOVE), else `default`. `meta`: meta.json or a checkpoint's "preprocess"
+    record."""
     for key in ("tgt_seq_length_trunc", "tgt_seq_length"):
         n = int(meta.get(key, 0) or 0)
         if 0 < n <= NO_LIMIT_ABOVE:

@@ -1,21 +1,23 @@
 """The beam's top K continuations without the (B, W*X) candidate scores.
 
-Beam search keeps, for each example, the K best of its W*X continuations, scored by the row's running
-score plus the token's log-probability: topk over (B, W*X) of logp + scores. Written plainly that is an
-addition over every candidate and a topk, which on CPU copies each candidate into a (value, index) pair
-before its partial sort: about 1 ns per candidate, the largest cost of a decoding step after the
-vocabulary product (160 rows of a 17k vocabulary: 4 ms against a 0.4 ms max).
+Beam search keeps, for each example, the K best of its W*X continuations, scored by the row's
+running score plus the token's log-probability: topk over (B, W*X) of logp + scores. Written plainly
+that is an addition over every candidate and a topk, which on CPU copies each candidate into a
+(value, index) pair before its partial sort: about 1 ns per candidate, the largest cost of a
+decoding step after the vocabulary product (160 rows of a 17k vocabulary: 4 ms against a 0.4 ms
+max).
 
 Here each row is cut into chunks of C columns (the last one shorter) and only chunk maxima are taken
-over the whole (R, X): the K best continuations of an example lie in the K chunks of its rows with the
-largest maxima (plus the row score, constant along a row), since a candidate outside those K chunks has
-at least K larger ones (each chunk's maximum). So one max pass over (R, X), a topk over the (B, W*M)
-chunk maxima, and a topk over the (B, K*C) candidates of the chosen chunks give the same values as the
-plain topk, and the same indices except where candidates tie (topk's order among equal values is
-unspecified either way).
+over the whole (R, X): the K best continuations of an example lie in the K chunks of its rows with
+the largest maxima (plus the row score, constant along a row), since a candidate outside those K
+chunks has at least K larger ones (each chunk's maximum). So one max pass over (R, X), a topk over
+the (B, W*M) chunk maxima, and a topk over the (B, K*C) candidates of the chosen chunks give the
+same values as the plain topk, and the same indices except where candidates tie (topk's order among
+equal values is unspecified either way).
 
-`chunk_candidates` is that selection alone, for a caller that adds candidates of its own before the last
-topk (onmt/fused/mixture_scores.py: the copy mixture's source words, whose generation values it hid).
+`chunk_candidates` is that selection alone, for a caller that adds candidates of its own before the
+last topk (onmt/fused/mixture_scores.py: the copy mixture's source words, whose generation values it
+hid).
 """
 import torch
 
@@ -45,10 +47,11 @@ def chunks_suffice(X, W, k, chunk=CHUNK):
 def chunk_candidates(values, row_add, B, k, chunk=CHUNK):
     """The candidates of the k chunks with the largest maxima in each example (module docstring).
 
-    values (B*W, X): W rows per example; row_add (B*W,): added to every value of its row (a running score,
-    a normalizer). Returns cand (B, k*C) the chosen chunks' values plus their row's row_add (-inf past
-    the row's end), w (B, k*C) the row within the example and col (B, k*C) the column of each candidate.
-    The top k of cand are the top k of (values + row_add).view(B, W*X). Needs chunks_suffice."""
+    values (B*W, X): W rows per example; row_add (B*W,): added to every value of its row (a running
+    score, a normalizer). Returns cand (B, k*C) the chosen chunks' values plus their row's row_add
+    (-inf past the row's end), w (B, k*C) the row within the example and col (B, k*C) the column of
+    each candidate. The top k of cand are the top k of (values + row_add).view(B, W*X). Needs
+    chunks_suffice."""
     R, X = values.shape
     W = R // B
     m = X // chunk                                                        # whole chunks per row
@@ -58,10 +61,13 @@ def chunk_candidates(values, row_add, B, k, chunk=CHUNK):
     M = maxima.size(1)
     maxima = (maxima + row_add.unsqueeze(1)).view(B, W * M)               # (B, W*M)
     picked = maxima.topk(k, dim=1).indices                                # (B, k) chunks
-    w = torch.div(picked, M, rounding_mode="floor")                       # (B, k) row within the example
-    col = ((picked - w * M) * chunk).unsqueeze(2) + torch.arange(chunk, device=values.device)  # (B, k, C)
+    # (B, k) row within the example
+    w = torch.div(picked, M, rounding_mode="floor")
+    # (B, k, C)
+    col = ((picked - w * M) * chunk).unsqueeze(2) + torch.arange(chunk, device=values.device)
     row = torch.arange(B, device=values.device).unsqueeze(1) * W + w      # (B, k) row of values
-    flat = row.unsqueeze(2) * X + col.clamp_max(X - 1)                    # (B, k, C) into values.view(-1)
+    # (B, k, C) into values.view(-1)
+    flat = row.unsqueeze(2) * X + col.clamp_max(X - 1)
     cand = values.reshape(-1)[flat.view(B, k * chunk)].view(B, k, chunk)  # (B, k, C)
     cand = (cand + row_add[row].unsqueeze(2)).masked_fill_(col >= X, NEG_INF)  # (B, k, C)
     w = w.unsqueeze(2).expand(B, k, chunk)                                # (B, k, C)

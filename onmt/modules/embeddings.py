@@ -13,8 +13,8 @@ logger = logging.getLogger(__name__)
 
 class Embeddings(nn.Module):
     """A lookup table with padding_idx=PAD followed by optional dropout. dropout_cls: the dropout
-    module's class, nn.Dropout or one with the same distribution that a model built with fused kernels
-    gives (onmt/fused/dropout.py)."""
+    module's class, nn.Dropout or one with the same distribution that a model built with fused
+    kernels gives (onmt/fused/dropout.py)."""
 
     def __init__(self, vocab_size, embedding_size, dropout=0.0, dropout_cls=nn.Dropout):
         super().__init__()
@@ -37,7 +37,8 @@ class Embeddings(nn.Module):
             self.lut.weight[PAD].zero_()
 
     def load_pretrained(self, path, vocab):
-        """Copy the vectors of `path` into the rows of `vocab`'s words; returns how many were found."""
+        """Copy the vectors of `path` into the rows of `vocab`'s words; returns how many were
+        found."""
         found = load_glove_into(self.lut.weight, path, vocab)
         self.zero_padding_row()
         return found
@@ -77,7 +78,8 @@ def load_glove_into(weight, path, vocab):
             try:
                 vec = torch.tensor([float(v) for v in values], dtype=weight.dtype)
             except ValueError:
-                raise UserError(f"{path}, line {lineno}: non-numeric value in the vector of '{word}'")
+                raise UserError(f"{path}, line {lineno}: non-numeric value in the vector of "
+                                f"'{word}'")
             weight[idx].copy_(vec)
             seen.add(idx)
             found += 1

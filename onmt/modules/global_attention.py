@@ -1,17 +1,18 @@
-"""Global attention over the encoder states: Luong's dot / general, Bahdanau's mlp, optional coverage.
+"""Global attention over the encoder states: Luong's dot / general, Bahdanau's mlp, optional
+coverage.
 
     score_i  = h . m_i                                  dot
              = h . (W_a m_i)                            general
              = v . tanh(W_m m_i + W_q h [+ w_c cov_i])  mlp: See et al. eq. 1, with coverage eq. 11
     dot / general with coverage add a learned scalar term  w_cov * cov_i  to the score.
-    a        = masked softmax over real source positions (padding gets exactly 0)    See et al. eq. 2
-    c        = sum_i a_i m_i                                                         See et al. eq. 3
+    a        = masked softmax over real source positions (padding gets exactly 0)   See et al. eq. 2
+    c        = sum_i a_i m_i                                                        See et al. eq. 3
     h~       = tanh(W_out [c; h])                       Luong's attentional vector
-A beam's decoder state keeps the source once per example (RNNDecoderState.source_rows G): the memory,
-keys and mask then have one row per G queries, each source read once per step for its G queries.
-The coverage cov = sum of the previous steps' a (See et al. eq. 10) is the decoder's
-(onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's. This is the plain formula; a
-decoder built with fused kernels gives the module a faster mlp score (`mlp_score`: row blocks, the
+A beam's decoder state keeps the source once per example (RNNDecoderState.source_rows G): the
+memory, keys and mask then have one row per G queries, each source read once per step for its G
+queries. The coverage cov = sum of the previous steps' a (See et al. eq. 10) is the decoder's
+(onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's. This is the plain formula;
+a decoder built with fused kernels gives the module a faster mlp score (`mlp_score`: row blocks, the
 sigmoid form without autograd, onmt/fused/step_attention.py) and a teacher-forced pass its `step`.
 """
 import torch
@@ -29,9 +30,9 @@ class GlobalAttention(nn.Module):
         dim: size of the query, the memory states and the attentional output (H).
         attn_type: "dot", "general" or "mlp".
         coverage: add a coverage term to the scores.
-        mlp_score: a function (q (B, H), keys (B, S, H), cov (B, S) or None, v (H,), w_c (H,) or None)
-            -> (B, S) computing what `mlp_score` below computes (onmt/fused/step_attention.py's
-            `mlp_scores_blocked`), or None: the plain formula.
+        mlp_score: a function (q (B, H), keys (B, S, H), cov (B, S) or None, v (H,),
+            w_c (H,) or None) -> (B, S) computing what `mlp_score` below computes
+            (onmt/fused/step_attention.py's `mlp_scores_blocked`), or None: the plain formula.
     """
 
     def __init__(self, dim, attn_type="general", coverage=False, mlp_score=None):
@@ -62,8 +63,8 @@ class GlobalAttention(nn.Module):
         return memory
 
     def score(self, query, keys, coverage=None):
-        """query (B, H), keys (B, S, H) or (B/G, S, H): one source per G consecutive queries, coverage
-        (B, S) or None -> raw scores (B, S)."""
+        """query (B, H), keys (B, S, H) or (B/G, S, H): one source per G consecutive queries,
+        coverage (B, S) or None -> raw scores (B, S)."""
         if self.attn_type == "mlp":
             q = self.linear_query(query)  # (B, H)
             cov = coverage if self.coverage else None
@@ -73,15 +74,17 @@ class GlobalAttention(nn.Module):
         if N == query.size(0):
             scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)
         else:  # each source's G queries as one (S x H)(H x G) product
-            scores = torch.bmm(keys, query.view(N, -1, H).transpose(1, 2)).transpose(1, 2).reshape(-1, S)  # (B, S)
+            # (B, S)
+            scores = torch.bmm(keys,
+                               query.view(N, -1, H).transpose(1, 2)).transpose(1, 2).reshape(-1, S)
         if self.coverage and coverage is not None:
             scores = scores + self.cover_weight * coverage
         return scores
 
     @staticmethod
     def mlp_score(q, keys, cov, v, w_c):
-        """v . tanh(keys + q [+ w_c cov]) (See et al. eqs. 1, 11): (B, H), (B, S, H) or (B/G, S, H) (one
-        source per G consecutive queries), (B, S) or None, (H,), (H,) or None -> (B, S)."""
+        """v . tanh(keys + q [+ w_c cov]) (See et al. eqs. 1, 11): (B, H), (B, S, H) or (B/G, S, H)
+        (one source per G consecutive queries), (B, S) or None, (H,), (H,) or None -> (B, S)."""
         N, S, H = keys.shape
         if N != q.size(0):   # (N, G, S, H): each source's keys broadcast over its G queries
             hidden = keys.unsqueeze(1) + q.view(N, -1, 1, H)
@@ -112,14 +115,18 @@ class GlobalAttention(nn.Module):
         if step is not None:
             align = masked_softmax(step.score(self, query, keys, coverage), mask)  # (B, S)
             context = step.context(align)  # (B, H)
-        elif memory.size(0) != query.size(0):   # one source per G consecutive queries (a beam's state)
+        # one source per G consecutive queries (a beam's state)
+        elif memory.size(0) != query.size(0):
             N, S, _ = memory.shape
             scores = self.score(query, keys, coverage).view(N, -1, S)  # (N, G, S)
             align = masked_softmax(scores, mask.unsqueeze(1))  # (N, G, S)
-            context = torch.bmm(align.to(memory.dtype), memory).flatten(0, 1)  # (B, H): each source read once
+            # (B, H): each source read once
+            context = torch.bmm(align.to(memory.dtype), memory).flatten(0, 1)
             align = align.flatten(0, 1)  # (B, S)
         else:
-            align = masked_softmax(self.score(query, keys, coverage), mask)  # (B, S) See et al. eq. 2
-            context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)  # (B, H) eq. 3
+            # (B, S) See et al. eq. 2
+            align = masked_softmax(self.score(query, keys, coverage), mask)
+            # (B, H) eq. 3
+            context = torch.bmm(align.unsqueeze(1).to(memory.dtype), memory).squeeze(1)
         attn_h = torch.tanh(self.linear_out(torch.cat([context, query], dim=-1)))  # (B, H)
         return attn_h, align, context

@@ -20,8 +20,8 @@ class PartialEmbedding(nn.Module):
     def __init__(self, full, tgt_vocab_size):
         super().__init__()
         if tgt_vocab_size > full.num_embeddings:
-            raise ValueError(f"a partial embedding of {tgt_vocab_size} rows needs a full embedding at least "
-                             f"that large, got {full.num_embeddings}")
+            raise ValueError(f"a partial embedding of {tgt_vocab_size} rows needs a full embedding "
+                             f"at least that large, got {full.num_embeddings}")
         self.full = full
         self.tgt_vocab_size = tgt_vocab_size
 
@@ -30,7 +30,8 @@ class PartialEmbedding(nn.Module):
         return self.full.embedding_dim
 
     def target_weight(self):
-        """E_tgt: the first `tgt_vocab_size` rows of the shared matrix, a view that carries gradients."""
+        """E_tgt: the first `tgt_vocab_size` rows of the shared matrix, a view that carries
+        gradients."""
         return self.full.weight[: self.tgt_vocab_size]  # (V, E)
 
     def forward(self, ids):

@@ -1,5 +1,5 @@
-"""Recognizing a corpus folder: which files of each accepted form are there, whether a form is complete,
-and the one-line errors when the folder holds none, several, or only part of one.
+"""Recognizing a corpus folder: which files of each accepted form are there, whether a form is
+complete, and the one-line errors when the folder holds none, several, or only part of one.
 """
 import os
 import re
@@ -26,7 +26,8 @@ class Found:
 
 
 def find_file(folders, names):
-    """The first existing folder/name or folder/name.gz, for folders in order then names in order."""
+    """The first existing folder/name or folder/name.gz, for folders in order then names in
+    order."""
     for folder in folders:
         for name in names:
             for n in (name, name + ".gz"):
@@ -37,7 +38,8 @@ def find_file(folders, names):
 
 
 def find_pair(found, root, folders, src_names, tgt_names):
-    """(src, tgt) paths when both exist; when only one does, a problem is recorded. None otherwise."""
+    """(src, tgt) paths when both exist; when only one does, a problem is recorded. None
+    otherwise."""
     s, t = find_file(folders, src_names), find_file(folders, tgt_names)
     for p in (s, t):
         if p:
@@ -52,8 +54,8 @@ def find_pair(found, root, folders, src_names, tgt_names):
 
 
 def numbered_pieces(folder, pattern, what, found, root):
-    """Files of `folder` whose name fully matches `pattern` (one group: the piece number), in numeric
-    order; a gap in the numbering (a missing piece) is recorded as a problem."""
+    """Files of `folder` whose name fully matches `pattern` (one group: the piece number), in
+    numeric order; a gap in the numbering (a missing piece) is recorded as a problem."""
     rx = re.compile(pattern)
     try:
         names = os.listdir(folder)
@@ -63,7 +65,8 @@ def numbered_pieces(folder, pattern, what, found, root):
                     and os.path.isfile(os.path.join(folder, n)))
     for i, (k, _) in enumerate(pieces):
         if k != i:
-            found.problems.append(f"piece {i} of {what} is missing in {os.path.relpath(folder, root) or '.'}")
+            found.problems.append(f"piece {i} of {what} is missing in "
+                                  f"{os.path.relpath(folder, root) or '.'}")
             break
     found.seen.extend(os.path.relpath(os.path.join(folder, n), root) for _, n in pieces[:2])
     return [os.path.join(folder, n) for _, n in pieces]
@@ -78,7 +81,8 @@ def choose(folder, forms, requested, what, accepted):
         present = {k: v for k, v in forms.items() if v.present}
         if len(present) > 1:
             listing = "; ".join(f"{k}: {', '.join(v.seen[:2])}" for k, v in present.items())
-            raise UserError(f"{folder} holds files of several forms ({listing}); choose one with -format")
+            raise UserError(f"{folder} holds files of several forms ({listing}); "
+                            "choose one with -format")
     else:
         present = {requested: forms[requested]} if forms[requested].present else {}
     if not present:
@@ -86,12 +90,14 @@ def choose(folder, forms, requested, what, accepted):
         raise UserError(f"no {what} data{form} in {folder}; {accepted}")
     (name, found), = present.items()
     if found.problems:
-        raise UserError(f"{folder} holds an incomplete '{name}' corpus: {'; '.join(found.problems)}; {accepted}")
+        raise UserError(f"{folder} holds an incomplete '{name}' corpus: "
+                        f"{'; '.join(found.problems)}; {accepted}")
     return name, found
 
 
 def seed_pairs(folder, clean):
-    """The seed layout {train,valid,test}.{src,tgt}.txt[.gz]: each example is `clean(src line, tgt line)`.
+    """The seed layout {train,valid,test}.{src,tgt}.txt[.gz]: each example is
+    `clean(src line, tgt line)`.
     Other *.src.txt / *.tgt.txt files (Gigaword's extra.*) are not splits: noted, ignored."""
     found = Found()
     for split in SPLITS:

@@ -1,24 +1,28 @@
-"""Tokenized text back to text a reader expects: the inverse of `tokenize.ptb_tokenize`, as far as the
-tokens allow, and of the published CNN/DM and Gigaword tokenizations (docs/output.md shows it whole).
+"""Tokenized text back to text a reader expects: the inverse of `tokenize.ptb_tokenize`, as far as
+the tokens allow, and of the published CNN/DM and Gigaword tokenizations
+(docs/output.md shows it whole).
 
     detokenize("he 's \" ready , \" u.s. officials say -lrb- cnn -rrb- .", sentence_case=True)
     -> 'He\'s "ready," U.S. officials say (cnn).'   (sentence_case: each sentence's first letter)
 
 The rule set, in one place (token spelling as the tokenizers write it):
-- brackets: -lrb- -lsb- -lcb- (and a bare ( [ {) become ( [ { and join the next token; -rrb- -rsb- -rcb-
-  (and ) ] }) become ) ] } and join the previous one: `-lrb- cnn -rrb-` -> `(cnn)`;
+- brackets: -lrb- -lsb- -lcb- (and a bare ( [ {) become ( [ { and join the next token; -rrb- -rsb-
+  -rcb- (and ) ] }) become ) ] } and join the previous one: `-lrb- cnn -rrb-` -> `(cnn)`;
 - hyphens: a lone `-` between two words or numbers joins both (Gigaword splits hyphenated words):
   `25 - year - old` -> `25-year-old`, `state - owned` -> `state-owned`; `--` (a dash) stays apart;
-- clitics n't 's 're 've 'll 'd 'm, and a lone ' after a word ending in s (a plural possessive), join
-  the previous word (`ca n't` -> `can't`, `he 's` -> `he's`, `the dogs ' owner` -> `the dogs' owner`);
-- quotes: PTB's `` and '' become " (opening: joins the next token; closing: joins the previous one); a
-  plain " alternates (the first of a pair opens); a backquote ` opens a single quote ' that the next lone
-  ' closes: `` `` he said '' `` -> `"he said"`, `` ` yes ' `` -> `'yes'`;
-- punctuation . , ; : ! ? % ... joins the previous token (`ready ,` -> `ready,`); a sentence's final `.`
-  after a token that already ends in one is dropped (`the u.s. .` -> `the u.s.`); $ joins the next token;
+- clitics n't 's 're 've 'll 'd 'm, and a lone ' after a word ending in s (a plural possessive),
+  join the previous word (`ca n't` -> `can't`, `he 's` -> `he's`, `the dogs ' owner` ->
+  `the dogs' owner`);
+- quotes: PTB's `` and '' become " (opening: joins the next token; closing: joins the previous one);
+  a plain " alternates (the first of a pair opens); a backquote ` opens a single quote ' that the
+  next lone ' closes: `` `` he said '' `` -> `"he said"`, `` ` yes ' `` -> `'yes'`;
+- punctuation . , ; : ! ? % ... joins the previous token (`ready ,` -> `ready,`); a sentence's final
+  `.` after a token that already ends in one is dropped (`the u.s. .` -> `the u.s.`); $ joins the
+  next token;
 - every other token (`<unk>` and other tags, Gigaword's # digits) is separated by one space;
 - with `sentence_case` (for text the data lowercased): the first letter of the text and of each word
-  after . ! ? is upper-cased, as is the pronoun `i`; letter-dot abbreviations (`u.s.`) are upper-cased.
+  after . ! ? is upper-cased, as is the pronoun `i`; letter-dot abbreviations (`u.s.`) are
+  upper-cased.
 Scoring (ROUGE) keeps working on the tokenized form: detokenize only what a person reads.
 """
 import re
@@ -32,7 +36,8 @@ _ABBREVIATION = re.compile(r"^(?:[a-z]\.){2,}$")
 
 
 def _wordlike(text, at):
-    """Whether text[at] is a letter, a digit or Gigaword's # digit (a hyphen between two joins them)."""
+    """Whether text[at] is a letter, a digit or Gigaword's # digit (a hyphen between two joins
+    them)."""
     return bool(text) and (text[at].isalnum() or text[at] == "#")
 
 
@@ -48,7 +53,8 @@ def detokenize(text, sentence_case=False):
             word, join_next = OPEN[low], True
         elif low in CLOSE:
             word, join_prev = CLOSE[low], True
-        elif tok == "-" and out and i + 1 < len(tokens) and _wordlike(out[-1], -1) and _wordlike(tokens[i + 1], 0):
+        elif (tok == "-" and out and i + 1 < len(tokens) and _wordlike(out[-1], -1)
+              and _wordlike(tokens[i + 1], 0)):
             join_prev = join_next = True
         elif low in CLITICS:
             join_prev = True
@@ -63,7 +69,8 @@ def detokenize(text, sentence_case=False):
             word, join_prev, join_next = '"', not opening, opening
             double_open = opening
         elif tok == "." and out and out[-1].endswith(".") and not glue_next:
-            ends.add(len(out) - 1)                       # `u.s. .`: the abbreviation's dot ends the sentence
+            # `u.s. .`: the abbreviation's dot ends the sentence
+            ends.add(len(out) - 1)
             continue
         elif tok in JOIN_PREVIOUS:
             join_prev = True

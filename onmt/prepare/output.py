@@ -25,7 +25,8 @@ class Corpus:
     description: str
     splits: dict = field(default_factory=dict)      # split -> (list of file names, examples())
     notes: list = field(default_factory=list)       # things worth a log line (ignored files, ...)
-    text: dict = field(default_factory=dict)        # more of how the text was made (prepare.json): {"digits": "#"}
+    # more of how the text was made (prepare.json): {"digits": "#"}
+    text: dict = field(default_factory=dict)
 
 
 def _terminate(signum, frame):
@@ -59,19 +60,21 @@ def chosen_splits(corpus, wanted, folder, logger):
 
 
 def check_not_into_input(path, input_folder):
-    """UserError when the output file `path` is a link into `input_folder`: the link's target, a file of
-    the corpus, would be replaced by the prepared text (AtomicFile writes a link's target)."""
+    """UserError when the output file `path` is a link into `input_folder`: the link's target, a
+    file of the corpus, would be replaced by the prepared text (AtomicFile writes a link's
+    target)."""
     if input_folder is None or not os.path.islink(path):
         return
     real, inside = os.path.realpath(path), os.path.realpath(input_folder)
     if os.path.commonpath([real, inside]) == inside:
-        raise UserError(f"-output {path} is a link to {real}, inside -input {input_folder}: writing it would "
-                        "replace the corpus; remove the link or give another -output")
+        raise UserError(f"-output {path} is a link to {real}, inside -input {input_folder}: "
+                        "writing it would replace the corpus; remove the link or give another "
+                        "-output")
 
 
 class Outputs:
-    """Files of `folder` written aside (files.AtomicFile), renamed together by commit(); removed on exit
-    without commit."""
+    """Files of `folder` written aside (files.AtomicFile), renamed together by commit(); removed on
+    exit without commit."""
 
     def __init__(self, folder, input_folder=None):
         self.folder, self.input_folder = folder, input_folder
@@ -133,12 +136,15 @@ def write_corpus(corpus, splits, folder, report_every, logger, input_folder=None
                 if n % report_every == 0 or now - last >= PROGRESS_SECONDS:
                     logger.info(f"{split}: {n} examples ({n / max(now - start, 1e-9):.0f}/s)")
                     last = now
-            empties = ", ".join(f"{k} {v} empty" for k, v in (("source", empty_src), ("target", empty_tgt)) if v)
-            logger.info(f"{split}: {n} examples" + (f" ({empties}, kept to keep the lines aligned)" if empties else ""))
+            empties = ", ".join(f"{k} {v} empty"
+                                for k, v in (("source", empty_src), ("target", empty_tgt)) if v)
+            logger.info(f"{split}: {n} examples"
+                        + (f" ({empties}, kept to keep the lines aligned)" if empties else ""))
             counts[split] = n
         out.commit()
     for split in splits:
-        logger.info(f"wrote {os.path.join(folder, split)}.src.txt and .tgt.txt: {counts[split]} lines each")
+        logger.info(f"wrote {os.path.join(folder, split)}.src.txt and .tgt.txt: "
+                    f"{counts[split]} lines each")
     return counts
 
 
@@ -148,8 +154,10 @@ def run(opt, corpus, logger):
     for note in corpus.notes:
         logger.info(note)
     splits = chosen_splits(corpus, opt.splits, opt.input, logger)
-    for name in [TEXT_RECORD] + [f"{split}.{side}.txt" for split in splits for side in ("src", "tgt")]:
-        check_not_into_input(os.path.join(opt.output, name), opt.input)     # before anything is read
+    for name in [TEXT_RECORD] + [f"{split}.{side}.txt" for split in splits
+                                 for side in ("src", "tgt")]:
+        # before anything is read
+        check_not_into_input(os.path.join(opt.output, name), opt.input)
     result = write_corpus(corpus, splits, opt.output, opt.report_every, logger, opt.input)
     write_text_record(opt.output, opt, corpus.text)
     return result
@@ -159,16 +167,18 @@ TEXT_RECORD = "prepare.json"
 
 
 def write_text_record(folder, opt, extra=None):
-    """`folder/prepare.json`: how the text was made ({"tokenize": "ptb" or "none", "lower": bool}, plus
-    `extra`: {"digits": "#"} where every digit of the text is written # as in Gigaword), which
-    preprocess.py carries into meta.json and the checkpoints, so that translate.py and the API prepare
-    raw input the same way. Every published form of CNN/DM and Gigaword is PTB-style tokenized (by its
-    authors or here), so "ptb" unless -tokenize none."""
+    """`folder/prepare.json`: how the text was made ({"tokenize": "ptb" or "none", "lower": bool},
+    plus `extra`: {"digits": "#"} where every digit of the text is written # as in Gigaword), which
+    preprocess.py carries into meta.json and the checkpoints, so that translate.py and the API
+    prepare raw input the same way. Every published form of CNN/DM and Gigaword is PTB-style
+    tokenized (by its authors or here), so "ptb" unless -tokenize none."""
     import json
 
     from onmt.utils.files import write_text_atomic
-    record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower), **(extra or {})}
-    write_text_atomic(os.path.join(folder, TEXT_RECORD), json.dumps(record) + "\n", f"-output {folder}")
+    record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower),
+              **(extra or {})}
+    write_text_atomic(os.path.join(folder, TEXT_RECORD), json.dumps(record) + "\n",
+                      f"-output {folder}")
 
 
 def prepare_main(parser, detect, argv=None):

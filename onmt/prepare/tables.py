@@ -1,5 +1,6 @@
 """Rows of a Hugging Face dataset exported with `Dataset.to_json` (JSON lines), `to_csv` or
-`to_parquet`, streamed: `read_rows(path, columns)` yields one tuple of the named text columns per row.
+`to_parquet`, streamed: `read_rows(path, columns)` yields one tuple of the named text columns per
+row.
 """
 import csv
 import io
@@ -12,7 +13,8 @@ from onmt.prepare.text import open_binary
 
 
 def read_rows(path, columns):
-    """Yield tuples of the `columns` (strings) of each row of a .jsonl / .json / .csv / .parquet file."""
+    """Yield tuples of the `columns` (strings) of each row of a .jsonl / .json / .csv / .parquet
+    file."""
     name = path[:-3] if path.endswith(".gz") else path
     if name.endswith(".parquet"):
         return _parquet(path, columns)
@@ -36,8 +38,8 @@ def _jsonl(path, columns):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            hint = " (a JSON array? export with Dataset.to_json, which writes JSON lines)" if n == 1 and \
-                line.lstrip().startswith("[") else ""
+            hint = (" (a JSON array? export with Dataset.to_json, which writes JSON lines)"
+                    if n == 1 and line.lstrip().startswith("[") else "")
             raise UserError(f"{path}: line {n} is not a JSON object: {e.msg}{hint}") from None
         if not isinstance(row, dict):
             raise UserError(f"{path}: line {n} is not a JSON object")
@@ -49,7 +51,8 @@ def _jsonl(path, columns):
 
 def _csv(path, columns):
     old = csv.field_size_limit()
-    csv.field_size_limit(min(sys.maxsize, 2 ** 31 - 1))     # an article is longer than the default 128k
+    # an article is longer than the default 128k
+    csv.field_size_limit(min(sys.maxsize, 2 ** 31 - 1))
     try:
         with open_binary(path) as raw:
             f = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
@@ -60,7 +63,8 @@ def _csv(path, columns):
                     raise UserError(f"{path}: empty CSV file (no header)")
                 missing = [c for c in columns if c not in header]
                 if missing:
-                    raise UserError(f"{path}: no column '{missing[0]}' in the header ({', '.join(header)})")
+                    raise UserError(f"{path}: no column '{missing[0]}' in the header "
+                                    f"({', '.join(header)})")
                 idx = [header.index(c) for c in columns]
                 for row in reader:
                     if not row:
@@ -70,7 +74,8 @@ def _csv(path, columns):
                                         f"the header {len(header)}")
                     yield tuple(row[i] for i in idx)
             except UnicodeDecodeError:
-                raise UserError(f"{path}: not valid UTF-8 (near row {reader.line_num + 1})") from None
+                raise UserError(f"{path}: not valid UTF-8 "
+                                f"(near row {reader.line_num + 1})") from None
             except csv.Error as e:
                 raise UserError(f"{path}: bad CSV near line {reader.line_num}: {e}") from None
     finally:
@@ -98,4 +103,5 @@ def _parquet(path, columns):
     except (pyarrow.ArrowException, OSError) as e:
         if isinstance(e, (FileNotFoundError, PermissionError)):
             raise
-        raise UserError(f"{path}: cannot read as Parquet: {str(e).splitlines()[0] if str(e) else e}") from None
+        raise UserError(f"{path}: cannot read as Parquet: "
+                        f"{str(e).splitlines()[0] if str(e) else e}") from None

@@ -16,7 +16,8 @@ END_TOKENS = frozenset(("-rrb-", "-rsb-"))
 
 
 def remove_eos(line):
-    """Every `</s>` becomes `.`, whitespace becomes single spaces (the seed CNN/DM files' cleaning)."""
+    """Every `</s>` becomes `.`, whitespace becomes single spaces (the seed CNN/DM files'
+    cleaning)."""
     return " ".join(line.replace("</s>", " . ").split())
 
 
@@ -26,21 +27,24 @@ def open_binary(path):
 
 
 def read_pairs(src_path, tgt_path):
-    """Yield (source line, target line) of two line-aligned files (corpus.read_lines, a Windows "\\r"
-    dropped); different lengths are an error."""
+    """Yield (source line, target line) of two line-aligned files (corpus.read_lines, a Windows
+    "\\r" dropped); different lengths are an error."""
     src, tgt = read_lines(src_path, strip_cr=True), read_lines(tgt_path, strip_cr=True)
     n = 0
     for n, s in enumerate(src, 1):
         t = next(tgt, None)
         if t is None:
-            raise UserError(f"{src_path} has more lines than {tgt_path} ({tgt_path} ends after line {n - 1})")
+            raise UserError(f"{src_path} has more lines than {tgt_path} "
+                            f"({tgt_path} ends after line {n - 1})")
         yield s, t
     if next(tgt, None) is not None:
-        raise UserError(f"{tgt_path} has more lines than {src_path} ({src_path} ends after line {n})")
+        raise UserError(f"{tgt_path} has more lines than {src_path} "
+                        f"({src_path} ends after line {n})")
 
 
 def between_tags(text, open_tag, close_tag):
-    """The sentences of `<t> a . </t> <t> b . </t>`-style text (`text` itself when it has no tags)."""
+    """The sentences of `<t> a . </t> <t> b . </t>`-style text (`text` itself when it has no
+    tags)."""
     tokens = text.split()
     if open_tag not in tokens:
         return [text]
@@ -62,7 +66,8 @@ def between_tags(text, open_tag, close_tag):
 
 
 class Cleaner:
-    """Text -> one output line: tokens joined by single spaces, no sentence tags, lowercased if asked.
+    """Text -> one output line: tokens joined by single spaces, no sentence tags, lowercased if
+    asked.
 
     tokenize: True runs the PTB-style tokenizer (tokenize.py), False only splits on whitespace.
     """
@@ -81,8 +86,8 @@ class Cleaner:
 
     def sentences(self, sents, end_period=False):
         """Sentences -> one line; with end_period a sentence whose last character is not . ! ? or a
-        closing quote or bracket gets a `.` (as See et al. did for the CNN/DM highlights), so ROUGE-Lsum
-        can split it."""
+        closing quote or bracket gets a `.` (as See et al. did for the CNN/DM highlights), so
+        ROUGE-Lsum can split it."""
         out = []
         for s in sents:
             toks = self.tokens(s)

@@ -5,8 +5,10 @@ A file is a sequence of records, each an 8-byte little-endian length N followed 
 serialized tf.Example (no checksums: this is not the TFRecord format). The messages decoded:
 
     Example   { Features features = 1; }
-    Features  { map<string, Feature> feature = 1; }   # repeated entries { string key = 1; Feature value = 2; }
-    Feature   { oneof { BytesList bytes_list = 1; FloatList float_list = 2; Int64List int64_list = 3; } }
+    Features  { map<string, Feature> feature = 1; }
+              # repeated entries { string key = 1; Feature value = 2; }
+    Feature   { oneof { BytesList bytes_list = 1; FloatList float_list = 2;
+                        Int64List int64_list = 3; } }
     BytesList { repeated bytes value = 1; }
     FloatList { repeated float value = 1 [packed]; }
     Int64List { repeated int64 value = 1 [packed]; }
@@ -40,8 +42,8 @@ def _varint(buf, pos):
 
 
 def fields(buf):
-    """Yield (field number, wire type, value) of a message: value is an int for varints, bytes for the
-    other wire types (fixed64, length-delimited, fixed32)."""
+    """Yield (field number, wire type, value) of a message: value is an int for varints, bytes for
+    the other wire types (fixed64, length-delimited, fixed32)."""
     pos, end = 0, len(buf)
     while pos < end:
         key, pos = _varint(buf, pos)
@@ -129,7 +131,8 @@ def read_records(path):
                 raise UserError(f"{path}: record {n} is truncated (a partial length header)")
             size = struct.unpack("<q", head)[0]
             if not 0 <= size < MAX_RECORD:
-                raise UserError(f"{path}: record {n} has an impossible length {size}: not a See et al. .bin file")
+                raise UserError(f"{path}: record {n} has an impossible length {size}: "
+                                "not a See et al. .bin file")
             data = f.read(size)
             if len(data) < size:
                 raise UserError(f"{path}: record {n} is truncated ({len(data)} of {size} bytes)")
@@ -145,8 +148,10 @@ def read_text_features(path, names):
             row = []
             for name in names:
                 if name not in ex:
-                    raise UserError(f"{path}: record {n} has no feature '{name}' (it has: {', '.join(sorted(ex))})")
+                    raise UserError(f"{path}: record {n} has no feature '{name}' "
+                                    f"(it has: {', '.join(sorted(ex))})")
                 row.append(" ".join(v.decode("utf-8") for v in ex[name] if isinstance(v, bytes)))
         except (DecodeError, UnicodeDecodeError) as e:
-            raise UserError(f"{path}: record {n} is not a tf.Example with text features ({e})") from None
+            raise UserError(f"{path}: record {n} is not a tf.Example with text features "
+                            f"({e})") from None
         yield tuple(row)

@@ -2,27 +2,29 @@
 CNN/DailyMail files and Rush et al.'s Gigaword files hold.
 
     ptb_tokenize('(CNN) The U.S. isn\u2019t "ready," he said.')
-    -> ['-lrb-', 'CNN', '-rrb-', 'The', 'U.S.', 'is', "n't", '"', 'ready', ',', '"', 'he', 'said', '.']
+    -> ['-lrb-', 'CNN', '-rrb-', 'The', 'U.S.', 'is', "n't", '"', 'ready', ',', '"', 'he', 'said',
+        '.']
 
 Choices (lowercasing is left to the caller):
-- punctuation is split off words; `...` and `--` stay one token; `…` becomes `...`, `—` and `–` become `--`;
+- punctuation is split off words; `...` and `--` stay one token; `…` becomes `...`, `—` and `–`
+  become `--`;
 - every double quote (straight, curly, or PTB's two backquotes / two single quotes) becomes the one
   token `"` (as in the seed data); a curly single quote or a backquote becomes `'`;
 - brackets become -lrb- -rrb- -lsb- -rsb- -lcb- -rcb-, as in See et al.'s data;
-- contractions split as in the Penn Treebank: `isn't` -> `is n't`, `can't` -> `ca n't`, `it's` -> `it 's`,
-  likewise `'re 've 'll 'd 'm`; a plural possessive `dogs'` -> `dogs '`;
-- kept whole: hyphenated words (`e-mail`, `35-year-old`), numbers with `.` `,` `:` `/` inside (`3.5`,
-  `1,000`, `10:30`, `9/11`), letter-dot abbreviations (`u.s.`, `a.m.`, `l.l.`), common titles and
-  short forms with their period (`mr.`, `dr.`, `jan.`, `inc.`, ...), web addresses, e-mail addresses, and
-  `#` inside words (Gigaword writes digits as `#`; a hashtag stays whole);
-- already tokenized text stays as it is (-lrb-, `n't`, `'s`, `<unk>` and other `<tag>`s are kept), so
-  tokenizing twice changes nothing.
+- contractions split as in the Penn Treebank: `isn't` -> `is n't`, `can't` -> `ca n't`,
+  `it's` -> `it 's`, likewise `'re 've 'll 'd 'm`; a plural possessive `dogs'` -> `dogs '`;
+- kept whole: hyphenated words (`e-mail`, `35-year-old`), numbers with `.` `,` `:` `/` inside
+  (`3.5`, `1,000`, `10:30`, `9/11`), letter-dot abbreviations (`u.s.`, `a.m.`, `l.l.`), common
+  titles and short forms with their period (`mr.`, `dr.`, `jan.`, `inc.`, ...), web addresses,
+  e-mail addresses, and `#` inside words (Gigaword writes digits as `#`; a hashtag stays whole);
+- already tokenized text stays as it is (-lrb-, `n't`, `'s`, `<unk>` and other `<tag>`s are kept),
+  so tokenizing twice changes nothing.
 """
 import re
 
-_ABBREVIATIONS = ("mr|mrs|ms|messrs|dr|prof|st|jr|sr|gen|sen|rep|gov|lt|col|sgt|capt|cpl|adm|maj|rev|"
-                  "hon|pres|supt|det|insp|vs|etc|inc|corp|co|ltd|bros|dept|univ|ave|blvd|mt|ft|"
-                  "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_ABBREVIATIONS = ("mr|mrs|ms|messrs|dr|prof|st|jr|sr|gen|sen|rep|gov|lt|col|sgt|capt|cpl|adm|maj|"
+                  "rev|hon|pres|supt|det|insp|vs|etc|inc|corp|co|ltd|bros|dept|univ|ave|blvd|mt|"
+                  "ft|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
 _WORD = r"(?:[^\W_]|#)+"
 _TOKEN = re.compile("|".join([
     r"-(?i:[lr][rsc]b)-",                                             # -lrb- and friends, kept
@@ -34,7 +36,8 @@ _TOKEN = re.compile("|".join([
     rf"(?<![^\W_])(?i:{_ABBREVIATIONS})\.",                           # mr., jan.
     r"[#\d]+(?:[.,:/][#\d]+)+",                                       # 3.5, 1,000, 10:30, #.##
     r"'(?i:s|re|ve|ll|d|m)(?![^\W_])",                                # a clitic already split off
-    rf"{_WORD}(?:['-]{_WORD})*",                                      # words, e-mail, o'neill, isn't
+    # words, e-mail, o'neill, isn't
+    rf"{_WORD}(?:['-]{_WORD})*",
     r"\.{2,}|-{2,}",                                                  # ... --
     r"\S",                                                            # any other character
 ]))

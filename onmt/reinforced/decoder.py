@@ -1,16 +1,17 @@
 """The reinforced model's decoder: an LSTM with intra-temporal and intra-decoder attention.
 
-One `step` maps the previous token and the state to o_t = [h^d_t ; c^e_t ; c^d_t] (the input of Paulus
-et al.'s eqs. 9 and 11) and the encoder attention (eqs. 2-5, 10); the attentions are intra_attention.py's
-(eqs. 2-8), the pointer-generator (pointer_generator.py, eqs. 9-13) turns o_t into a distribution. With
-`intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t keeps its 3H size and the
-generator's parameters keep their shapes. `step` is the plain path; a teacher-forced pass or a rollout
-may pass it the fused per-pass lookups and products of `step_embedding()` / `step_source()`
-(onmt/fused/), which give the same values and gradients. Built with the model's Execution
-(onmt/fused/execution.py): with fused kernels (the default) its dropout draws its masks with torch.rand
-and, in a model built to decode in a chosen precision, a decoding step uses the prepared LSTM gates
-(onmt/fused/low_precision.py `decoding_gates`); with plain kernels, nn.Dropout and the two addmm per layer;
-with compile "decoder-step" its `step` goes through torch.compile (execution.compile_step).
+One `step` maps the previous token and the state to o_t = [h^d_t ; c^e_t ; c^d_t] (the input of
+Paulus et al.'s eqs. 9 and 11) and the encoder attention (eqs. 2-5, 10); the attentions are
+intra_attention.py's (eqs. 2-8), the pointer-generator (pointer_generator.py, eqs. 9-13) turns o_t
+into a distribution. With `intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t
+keeps its 3H size and the generator's parameters keep their shapes. `step` is the plain path; a
+teacher-forced pass or a rollout may pass it the fused per-pass lookups and products of
+`step_embedding()` / `step_source()` (onmt/fused/), which give the same values and gradients. Built
+with the model's Execution (onmt/fused/execution.py): with fused kernels (the default) its dropout
+draws its masks with torch.rand and, in a model built to decode in a chosen precision, a decoding
+step uses the prepared LSTM gates (onmt/fused/low_precision.py `decoding_gates`); with plain
+kernels, nn.Dropout and the two addmm per layer; with compile "decoder-step" its `step` goes through
+torch.compile (execution.compile_step).
 """
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Tuple
@@ -32,9 +33,9 @@ from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporal
 
 @dataclass
 class ReinforcedState(DecoderStateBase):
-    """Everything decoding needs; every tensor has the batch on dim 0 except `hidden` (dim 1). The source
-    fields (memory, enc_keys, mask, src_ex, first_pos) hold one row per source: B / source_rows rows
-    (DecoderStateBase.per_row gives them per row)."""
+    """Everything decoding needs; every tensor has the batch on dim 0 except `hidden` (dim 1). The
+    source fields (memory, enc_keys, mask, src_ex, first_pos) hold one row per source: B /
+    source_rows rows (DecoderStateBase.per_row gives them per row)."""
     hidden: Tuple[torch.Tensor, torch.Tensor]  # (h, c), each (L, B, H)
     memory: torch.Tensor                       # (B, S, H) encoder states h^e
     enc_keys: torch.Tensor                     # (B, S, H) W^e_attn h^e, computed once
@@ -43,11 +44,15 @@ class ReinforcedState(DecoderStateBase):
     first_pos: torch.Tensor                    # (B, S) first position holding the same word
     n_oov: int                                 # extended slots beyond V_tgt
     lse: Optional[torch.Tensor] = None         # (B, S) log sum_{j<t} exp(e_ji); None before step 1
-    history: Optional[torch.Tensor] = None     # (B, t, H) previous decoder states; None before step 1
+    # (B, t, H) previous decoder states; None before step 1
+    history: Optional[torch.Tensor] = None
     step: int = 0                              # decoding steps taken
-    source_rows: int = 1                       # G: rows per source; the source fields hold B/G rows (interface.py)
-    out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None  # (V, 3H), (V,) W_out, b_out once per batch
-    out_packed: Optional[Any] = None           # fused, without autograd: out_weight as a PackedLinear
+    # G: rows per source; the source fields hold B/G rows (interface.py)
+    source_rows: int = 1
+    # (V, 3H), (V,) W_out, b_out once per batch
+    out_weight: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+    # fused, without autograd: out_weight as a PackedLinear
+    out_packed: Optional[Any] = None
 
     _batch_dims = {"hidden": 1}
     _source_fields = frozenset({"memory", "enc_keys", "mask", "src_ex", "first_pos"})
@@ -64,12 +69,14 @@ class ReinforcedDecoder(nn.Module):
         dropout: dropout on the input embeddings and between LSTM layers.
         temporal: intra-temporal (True) or plain (False) attention over the encoder.
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
-        score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with -intra_attn_scale sqrt).
-        execution: the model's Execution (module docstring, onmt/fused/execution.py) or a kernels name.
+        score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with
+            -intra_attn_scale sqrt).
+        execution: the model's Execution (module docstring, onmt/fused/execution.py) or a
+            kernels name.
     """
 
-    def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True, intra_decoder=True,
-                 score_scale=1.0, execution=None):
+    def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True,
+                 intra_decoder=True, score_scale=1.0, execution=None):
         super().__init__()
         self.execution = execution = as_execution(execution)
         self.embeddings = embeddings
@@ -79,7 +86,8 @@ class ReinforcedDecoder(nn.Module):
         self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal, scale=score_scale)
-        self.dec_attn = IntraDecoderAttention(hidden_size, scale=score_scale) if intra_decoder else None
+        self.dec_attn = (IntraDecoderAttention(hidden_size, scale=score_scale) if intra_decoder
+                         else None)
         if execution.compile == "decoder-step":
             compile_step(self)
 
@@ -95,34 +103,38 @@ class ReinforcedDecoder(nn.Module):
         """enc: EncoderOutput (memory (B, S, H), final (h, c) each (L, B, H), mask (B, S))."""
         h, c = enc.final
         if h.size(0) != self.rnn.num_layers:
-            raise ValueError(f"the decoder has {self.rnn.num_layers} layers but the encoder's final state "
-                             f"has {h.size(0)}; use as many encoder as decoder layers")
-        return ReinforcedState(hidden=(h, c), memory=enc.memory, enc_keys=self.enc_attn.keys(enc.memory),
-                               mask=enc.mask, src_ex=src_ex, first_pos=first_occurrence(src_ex),
-                               n_oov=int(n_oov))
+            raise ValueError(f"the decoder has {self.rnn.num_layers} layers but the encoder's "
+                             f"final state has {h.size(0)}; use as many encoder as decoder layers")
+        return ReinforcedState(hidden=(h, c), memory=enc.memory,
+                               enc_keys=self.enc_attn.keys(enc.memory), mask=enc.mask,
+                               src_ex=src_ex, first_pos=first_occurrence(src_ex), n_oov=int(n_oov))
 
     def step_embedding(self):
-        """The input embedding for a whole decoding loop: the same lookups as `self.embeddings`, with one
-        gradient write into the matrix per pass instead of one per step (onmt/fused/step_embedding.py)."""
+        """The input embedding for a whole decoding loop: the same lookups as `self.embeddings`,
+        with one gradient write into the matrix per pass instead of one per step
+        (onmt/fused/step_embedding.py)."""
         return StepEmbedding(self.embeddings.target_weight(), self.embeddings.full.padding_idx)
 
     def step_source(self, state):
-        """The encoder-side products for a whole teacher-forced pass from `state` (onmt/fused/step_source.py)."""
+        """The encoder-side products for a whole teacher-forced pass from `state`
+        (onmt/fused/step_source.py)."""
         return StepSource(state.enc_keys, state.memory)
 
     def step(self, inputs, state, embed=None, source=None, return_intra=False):
         """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>); embed: a `step_embedding()`
         to use instead of self.embeddings; source: a `step_source()` of this pass.
 
-        Returns o_t (B, 3H), the encoder attention (B, S) and the new state; with `return_intra` also
-        the intra-decoder attention over the t previous decoder states (B, t) ((B, 0) at the first
-        step; None without intra-decoder attention), the weights c^d_t is computed from.
+        Returns o_t (B, 3H), the encoder attention (B, S) and the new state; with `return_intra`
+        also the intra-decoder attention over the t previous decoder states (B, t) ((B, 0) at the
+        first step; None without intra-decoder attention), the weights c^d_t is computed from.
         """
         inputs = inputs.masked_fill(inputs >= self.tgt_vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
         x = emb.squeeze(1)  # (B, E)
-        h_t, hidden = lstm_step(self.rnn, x, state.hidden, decoding_gates(self.execution, self.rnn, x, state.hidden[0]))
-        # the source fields per row (a beam state keeps them once per example); a `source` reads them as stored
+        h_t, hidden = lstm_step(self.rnn, x, state.hidden,
+                                decoding_gates(self.execution, self.rnn, x, state.hidden[0]))
+        # the source fields per row (a beam state keeps them once per example); a `source` reads
+        # them as stored
         keys, memory = (state.enc_keys, state.memory) if source is not None else (
             state.per_row("enc_keys"), state.per_row("memory"))  # (B, S, H) x2
         c_enc, attn, lse = self.enc_attn(h_t, keys, memory, state.per_row("mask"), state.lse,
@@ -130,14 +142,16 @@ class ReinforcedDecoder(nn.Module):
         intra = None
         if self.dec_attn is not None:
             if return_intra:
-                c_dec, intra = self.dec_attn(h_t, state.history, return_attn=True)  # (B, H), (B, t): eqs. 6-8
+                # (B, H), (B, t): eqs. 6-8
+                c_dec, intra = self.dec_attn(h_t, state.history, return_attn=True)
             else:
                 c_dec = self.dec_attn(h_t, state.history)  # (B, H) c^d_t: eqs. 6-8
             history = h_t.unsqueeze(1) if state.history is None else torch.cat(
                 [state.history, h_t.unsqueeze(1)], dim=1)  # (B, t, H)
         else:
             c_dec, history = torch.zeros_like(h_t), None  # (B, H)
-        o_t = torch.cat([h_t, c_enc, c_dec], dim=1)  # (B, 3H) [h^d_t ; c^e_t ; c^d_t] of eqs. 9 and 11
+        # (B, 3H) [h^d_t ; c^e_t ; c^d_t] of eqs. 9 and 11
+        o_t = torch.cat([h_t, c_enc, c_dec], dim=1)
         # the source fields and the per-batch W_out (out_weight, out_packed) carry over unchanged
         new_state = replace(state, hidden=hidden, lse=lse, history=history, step=state.step + 1)
         if return_intra:

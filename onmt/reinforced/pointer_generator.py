@@ -1,12 +1,16 @@
-"""Token generation and pointer (Paulus et al. 2017, 2.3-2.4): o_t -> log p over the extended vocabulary.
+"""Token generation and pointer (Paulus et al. 2017, 2.3-2.4): o_t -> log p over the extended
+vocabulary.
 
 With o_t = [h^d_t ; c^e_t ; c^d_t] (decoder.py), in the paper's numbers:
 
     (9)  p(y_t | u_t = 0) = softmax(W_out o_t + b_out)                  over V_tgt
-    (10) p(y_t = x_i | u_t = 1) = a^e_ti                                 summed over positions holding y_t
+    (10) p(y_t = x_i | u_t = 1) = a^e_ti                                 summed over positions
+                                                                         holding y_t
     (11) p(u_t = 1) = sigmoid(W_u o_t + b_u)
-    (12) p(y_t) = p(u_t = 1) p(y_t | u_t = 1) + p(u_t = 0) p(y_t | u_t = 0)   over X = V_tgt + n_oov ids
-    (13) W_out = tanh(W_emb W_proj)                                      W_emb = E_tgt, the shared rows
+    (12) p(y_t) = p(u_t = 1) p(y_t | u_t = 1) + p(u_t = 0) p(y_t | u_t = 0)
+                                                                         over X = V_tgt + n_oov ids
+    (13) W_out = tanh(W_emb W_proj)                                      W_emb = E_tgt,
+                                                                         the shared rows
 
 `forward` is this formula (in log space, the mixture by onmt/modules/copy_mixture.py) and the
 reference the fused training and decoding paths are tested against (onmt/fused/gold_mixture.py:
@@ -14,17 +18,17 @@ log p(gold) and the argmax without the (N, X) distribution). `out_weight()` eval
 current parameters; callers that project many chunks of rows in one forward pass compute it once and
 pass it in. No log(0) and no NaN even when a row's copy mass is zero.
 
-Precision: under autocast (-amp) each method is a float32 island (onmt/modules/precision.py) that widens
-o (which the LSTM and attention products give in bfloat16 / float16) and the attention on entry, except
-for the product E_tgt W_proj of (13), which runs in autocast's precision, widened before the tanh (the
-fused training path's logits products do the same: onmt/fused/gold_softmax.py). Its outputs (log p, the
-logits, W_out) are float32; gradients reach o in o's own dtype.
+Precision: under autocast (-amp) each method is a float32 island (onmt/modules/precision.py) that
+widens o (which the LSTM and attention products give in bfloat16 / float16) and the attention on
+entry, except for the product E_tgt W_proj of (13), which runs in autocast's precision, widened
+before the tanh (the fused training path's logits products do the same: onmt/fused/gold_softmax.py).
+Its outputs (log p, the logits, W_out) are float32; gradients reach o in o's own dtype.
 
-Built with fused kernels (its Execution, onmt/fused/execution.py; the default), `out_weight` computes (13)
-with the tanh inside the product (onmt/fused/tied_weight.py; float32 on the CPU), `draw` exponentiates
-through exp2 (onmt/fused/fast_exp.py) and `forward` writes the mixture in place without autograd
-(onmt/fused/step_mixture.py); plain kernels: torch.exp and the out-of-place scatter.
-The same values either way, up to float32 rounding in `draw`.
+Built with fused kernels (its Execution, onmt/fused/execution.py; the default), `out_weight`
+computes (13) with the tanh inside the product (onmt/fused/tied_weight.py; float32 on the CPU),
+`draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and `forward` writes the mixture in place
+without autograd (onmt/fused/step_mixture.py); plain kernels: torch.exp and the out-of-place
+scatter. The same values either way, up to float32 rounding in `draw`.
 """
 import torch
 import torch.nn as nn
@@ -45,15 +49,18 @@ class PointerGenerator(nn.Module):
     def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True, execution=None):
         super().__init__()
         self.execution = as_execution(execution)
-        self._scatter = step_mixture.scatter_mixture if self.execution.fused else copy_mixture.scatter_mixture
+        self._scatter = (step_mixture.scatter_mixture if self.execution.fused
+                         else copy_mixture.scatter_mixture)
         self.tgt_vocab_size = tgt_vocab_size
         self.tied = tied
         self.switch = nn.Linear(in_dim, 1)  # W_u, b_u of (11)
         if tied:
             if embedding is None:
                 raise ValueError("a tied output projection needs the (partial) target embedding")
-            self.embedding = embedding  # PartialEmbedding; shared, registered again but one parameter
-            self.proj = nn.Parameter(torch.empty(embedding.embedding_dim, in_dim))  # (E, D) W_proj of (13)
+            # PartialEmbedding; shared, registered again but one parameter
+            self.embedding = embedding
+            # (E, D) W_proj of (13)
+            self.proj = nn.Parameter(torch.empty(embedding.embedding_dim, in_dim))
             self.bias = nn.Parameter(torch.zeros(tgt_vocab_size))  # (V,) b_out of (9)
             nn.init.xavier_uniform_(self.proj)
         else:
@@ -68,10 +75,14 @@ class PointerGenerator(nn.Module):
         (X, D) and (X,), the OOV slots with zero weights and an impossible bias."""
         if self.tied:
             emb = self.embedding.target_weight()  # (V, E) E_tgt
-            if self.execution.fused and tied_weight.fusable(emb, self.proj):  # the tanh inside the product
-                return self.pad_weight((tied_weight.tanh_product(emb, self.proj), self.bias), n_oov)  # (13)
-            product = emb @ self.proj  # (V, D): under autocast (-amp) in its low precision, widened at once
-        with float32_region(self.bias if self.tied else self.out.bias):  # float32 under autocast too
+            # the tanh inside the product
+            if self.execution.fused and tied_weight.fusable(emb, self.proj):
+                # (13)
+                return self.pad_weight((tied_weight.tanh_product(emb, self.proj), self.bias), n_oov)
+            # (V, D): under autocast (-amp) in its low precision, widened at once
+            product = emb @ self.proj
+        # float32 under autocast too
+        with float32_region(self.bias if self.tied else self.out.bias):
             if self.tied:
                 w_out = torch.tanh(widen(product))  # (V, D) (13)
                 b_out = widen(self.bias)  # (V,)
@@ -85,23 +96,26 @@ class PointerGenerator(nn.Module):
         w_out, b_out = weight
         if n_oov == 0:
             return w_out, b_out
-        return F.pad(w_out, (0, 0, 0, n_oov)), F.pad(b_out, (0, n_oov), value=IMPOSSIBLE)  # (X, D), (X,)
+        # (X, D), (X,)
+        return F.pad(w_out, (0, 0, 0, n_oov)), F.pad(b_out, (0, n_oov), value=IMPOSSIBLE)
 
     @torch.no_grad()
     def draw(self, logits, o, attn, src_ex):
         """One sample of the mixture (12) per row, drawn the way the model is defined: the switch
-        u ~ Bernoulli(p(u=1)) (11), then a source position ~ attn (u = 1) (10) or a word ~ softmax(logits)
-        (u = 0) (9); the word's marginal is exactly p(y). logits (N, V): the generation logits
-        o W_out^T + b_out (not modified); o (N, D); attn (N, S); src_ex (N, S).
+        u ~ Bernoulli(p(u=1)) (11), then a source position ~ attn (u = 1) (10) or a word ~
+        softmax(logits) (u = 0) (9); the word's marginal is exactly p(y). logits (N, V): the
+        generation logits o W_out^T + b_out (not modified); o (N, D); attn (N, S); src_ex (N, S).
         Returns the ids (N,) and the copy draws u (N,)."""
         with float32_region(o):
             logits, o, attn = widen(logits), widen(o), widen(attn)
             top = logits.amax(dim=1, keepdim=True)  # (N, 1)
-            weights = exp_shifted_(logits.clone(), top) if self.execution.fused else torch.exp(logits - top)
+            weights = (exp_shifted_(logits.clone(), top) if self.execution.fused
+                       else torch.exp(logits - top))
             word = sample_rows(weights)  # (N,) from the (N, V) weights
             position = sample_rows(attn)  # (N,) padding (attention 0) is never drawn
             copied_word = src_ex.gather(1, position.unsqueeze(1)).squeeze(1)  # (N,)
-            u = torch.rand(word.shape, device=o.device) < torch.sigmoid(self.switch(o)).squeeze(1)  # (N,)
+            # (N,)
+            u = torch.rand(word.shape, device=o.device) < torch.sigmoid(self.switch(o)).squeeze(1)
             return torch.where(u, copied_word, word), u
 
     def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None, return_p_copy=False):
@@ -115,11 +129,14 @@ class PointerGenerator(nn.Module):
             o, attn, w_ext, b_ext = widen(o), widen(attn), widen(w_ext), widen(b_ext)
             logits = F.linear(o, w_ext, b_ext)  # (N, X) (9) W_out o_t + b_out
             switch = self.switch(o)  # (N, 1) (11) the logit of p(u=1)
-            log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)  # (N, 1) x2
+            # (N, 1) x2
+            log_copy_switch, log_gen_switch = F.logsigmoid(switch), F.logsigmoid(-switch)
             norm = torch.logsumexp(logits[:, : self.tgt_vocab_size], dim=1, keepdim=True)  # (N, 1)
             gen = logits - (norm - log_gen_switch)  # (N, X) log p(u=0) p(y | u=0), (9)
-            gen[:, self.tgt_vocab_size:] = IMPOSSIBLE  # an OOV slot is never generated, whatever the logits
-            logp = self._scatter(gen, log_copy_switch, attn, src_ex, first_pos)  # (N, X) (10) and (12)
+            # an OOV slot is never generated, whatever the logits
+            gen[:, self.tgt_vocab_size:] = IMPOSSIBLE
+            # (N, X) (10) and (12)
+            logp = self._scatter(gen, log_copy_switch, attn, src_ex, first_pos)
             if return_p_copy:
                 return logp, log_copy_switch.detach().squeeze(1).exp()  # (N,)
             return logp

@@ -48,12 +48,14 @@ from onmt.translate.decoding import (
 def beam_search(model, batch, settings, *, ignore_ids=None, keep_attn=False, keep_inspection=False,
                 beam_history=None):
     """Decode `batch` as `settings` (a decoding.SearchSettings) say; returns, per example, up to its
-    n_best Hypothesis, best first. ignore_ids: the ids of settings.ignore_when_blocking (1-D tensor).
+    n_best Hypothesis, best first. ignore_ids: the ids of settings.ignore_when_blocking
+    (1-D tensor).
     keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
     step's "p_copy" / "intra" (Hypothesis.extras), following the backpointers like the attention.
     beam_history: module docstring."""
-    search = BeamSearch(model, batch, settings, ignore_ids=ignore_ids, keep_attn=keep_attn or keep_inspection,
-                        keep_inspection=keep_inspection, dump=beam_history is not None)
+    search = BeamSearch(model, batch, settings, ignore_ids=ignore_ids,
+                        keep_attn=keep_attn or keep_inspection, keep_inspection=keep_inspection,
+                        dump=beam_history is not None)
     finished = search.run()
     if beam_history is not None:
         beam_history.extend(_history(search.dump, len(finished)))
@@ -61,69 +63,81 @@ def beam_search(model, batch, settings, *, ignore_ids=None, keep_attn=False, kee
 
 
 class BeamSearch:
-    """One beam search over one batch (module docstring), as `settings` (a SearchSettings) say: `run()`
-    returns, per example, every Hypothesis set aside, with the length penalty and coverage scorer the
-    settings chose. ignore_ids: the ids of settings.ignore_when_blocking; dump: keep the per-step (example,
-    token, origin, score) tensors in `self.dump`."""
+    """One beam search over one batch (module docstring), as `settings` (a SearchSettings) say:
+    `run()` returns, per example, every Hypothesis set aside, with the length penalty and coverage
+    scorer the settings chose. ignore_ids: the ids of settings.ignore_when_blocking; dump: keep the
+    per-step (example, token, origin, score) tensors in `self.dump`."""
 
-    def __init__(self, model, batch, settings, *, ignore_ids=None, keep_attn=False, keep_inspection=False,
-                 dump=False):
+    def __init__(self, model, batch, settings, *, ignore_ids=None, keep_attn=False,
+                 keep_inspection=False, dump=False):
         self.model, self.batch, self.settings, self.ignore_ids = model, batch, settings, ignore_ids
         self.K = settings.beam_size
-        self.lengths, self.coverage = settings.lengths, settings.coverage      # chosen once per settings
-        self.lp_max = self.lengths.largest_ahead(settings.max_length + 1)   # [lo]: the largest penalty of lo..
+        # chosen once per settings
+        self.lengths, self.coverage = settings.lengths, settings.coverage
+        # [lo]: the largest penalty of lo..
+        self.lp_max = self.lengths.largest_ahead(settings.max_length + 1)
         self.keep_attn, self.keep_inspection = keep_attn, keep_inspection
         self.dump = [] if dump else None
-        self.finished = [[] for _ in range(batch.batch_size)]   # per example: its finished Hypothesis
+        # per example: its finished Hypothesis
+        self.finished = [[] for _ in range(batch.batch_size)]
 
     def run(self):
         beam = self.start()
         for step in range(self.settings.max_length + 1):
             beam, bound = self.advance(beam, step)
-            live = beam.kept[:, -1] < bound      # (B,) False where bound is -inf: nothing left to extend
+            # (B,) False where bound is -inf: nothing left to extend
+            live = beam.kept[:, -1] < bound
             n_live = int(live.sum())
             if n_live == 0:
                 break
             if n_live < live.size(0):   # drop the finished examples from the batch
-                beam = beam.select(live.nonzero().squeeze(1))                           # B' examples
+                # B' examples
+                beam = beam.select(live.nonzero().squeeze(1))
         return self.finished
 
     def start(self):
         """The beam before the first step: each example holds the one hypothesis <s>. With W = 1 row
-        per example the first step decodes B rows and its topk fills the K slots (when the vocabulary
-        offers K continuations); otherwise the example's K rows are copies of which only one is expanded."""
+        per example the first step decodes B rows and its topk fills the K slots (when the
+        vocabulary offers K continuations); otherwise the example's K rows are copies of which only
+        one is expanded."""
         model, batch, K = self.model, self.batch, self.K
         B, device = batch.batch_size, batch.src.device
         state = model.init_state(batch, model.encode(batch))
         W = 1 if extended_size(model, batch) >= K else K
         if W > 1:
+            # rows (B*W,)
             state = state.reorder(torch.arange(B, device=device).repeat_interleave(W),
-                                  rows_per_source=W)                                    # rows (B*W,)
+                                  rows_per_source=W)
         scores = torch.full((B, W), NEG_INF, device=device)                          # (B, W)
-        scores[:, 0] = 0.0                    # the W copies of <s> are one hypothesis: expand only one
+        # the W copies of <s> are one hypothesis: expand only one
+        scores[:, 0] = 0.0
         return BeamState(
             state=state,
             inputs=torch.full((B * W,), BOS, dtype=torch.long, device=device),         # (B*W,)
             history=torch.zeros(B * W, 0, dtype=torch.long, device=device),            # (B*W, t)
-            scores=scores, raw=scores,        # raw: sums of log-probabilities (scores, unless stepwise)
+            # raw: sums of log-probabilities (scores, unless stepwise)
+            scores=scores, raw=scores,
             kept=torch.full((B, self.settings.n_best), NEG_INF, device=device),        # (B, n_best)
             example=torch.arange(B, device=device),                                    # (B,)
-            cov_mask=source_mask(batch).repeat_interleave(W, dim=0) if self.coverage.active else None)  # (B*W, S)
+            cov_mask=(source_mask(batch).repeat_interleave(W, dim=0) if self.coverage.active
+                      else None))                                                      # (B*W, S)
 
     def advance(self, beam, step):
         """One step: decode the R rows, keep each example's top K continuations (the rows follow the
-        backpointers), set aside those that produced </s>. Returns the new beam and (B,) the best final
-        score a live hypothesis of each example can still reach."""
+        backpointers), set aside those that produced </s>. Returns the new beam and (B,) the best
+        final score a live hypothesis of each example can still reach."""
         # the W rows of an example decode one source: the reorders below (and start's) say so with
         # rows_per_source, so a state that can use it already holds its source once per example
-        scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)  # log p of (R, X)
+        # log p of (R, X)
+        scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)
         s = self.settings
         apply_rules(scores, beam.history, step, min_length=s.min_length, max_length=s.max_length,
                     block_ngram_repeat=s.block_ngram_repeat, ignore_ids=self.ignore_ids)
         beam = self._cover(beam, state, attns)
         top_scores, origin, token = self._top(scores, beam)                            # (B, K) x3
         beam, rows = self._follow(beam, origin, token)
-        pen = self.coverage.penalty(beam.cov, beam.cov_mask).view(token.shape) if self.coverage.active else None
+        pen = (self.coverage.penalty(beam.cov, beam.cov_mask).view(token.shape)
+               if self.coverage.active else None)
         top_scores, raw = self._sums(top_scores, pen)                                  # (B, K) x2
         if self.dump is not None:
             origin = torch.zeros_like(token) if origin is None else origin
@@ -140,15 +154,18 @@ class BeamSearch:
         return beam.changed(scores=top_scores, raw=raw, kept=kept), bound
 
     def _top(self, scores, beam):
-        """(values, origin, token) (B, K): each example's top K continuations by running score, the row
-        (0..W-1) each extends and its token. K = 1 (greedy search): each row's best token (its first on a
-        tie), valued by its sum of log-probabilities (`_sums`: a stepwise penalty is the same for every
-        token of a row), origin None (each row extends itself)."""
+        """(values, origin, token) (B, K): each example's top K continuations by running score, the
+        row (0..W-1) each extends and its token. K = 1 (greedy search): each row's best token (its
+        first on a tie), valued by its sum of log-probabilities (`_sums`: a stepwise penalty is the
+        same for every token of a row), origin None (each row extends itself)."""
         if self.K > 1:
-            values, ids = scores.beam_topk(beam.scores, self.K)                        # (B, K) of the (B, W*X)
-            origin = torch.div(ids, scores.X, rounding_mode="floor")                   # (B, K) beam of origin
+            # (B, K) of the (B, W*X)
+            values, ids = scores.beam_topk(beam.scores, self.K)
+            # (B, K) beam of origin
+            origin = torch.div(ids, scores.X, rounding_mode="floor")
             return values, origin, ids - origin * scores.X
-        best, token = scores.best()                                                    # (B,) x2, W = 1
+        # (B,) x2, W = 1
+        best, token = scores.best()
         return beam.raw + best.unsqueeze(1), None, token.unsqueeze(1)                  # (B, 1) x2
 
     def _sums(self, top, pen):
@@ -159,25 +176,29 @@ class BeamSearch:
         return self.coverage.ranked(top, pen), top
 
     def _follow(self, beam, origin, token):
-        """(the beam whose rows follow the backpointers origin (B, K), with the new tokens token (B, K)
-        as its next inputs; the (B*K,) old row of each new row). Rows stay within their example, K of
-        them per example (from B rows to B*K at the first step: a state keeping its source once per
-        example keeps it). K = 1: every row stays where it is, nothing moves (rows None)."""
+        """(the beam whose rows follow the backpointers origin (B, K), with the new tokens token
+        (B, K) as its next inputs; the (B*K,) old row of each new row). Rows stay within their
+        example, K of them per example (from B rows to B*K at the first step: a state keeping its
+        source once per example keeps it). K = 1: every row stays where it is, nothing moves
+        (rows None)."""
         if self.K == 1:   # W = 1 too
             return beam.changed(inputs=token.view(-1)), None
         B, W, K = origin.size(0), beam.width, self.K
-        rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)  # (B*K,)
+        # (B*K,)
+        rows = (torch.arange(B, device=origin.device).unsqueeze(1) * W + origin).view(B * K)
         return beam.reorder(rows, within_source=W == K, replacing={"inputs": token.view(B * K)},
                             rows_per_source=K), rows
 
     def _cover(self, beam, state, attns):
-        """The beam with the step's decoder state and, with a coverage penalty, its attention added to
-        the coverage (in the old row order) and, stepwise, the running scores that include its penalty."""
+        """The beam with the step's decoder state and, with a coverage penalty, its attention added
+        to the coverage (in the old row order) and, stepwise, the running scores that include its
+        penalty."""
         changes = {"state": state}
         if self.coverage.active:
             cov = self.coverage.accumulate(beam.cov, attns)                            # (R, S)
             changes["cov"] = cov
-            if self.coverage.stepwise:   # running score: log-prob - penalty of the coverage up to this step
+            # running score: log-prob - penalty of the coverage up to this step
+            if self.coverage.stepwise:
                 changes["scores"] = self.coverage.running(beam.raw, cov, beam.cov_mask)  # (B, W)
         return beam.changed(**changes)
 
@@ -189,12 +210,14 @@ class BeamSearch:
             step_attn = attn.float().unsqueeze(1)                                      # (B*K, 1, S)
             if rows is not None:
                 step_attn = step_attn.index_select(0, rows)
-            changes["attn"] = step_attn if beam.attn is None else torch.cat([beam.attn, step_attn], dim=1)
+            changes["attn"] = (step_attn if beam.attn is None
+                               else torch.cat([beam.attn, step_attn], dim=1))
         if self.keep_inspection:
             step_values = inspected_step(attns)
             if rows is not None:
                 step_values = {k: v.index_select(0, rows) for k, v in step_values.items()}
-            changes["inspected"] = extend_inspection(beam.inspected, step_values)      # (B*K, t+1[, t+1])
+            # (B*K, t+1[, t+1])
+            changes["inspected"] = extend_inspection(beam.inspected, step_values)
         return beam.changed(**changes)
 
     def _set_aside(self, beam, is_eos, top_scores, raw, pen, step):
@@ -204,8 +227,10 @@ class BeamSearch:
         if self.coverage.active:
             penalized = self.coverage.finished(penalized, pen)
         idx = is_eos.nonzero()                                 # [[b, k], ...] in the current batch
-        ex = beam.example[idx[:, 0]].tolist()                  # their examples in the original batch
-        for (b, k), e, s, p in zip(idx.tolist(), ex, raw[is_eos].tolist(), penalized[is_eos].tolist()):
+        # their examples in the original batch
+        ex = beam.example[idx[:, 0]].tolist()
+        for (b, k), e, s, p in zip(idx.tolist(), ex, raw[is_eos].tolist(),
+                                   penalized[is_eos].tolist()):
             row = b * self.K + k
             tokens = beam.history[row, :-1].tolist()
             attn = beam.attn[row, :-1].cpu() if beam.attn is not None else None
@@ -216,7 +241,8 @@ class BeamSearch:
 
 
 def _history(dump, n_examples):
-    """Per example, its steps (module docstring) from the per-step (example, token, origin, score) tensors."""
+    """Per example, its steps (module docstring) from the per-step (example, token, origin, score)
+    tensors."""
     out = [[] for _ in range(n_examples)]
     for example, token, origin, score in dump:
         for e, t, o, s in zip(example.tolist(), token.tolist(), origin.tolist(), score.tolist()):

@@ -30,7 +30,8 @@ class BeamState:
     raw: torch.Tensor                      # (B, W) their sums of log-probabilities
     kept: torch.Tensor                     # (B, n_best) the best finished scores, descending
     example: torch.Tensor                  # (B,) position of each example in the original batch
-    attn: Optional[torch.Tensor] = None    # (R, t, S) source attention of each produced id (keep_attn)
+    # (R, t, S) source attention of each produced id (keep_attn)
+    attn: Optional[torch.Tensor] = None
     inspected: Optional[dict] = None       # keep_inspection: {"p_copy": (R, t), "intra": (R, t, t)}
     cov: Optional[torch.Tensor] = None     # (R, S) attention sums (coverage penalty)
     cov_mask: Optional[torch.Tensor] = None  # (R, S) real source positions (coverage penalty)
@@ -45,8 +46,8 @@ class BeamState:
         return self.scores.size(1)
 
     def changed(self, **changes):
-        """This beam with `changes` ({field: value}) made: `dataclasses.replace` without its __init__ (a
-        search step makes several; replace costs ~25 us on 11 fields, this ~1 us)."""
+        """This beam with `changes` ({field: value}) made: `dataclasses.replace` without its
+        __init__ (a search step makes several; replace costs ~25 us on 11 fields, this ~1 us)."""
         out = object.__new__(BeamState)
         out.__dict__.update(self.__dict__, **changes)
         return out
@@ -57,15 +58,17 @@ class BeamState:
     def reorder(self, rows, within_source=False, replacing=None, rows_per_source=1):
         """The beam whose row i is row rows[i] (rows (R',)); within_source: every new row comes from
         a row of the same example (backpointers), so the source-only fields stay as they are.
-        replacing: {row field: its new value, R' rows} for the fields the caller overwrites anyway (a
-        step's next inputs): set, not reordered first, so the beam is never half moved. rows_per_source:
-        the new rows come in groups of that many consecutive rows of one example; the model's state then
-        selects its per-source fields instead of copying them per row."""
+        replacing: {row field: its new value, R' rows} for the fields the caller overwrites anyway
+        (a step's next inputs): set, not reordered first, so the beam is never half moved.
+        rows_per_source: the new rows come in groups of that many consecutive rows of one example;
+        the model's state then selects its per-source fields instead of copying them per row."""
         replacing = replacing or {}
         unknown = set(replacing) - set(self.row_fields())
         if unknown:
-            raise ValueError(f"only row fields can replace their reordered value, not {sorted(unknown)}")
-        skip = self.EXAMPLE_FIELDS | set(replacing) | (self.SOURCE_FIELDS if within_source else frozenset())
+            raise ValueError("only row fields can replace their reordered value, "
+                             f"not {sorted(unknown)}")
+        skip = (self.EXAMPLE_FIELDS | set(replacing)
+                | (self.SOURCE_FIELDS if within_source else frozenset()))
         changes = {name: _reordered(getattr(self, name), rows, within_source, rows_per_source)
                    for name in self.row_fields() if name not in skip}
         return self.changed(**changes, **replacing)

@@ -16,11 +16,12 @@ over the hypothesis's steps (the one producing `</s>` included), of its source a
 i of the example's S real source positions (padding never counts):
 - wu (Wu et al. 2016, GNMT):  pen = -beta * sum_i log(max(min(cov_i, 1), 1e-20))   (>= 0)
 - summary:                    pen =  beta * (sum_i max(cov_i, 1) - S)               (>= 0)
-Without -stepwise_penalty a finished hypothesis scores log_prob / lp(length) - pen (the live beams are
-ranked by their log-probability, as upstream). With -stepwise_penalty the penalty of the coverage so
-far is part of the running score at every step: a live hypothesis is ranked by log_prob - pen(cov up
-to this step) and a finished one scores (log_prob - pen) / lp(length). (Upstream skips the penalty at
-the very first step; here it applies from the first step on.) Hypothesis.log_prob stays the raw sum.
+Without -stepwise_penalty a finished hypothesis scores log_prob / lp(length) - pen (the live beams
+are ranked by their log-probability, as upstream). With -stepwise_penalty the penalty of the
+coverage so far is part of the running score at every step: a live hypothesis is ranked by
+log_prob - pen(cov up to this step) and a finished one scores (log_prob - pen) / lp(length).
+(Upstream skips the penalty at the very first step; here it applies from the first step on.)
+Hypothesis.log_prob stays the raw sum.
 """
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -38,7 +39,8 @@ NEG_INF = float("-inf")
 class SearchSettings:
     """How each batch is searched: translate.py's Search options (onmt/opts/translate.py), as the
     Translator and the search (beam_search.BeamSearch; beam size 1: greedy search) take them. Its
-    `lengths` and `coverage` are the penalties these settings choose, chosen (their kinds checked) once."""
+    `lengths` and `coverage` are the penalties these settings choose, chosen (their kinds checked)
+    once."""
     beam_size: int = 5
     n_best: int = 1
     min_length: int = 0
@@ -72,7 +74,8 @@ class Hypothesis:
     score: float                         # length-penalized sum of log-probabilities
     log_prob: float                      # raw sum of log-probabilities (</s> included)
     attn: Optional[torch.Tensor] = None  # (len(tokens), S) attention of each produced token
-    # keep_inspection: the other per-step attns of the model, for each produced token (n = len(tokens)):
+    # keep_inspection: the other per-step attns of the model, for each produced token
+    # (n = len(tokens)):
     #   "p_copy" (n,) the pointer's probability; "intra" (n, n) intra-decoder attention, row t over
     #   the decoder states of steps 0..t-1 (lower triangle, zeros elsewhere); keys the model gives
     extras: Optional[dict] = None
@@ -83,8 +86,9 @@ INSPECTED = ("p_copy", "intra")
 
 
 class LengthPenalty:
-    """The length penalty of a search (module docstring), chosen once from the settings: the divisor of
-    a hypothesis's summed log-probability by its `length` in tokens (</s> included; a number or a tensor).
+    """The length penalty of a search (module docstring), chosen once from the settings: the divisor
+    of a hypothesis's summed log-probability by its `length` in tokens (</s> included; a number or a
+    tensor).
 
     none: 1; avg: length; wu: ((5 + length) / 6) ** alpha (Wu et al. 2016).
     """
@@ -100,12 +104,15 @@ class LengthPenalty:
         return self._divisor(length, self.alpha)
 
     def largest_ahead(self, hi):
-        """[lo]: the largest penalty over lengths lo..max(lo, hi), for lo = 0..hi+1, on the host (made once
-        per search): dividing a non-positive score by it bounds from above every score that a hypothesis
-        with lo tokens to come can still reach (log-probabilities only decrease the sum)."""
+        """[lo]: the largest penalty over lengths lo..max(lo, hi), for lo = 0..hi+1, on the host
+        (made once per search): dividing a non-positive score by it bounds from above every score
+        that a hypothesis with lo tokens to come can still reach (log-probabilities only decrease
+        the sum)."""
         if hi not in self._ahead:
-            penalties = self(torch.arange(hi + 2))                               # (hi+2,) lengths 0..hi+1
-            ahead = penalties[:hi + 1].flip(0).cummax(0).values.flip(0)           # (hi+1,) max over lo..hi
+            # (hi+2,) lengths 0..hi+1
+            penalties = self(torch.arange(hi + 2))
+            # (hi+1,) max over lo..hi
+            ahead = penalties[:hi + 1].flip(0).cummax(0).values.flip(0)
             self._ahead[hi] = ahead.tolist() + [float(penalties[hi + 1])]
         return self._ahead[hi]
 
@@ -115,7 +122,8 @@ def _as_float(length):
 
 
 _LENGTH_PENALTIES = {
-    "none": lambda length, alpha: torch.ones_like(length, dtype=torch.float) if torch.is_tensor(length) else 1.0,
+    "none": lambda length, alpha: (torch.ones_like(length, dtype=torch.float)
+                                   if torch.is_tensor(length) else 1.0),
     "avg": lambda length, alpha: _as_float(length),
     "wu": lambda length, alpha: ((5.0 + _as_float(length)) / 6.0) ** alpha,
 }
@@ -141,9 +149,10 @@ def coverage_penalty(kind, cov, beta=0.0, mask=None):
 
 
 class CoverageScorer:
-    """The coverage penalty of a search (module docstring): `kind` none|wu|summary, `beta`, `stepwise`.
-    A search keeps the attention sums cov (R, S) and the real-position mask (R, S) of its rows and asks
-    the scorer what they cost; kind "none" is the scorer of a search without a penalty (`active` False)."""
+    """The coverage penalty of a search (module docstring): `kind` none|wu|summary, `beta`,
+    `stepwise`. A search keeps the attention sums cov (R, S) and the real-position mask (R, S) of
+    its rows and asks the scorer what they cost; kind "none" is the scorer of a search without a
+    penalty (`active` False)."""
 
     def __init__(self, kind="none", beta=0.0, stepwise=False):
         if kind not in ("none", "wu", "summary"):
@@ -152,7 +161,8 @@ class CoverageScorer:
         self.active = kind != "none"
 
     def accumulate(self, cov, attns):
-        """cov plus the step's source attention (R, S), as float32; cov None before the first step."""
+        """cov plus the step's source attention (R, S), as float32; cov None before the first
+        step."""
         attn_now = attention_of(attns)
         if attn_now is None:
             raise ValueError("a coverage penalty needs a model with source attention")
@@ -168,25 +178,28 @@ class CoverageScorer:
         return raw - self.penalty(cov, mask).view(raw.shape)
 
     def ranked(self, raw, pen):
-        """The running scores of hypotheses whose sums of log-probabilities are raw, with penalty pen."""
+        """The running scores of hypotheses whose sums of log-probabilities are raw, with penalty
+        pen."""
         return raw - pen if self.stepwise else raw
 
     def raw(self, top_scores, pen):
-        """The sums of log-probabilities of the chosen continuations, scored top_scores with penalty pen."""
+        """The sums of log-probabilities of the chosen continuations, scored top_scores with penalty
+        pen."""
         return top_scores + pen if self.stepwise else top_scores
 
     def finished(self, penalized, pen):
-        """The final score of a hypothesis scored `penalized` (its score over its length penalty)."""
+        """The final score of a hypothesis scored `penalized` (its score over its length
+        penalty)."""
         return penalized if self.stepwise else penalized - pen
 
     def _floor(self, pen):
-        """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only grows,
-        so the wu penalty may fall to 0 and the summary penalty never falls."""
+        """The least penalty a hypothesis whose penalty is now `pen` can still reach: coverage only
+        grows, so the wu penalty may fall to 0 and the summary penalty never falls."""
         return pen if self.kind == "summary" else torch.zeros_like(pen)
 
     def bound(self, raw, pen, lp_max):
-        """(B,) the best final score a live row can still reach: raw (B, W) sums of log-probabilities,
-        pen (B, W) penalties, lp_max the largest length penalty ahead."""
+        """(B,) the best final score a live row can still reach: raw (B, W) sums of
+        log-probabilities, pen (B, W) penalties, lp_max the largest length penalty ahead."""
         if not self.active:
             return raw.amax(dim=1) / lp_max
         if self.stepwise:
@@ -197,17 +210,18 @@ class CoverageScorer:
 def source_mask(batch):
     """(B, S) bool: the real (non-padding) source positions of `batch`."""
     S = batch.src.size(1)
-    return torch.arange(S, device=batch.src.device).unsqueeze(0) < batch.src_lengths.to(batch.src.device).unsqueeze(1)
+    return (torch.arange(S, device=batch.src.device).unsqueeze(0)
+            < batch.src_lengths.to(batch.src.device).unsqueeze(1))
 
 
 def block_ngrams_(scores, history, n, ignore_ids=None):
-    """-block_ngram_repeat n: -inf given to the step's scores (a step-scores object, or a log p (R, X)
-    tensor changed in place) where the next token would repeat an n-gram already in the row of history
-    (R, L): where (last n-1 tokens, t) equals some earlier n-gram of the row. N-grams holding a token of
-    `ignore_ids` (1-D tensor) never count; </s> is never blocked. Only the L-n+1 tokens that end a row's
-    n-grams can be blocked, so those candidates (R, L-n+1) are banned where they match: a few hundred
-    values per step, not an (R, X) mask (five passes over (R, X), 7 % of an int8 beam search). Returns
-    `scores`."""
+    """-block_ngram_repeat n: -inf given to the step's scores (a step-scores object, or a log p
+    (R, X) tensor changed in place) where the next token would repeat an n-gram already in the row
+    of history (R, L): where (last n-1 tokens, t) equals some earlier n-gram of the row. N-grams
+    holding a token of `ignore_ids` (1-D tensor) never count; </s> is never blocked. Only the L-n+1
+    tokens that end a row's n-grams can be blocked, so those candidates (R, L-n+1) are banned where
+    they match: a few hundred values per step, not an (R, X) mask (five passes over (R, X), 7 % of
+    an int8 beam search). Returns `scores`."""
     R, L = history.shape
     if n <= 0 or L < n:
         return scores
@@ -216,21 +230,25 @@ def block_ngrams_(scores, history, n, ignore_ids=None):
     match = (grams[:, :, :n - 1] == last.unsqueeze(1)).all(-1)       # (R, L-n+1)
     if ignore_ids is not None and ignore_ids.numel() > 0:
         match &= ~torch.isin(grams, ignore_ids.to(history.device)).any(-1)  # (R, L-n+1)
-    nxt = grams[:, :, n - 1]                                         # (R, L-n+1) the token each n-gram ends with
+    # (R, L-n+1) the token each n-gram ends with
+    nxt = grams[:, :, n - 1]
     match &= nxt != EOS                                              # </s> is never blocked
     _as_step_scores(scores).ban_(nxt, match)
     return scores
 
 
-def apply_rules(scores, history, step, *, min_length, max_length, block_ngram_repeat=0, ignore_ids=None):
-    """The step's token rules (module docstring) applied to the step's scores (a step-scores object of
-    onmt/modules/step_scores.py, or a log p (R, X) tensor); `step` tokens produced so far, history
-    (R, step). Changes `scores` in place (the searches own the fresh step output) and returns it."""
+def apply_rules(scores, history, step, *, min_length, max_length, block_ngram_repeat=0,
+                ignore_ids=None):
+    """The step's token rules (module docstring) applied to the step's scores (a step-scores object
+    of onmt/modules/step_scores.py, or a log p (R, X) tensor); `step` tokens produced so far,
+    history (R, step). Changes `scores` in place (the searches own the fresh step output) and
+    returns it."""
     rules = _as_step_scores(scores)
     if step >= max_length:   # wins over min_length
         rules.allow_only_(EOS)
         return scores
-    banned = history.new_full((history.size(0), 3 if step < min_length else 2), PAD)  # (R, n) made on the device
+    # (R, n) made on the device
+    banned = history.new_full((history.size(0), 3 if step < min_length else 2), PAD)
     banned[:, 1] = BOS
     if step < min_length:
         banned[:, 2] = EOS
@@ -245,8 +263,8 @@ def _as_step_scores(scores):
 
 
 def decode_step_scores(model, inputs, state):
-    """(step scores, state, attns): the model's `decode_step_scores` where it has one (interface.py),
-    else its decode_step's log p (float32) as a DenseScores."""
+    """(step scores, state, attns): the model's `decode_step_scores` where it has one
+    (interface.py), else its decode_step's log p (float32) as a DenseScores."""
     step = getattr(model, "decode_step_scores", None)
     if step is not None:
         return step(inputs, state)
@@ -289,7 +307,8 @@ def extend_inspection(kept, step_values, rows=None):
 
 
 def hypothesis_extras(kept, row, n):
-    """The Hypothesis.extras of row `row` of the histories, cut to its n produced tokens (on CPU)."""
+    """The Hypothesis.extras of row `row` of the histories, cut to its n produced tokens
+    (on CPU)."""
     if not kept:
         return None
     return {k: (v[row, :n] if k == "p_copy" else v[row, :n, :n]).cpu() for k, v in kept.items()}

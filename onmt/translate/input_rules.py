@@ -25,8 +25,8 @@ rules translate.py follows, each logged once:
   test-time rule (onmt/opts/families.py Family.block_ngram_repeat: 3, no repeated trigram, for the
   reinforced model as in Paulus et al.; 0 for the others).
 The options' rules (truncation, prediction length, n-gram blocking) are resolved with the other
-options, by onmt/opts/update.py `resolve_translate_run` (the only reader of which options were given);
-`resolve` here adds tokenizing, lowercasing and digit masking and collects the rules.
+options, by onmt/opts/update.py `resolve_translate_run` (the only reader of which options were
+given); `resolve` here adds tokenizing, lowercasing and digit masking and collects the rules.
 A checkpoint without the record (written before it existed) gets -src and -tgt as given.
 """
 from typing import List, NamedTuple, Optional, Tuple
@@ -45,9 +45,9 @@ class InputRules(NamedTuple):
 
 
 def resolve(opt, preprocess: Optional[dict]) -> Tuple[InputRules, List[str]]:
-    """The rules for translate options `opt` resolved for the checkpoint (opts.resolve_translate_run)
-    and its preprocessing record (None for an older checkpoint); with one log line per rule it adds
-    (tokenizing, lowercasing)."""
+    """The rules for translate options `opt` resolved for the checkpoint
+    (opts.resolve_translate_run) and its preprocessing record (None for an older checkpoint); with
+    one log line per rule it adds (tokenizing, lowercasing)."""
     notes = []
     if preprocess is None:
         notes.append("the checkpoint has no record of its preprocessing (an older checkpoint): "
@@ -66,21 +66,23 @@ def resolve(opt, preprocess: Optional[dict]) -> Tuple[InputRules, List[str]]:
         notes.append("lowercasing -src and -tgt: prepare lowercased the training text")
     mask_digits = text.get("digits") == "#"
     if mask_digits:
-        notes.append("writing the digits of -src and -tgt as #, as in the training text (9.58 -> #.##)")
-    return InputRules(lower, tokenize, opt.src_seq_length_trunc, opt.tgt_seq_length_trunc if opt.tgt else 0,
-                      opt.max_length, opt.block_ngram_repeat, mask_digits), notes
+        notes.append("writing the digits of -src and -tgt as #, as in the training text "
+                     "(9.58 -> #.##)")
+    return InputRules(lower, tokenize, opt.src_seq_length_trunc,
+                      opt.tgt_seq_length_trunc if opt.tgt else 0, opt.max_length,
+                      opt.block_ngram_repeat, mask_digits), notes
 
 
 def data_target_limit(preprocess):
-    """The longest training target of a checkpoint's preprocessing record (None: an older checkpoint):
-    its truncation, else its length filter; 0 when none is recorded."""
+    """The longest training target of a checkpoint's preprocessing record
+    (None: an older checkpoint): its truncation, else its length filter; 0 when none is recorded."""
     return target_length_limit(preprocess or {}, default=0)
 
 
 def prepare_lines(lines, lower=False, trunc=0, tokenize=False, mask_digits=False):
-    """Lines as the model saw training text: PTB-tokenized (`tokenize`), lowercased, every ASCII digit
-    written # (`mask_digits`), cut to `trunc` whitespace tokens (0: not cut). Untouched lines are
-    returned as they are (an empty line stays empty)."""
+    """Lines as the model saw training text: PTB-tokenized (`tokenize`), lowercased, every ASCII
+    digit written # (`mask_digits`), cut to `trunc` whitespace tokens (0: not cut). Untouched lines
+    are returned as they are (an empty line stays empty)."""
     if lines is None or (not lower and not trunc and not tokenize and not mask_digits):
         return lines
     if tokenize:

@@ -74,8 +74,9 @@ def make_record(line, src_words, pred_words, hyp, tgt_vocab_size, copy_model):
 
 def empty_record(line, src_words=()):
     """The record of a line the model did not read (an empty source): no prediction."""
-    return {"line": int(line), "src": list(src_words), "pred": [], "ids": np.zeros(0, dtype=np.int64),
-            "score": 0.0, "attn": None, "intra": None, "p_copy": None, "copied": np.zeros(0, dtype=bool)}
+    return {"line": int(line), "src": list(src_words), "pred": [],
+            "ids": np.zeros(0, dtype=np.int64), "score": 0.0, "attn": None, "intra": None,
+            "p_copy": None, "copied": np.zeros(0, dtype=bool)}
 
 
 def _words(words):
@@ -83,14 +84,15 @@ def _words(words):
 
 
 class DumpWriter:
-    """Writes records into an .npz one at a time (`add`), on a files.AtomicFile renamed into place by
-    `close()`; `abort()` (or leaving a with-block on an exception) removes the temporary file."""
+    """Writes records into an .npz one at a time (`add`), on a files.AtomicFile renamed into place
+    by `close()`; `abort()` (or leaving a with-block on an exception) removes the temporary file."""
 
     def __init__(self, path):
         self.path, self.what = path, f"-attn_debug {path}"
         self._out = AtomicFile(path, self.what, binary=True)
         try:
-            self._zip = zipfile.ZipFile(self._out.file, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True)
+            self._zip = zipfile.ZipFile(self._out.file, "w", compression=zipfile.ZIP_DEFLATED,
+                                        allowZip64=True)
         except BaseException:
             self._out.discard()
             raise
@@ -100,7 +102,8 @@ class DumpWriter:
         try:
             with self._zip.open(f"{name}.npy", "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, np.asanyarray(array), allow_pickle=False)
-        except OSError as e:          # a full disk: one line (the with-block's abort removes the file)
+        # a full disk: one line (the with-block's abort removes the file)
+        except OSError as e:
             raise write_error(self.path, e, self.what) from None
 
     def add(self, record):

@@ -1,7 +1,8 @@
 """What translate.py and the Python API (onmt/api.py) share: a checkpoint loaded for translation and
 the translation of text lines with the checkpoint's test-time input rules (input_rules.py).
 
-    session = load_session("model.pt", torch.device("cpu"), precision="fp32")   # or bf16 / fp16 / int8
+    session = load_session("model.pt", torch.device("cpu"),
+                           precision="fp32")   # or bf16 / fp16 / int8
     results = translate_lines(opt, session, src_lines)     # opt: translate.py's options
 """
 import argparse
@@ -20,8 +21,8 @@ class Session(NamedTuple):
     preprocess: Optional[dict]   # the checkpoint's preprocessing record (None: an older checkpoint)
 
     def readable(self):
-        """tokens -> text for a reader (onmt/prepare/detokenize.py), sentence-cased when the model writes
-        lowercased text (its target vocabulary has no capital letter); decided once, here."""
+        """tokens -> text for a reader (onmt/prepare/detokenize.py), sentence-cased when the model
+        writes lowercased text (its target vocabulary has no capital letter); decided once, here."""
         from functools import partial
 
         from onmt.prepare.detokenize import detokenize
@@ -33,54 +34,59 @@ class Session(NamedTuple):
 
 
 def checkpoint_model_options(saved, name=None):
-    """The model options of a checkpoint (`saved`: its "opt" dict; `name`: its path, for the messages)
-    as train.py resolved them, with the defaults of the options added since it was written
+    """The model options of a checkpoint (`saved`: its "opt" dict; `name`: its path, for the
+    messages) as train.py resolved them, with the defaults of the options added since it was written
     (onmt/opts/update.py), validated as train.py validates them. A model option it lacks otherwise,
     or an impossible one, is one UserError naming the checkpoint."""
     where = f"checkpoint {name}" if name else "the checkpoint"
     lacking = opts.lacking_model_options(saved)
     if lacking:
-        raise UserError(f"{where} is damaged or from another program: its options lack {', '.join(lacking)}")
+        raise UserError(f"{where} is damaged or from another program: its options lack "
+                        f"{', '.join(lacking)}")
     model_opt = argparse.Namespace(**saved)
     opts.update_saved_model_opts(model_opt)
     try:
         opts.check_saved_model_types(saved)
         opts.validate_model_opts(model_opt)
     except OptionError as e:
-        raise UserError(f"{where} is damaged or from another program: its options are invalid: {e}") from None
+        raise UserError(f"{where} is damaged or from another program: its options are "
+                        f"invalid: {e}") from None
     return model_opt
 
 
 def model_from_checkpoint(ckpt, device, name=None, execution=None):
-    """(model in eval mode on `device`, built with `execution` (onmt/fused/execution.py; None: the default),
-    Vocabs, the model's options) from a loaded checkpoint (`name`: its path, for the messages)."""
+    """(model in eval mode on `device`, built with `execution` (onmt/fused/execution.py; None: the
+    default), Vocabs, the model's options) from a loaded checkpoint (`name`: its path, for the
+    messages)."""
     from onmt.model_builder import build_model
     try:
         vocabs = Vocabs.from_dict(ckpt["vocab"])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise UserError(f"checkpoint {name or ''} is damaged: its vocabulary cannot be read ({e!r})") from None
+        raise UserError(f"checkpoint {name or ''} is damaged: its vocabulary cannot be read "
+                        f"({e!r})") from None
     model_opt = checkpoint_model_options(ckpt["opt"], name)
-    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True, device=device,
-                        execution=execution)
+    model = build_model(model_opt, vocabs, ckpt["model"], checkpoint_name=name, own_options=True,
+                        device=device, execution=execution)
     model.eval()
     return model, vocabs, model_opt
 
 
 def load_session(path, device, precision="fp32", compile=False):
     """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
-    (-precision); `compile` (-compile): its mlp attention scores through torch.compile, compiled on first
-    use; both chosen by the model's Execution (onmt/fused/execution.py), which build_model logs, and
-    checked once, before, by the caller (opts.check_precision and opts.check_compile: translate.py's and
-    onmt_tune_decoding's validation, Summarizer.load)."""
+    (-precision); `compile` (-compile): its mlp attention scores through torch.compile, compiled on
+    first use; both chosen by the model's Execution (onmt/fused/execution.py), which build_model
+    logs, and checked once, before, by the caller (opts.check_precision and opts.check_compile:
+    translate.py's and onmt_tune_decoding's validation, Summarizer.load)."""
     from onmt.fused.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
     ckpt = load_checkpoint(path, device="cpu")
-    model, vocabs, model_opt = model_from_checkpoint(ckpt, device, name=path,
-                                                     execution=Execution.for_decoding(precision, compile))
+    model, vocabs, model_opt = model_from_checkpoint(
+        ckpt, device, name=path, execution=Execution.for_decoding(precision, compile))
     return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
 
 
-def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True, log_notes=True):
+def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True,
+                    log_notes=True):
     """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: translate.py's
     options `opt` (updated and validated, never changed) resolved for the checkpoint
     (opts.resolve_translate_run: truncation, -max_length, -block_ngram_repeat) and its input rules
@@ -96,9 +102,10 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, 
     for note in notes + option_notes if log_notes else []:
         logger.info(note)
     opts.validate_translate_run(run)
-    translator = Translator.from_opt(run, session.model, session.vocabs, show_progress=show_progress)
+    translator = Translator.from_opt(run, session.model, session.vocabs,
+                                     show_progress=show_progress)
 
     def prepare(lines, trunc):
         return prepare_lines(lines, rules.lower, trunc, rules.tokenize, rules.mask_digits)
-    return translator.translate(prepare(src_lines, rules.src_trunc), prepare(tgt_lines, rules.tgt_trunc),
-                                callbacks=callbacks)
+    return translator.translate(prepare(src_lines, rules.src_trunc),
+                                prepare(tgt_lines, rules.tgt_trunc), callbacks=callbacks)

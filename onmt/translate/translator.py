@@ -27,12 +27,13 @@ class Translation(NamedTuple):
 class Callbacks:
     """What a caller of `Translator.translate` hears about, besides the results (all optional).
 
-    on_record: called with the inspection record (onmt/translate/records.py) of the best hypothesis of
-        every line in `record_lines` (a container of 0-based line numbers; None: every line), in the
-        order batches finish; the search keeps the inspection data (keep_inspection) only for the
-        batches holding such a line.
+    on_record: called with the inspection record (onmt/translate/records.py) of the best
+        hypothesis of every line in `record_lines` (a container of 0-based line numbers; None:
+        every line), in the order batches finish; the search keeps the inspection data
+        (keep_inspection) only for the batches holding such a line.
     beam_history: a list (-dump_beam) that `translate` fills with one entry per input line
-        ({"line", "src", "steps"}: beam_search's steps, each with its "words"), beam size 1 included.
+        ({"line", "src", "steps"}: beam_search's steps, each with its "words"), beam size 1
+        included.
     profiler: an onmt.utils.profiling.Profiler of the first batches (-profile).
     """
     on_record: Optional[Callable[[dict], None]] = None
@@ -41,7 +42,8 @@ class Callbacks:
     profiler: Optional[object] = None
 
     def wants(self, line):
-        return self.on_record is not None and (self.record_lines is None or line in self.record_lines)
+        return self.on_record is not None and (self.record_lines is None
+                                               or line in self.record_lines)
 
 
 def _default_batches(src_lines, tgt_lines, vocabs, batch_size):
@@ -53,27 +55,32 @@ class Translator:
     """Decode text with a model; see `translate` and `score_gold`. `search` (a SearchSettings; None:
     its defaults) says how each batch is searched, and is the only way to say it."""
 
-    def __init__(self, model, vocabs, search=None, *, replace_unk=False, batch_size=30, verbose=False,
-                 keep_attn=False, batch_fn=None, log=None, show_progress=False):
+    def __init__(self, model, vocabs, search=None, *, replace_unk=False, batch_size=30,
+                 verbose=False, keep_attn=False, batch_fn=None, log=None, show_progress=False):
         if search is not None and not isinstance(search, SearchSettings):
             raise TypeError(f"search must be a SearchSettings, not {type(search).__name__}")
         self.model, self.vocabs = model, vocabs
         self.search = search if search is not None else SearchSettings()
-        _ = self.search.lengths, self.search.coverage   # the penalties chosen, their kinds checked: here, once
+        # the penalties chosen, their kinds checked: here, once
+        _ = self.search.lengths, self.search.coverage
         self.replace_unk, self.keep_attn = replace_unk, keep_attn or replace_unk
         self.batch_size, self.verbose = batch_size, verbose
         self.batch_fn = batch_fn or _default_batches
         self.log = log or logger.info
-        self.show_progress = show_progress   # onmt.utils.progress: a bar on a terminal, else log lines
+        # onmt.utils.progress: a bar on a terminal, else log lines
+        self.show_progress = show_progress
         param = next(model.parameters(), None)
         self.device = param.device if param is not None else torch.device("cpu")
-        ids = sorted({vocabs.tgt.stoi[w] for w in self.search.ignore_when_blocking if w in vocabs.tgt.stoi})
-        self.ignore_ids = torch.tensor(ids, dtype=torch.long, device=self.device)   # -ignore_when_blocking's ids
+        ids = sorted({vocabs.tgt.stoi[w] for w in self.search.ignore_when_blocking
+                      if w in vocabs.tgt.stoi})
+        # -ignore_when_blocking's ids
+        self.ignore_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
 
     @classmethod
     def from_opt(cls, opt, model, vocabs, **kwargs):
         return cls(model, vocabs, SearchSettings.from_opt(opt), replace_unk=opt.replace_unk,
-                   batch_size=opt.batch_size, verbose=opt.verbose, **{"show_progress": True, **kwargs})
+                   batch_size=opt.batch_size, verbose=opt.verbose,
+                   **{"show_progress": True, **kwargs})
 
     # ------------------------------------------------------------------ decoding
     def translate(self, src_lines, tgt_lines=None, callbacks=None):
@@ -105,8 +112,8 @@ class Translator:
         return results
 
     def _translate_batch(self, batch, lines, src_tokens, results, history, callbacks):
-        """Search `batch` (the input `lines`) and put each line's n-best into `results` (its beam steps
-        into `history` when not None); the records of the lines `callbacks` wants."""
+        """Search `batch` (the input `lines`) and put each line's n-best into `results` (its beam
+        steps into `history` when not None); the records of the lines `callbacks` wants."""
         inspect = any(callbacks.wants(line) for line in lines)
         hyps, steps = self._search(batch, inspect, dump=history is not None)
         for b, line in enumerate(lines):
@@ -115,19 +122,22 @@ class Translator:
                 callbacks.on_record(self._record(line, src_tokens[line], results[line][0].tokens,
                                                  hyps[b][0] if hyps[b] else None))
             if history is not None:
-                history[line] = [dict(s, words=self._words(s["tokens"], None, batch.oovs[b], [])) for s in steps[b]]
+                history[line] = [dict(s, words=self._words(s["tokens"], None, batch.oovs[b], []))
+                                 for s in steps[b]]
 
     def _memory_error(self, exc, lines, src_tokens):
-        """`exc` itself, or where it is an allocation failure a UserError naming the longest input line
-        of the batch (1-based) and how to go on."""
+        """`exc` itself, or where it is an allocation failure a UserError naming the longest input
+        line of the batch (1-based) and how to go on."""
         from onmt.utils.memory import is_out_of_memory
         if not is_out_of_memory(exc):
             return exc
         from onmt.errors import UserError
         longest = max(lines, key=lambda line: len(src_tokens[line]))
-        return UserError(f"out of memory translating input line {longest + 1} ({len(src_tokens[longest]):,} tokens"
-                         f"{f', in a batch of {len(lines)} lines' if len(lines) > 1 else ''}): cut long inputs "
-                         f"with -src_seq_length_trunc N{' or lower -batch_size' if len(lines) > 1 else ''}")
+        return UserError(f"out of memory translating input line {longest + 1} "
+                         f"({len(src_tokens[longest]):,} tokens"
+                         f"{f', in a batch of {len(lines)} lines' if len(lines) > 1 else ''}): "
+                         "cut long inputs with -src_seq_length_trunc N"
+                         f"{' or lower -batch_size' if len(lines) > 1 else ''}")
 
     @staticmethod
     def _record_empty_lines(src_tokens, callbacks):
@@ -141,7 +151,8 @@ class Translator:
 
     def _batches(self, src_lines, src_tokens, profiler=None):
         """(batch on the model's device, the input line of each of its examples) for the non-empty
-        lines, longest first (similar lengths: less padding), under the progress display and the profiler."""
+        lines, longest first (similar lengths: less padding), under the progress display and the
+        profiler."""
         keep = [i for i, toks in enumerate(src_tokens) if toks]          # lines the model sees
         keep.sort(key=lambda i: -len(src_tokens[i]))
         batches = self.batch_fn([src_lines[i] for i in keep], None, self.vocabs, self.batch_size)
@@ -158,8 +169,8 @@ class Translator:
     def _search(self, batch, inspect, dump):
         """(per example, its n-best Hypothesis list; with `dump`, per example, its beam steps)."""
         steps = [] if dump else None
-        hyps = beam_search(self.model, batch, self.search, ignore_ids=self.ignore_ids, keep_attn=self.keep_attn,
-                           keep_inspection=inspect, beam_history=steps)
+        hyps = beam_search(self.model, batch, self.search, ignore_ids=self.ignore_ids,
+                           keep_attn=self.keep_attn, keep_inspection=inspect, beam_history=steps)
         return hyps, steps
 
     def _nbest(self, hyps, oovs, src_tokens):
@@ -167,7 +178,8 @@ class Translator:
         only when nearly every token was forbidden)."""
         nbest = [Translation(self._words(h.tokens, h.attn, oovs, src_tokens), h.score,
                              h.attn if self.keep_attn else None, h.log_prob) for h in hyps]
-        return nbest + [Translation([], float("-inf"), None, float("-inf"))] * (self.search.n_best - len(nbest))
+        return nbest + ([Translation([], float("-inf"), None, float("-inf"))]
+                        * (self.search.n_best - len(nbest)))
 
     def _record(self, line, src_words, pred_words, hyp):
         from onmt.translate.records import empty_record, make_record
@@ -201,16 +213,18 @@ class Translator:
         """
         out = [(0.0, 0) for _ in src_lines]
         lengths = [len(line.split()) for line in src_lines]
-        keep = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: -lengths[i])  # less padding
+        # less padding
+        keep = sorted((i for i, n in enumerate(lengths) if n), key=lambda i: -lengths[i])
         self.model.eval()
-        batches = self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep], self.vocabs,
-                                self.batch_size)
+        batches = self.batch_fn([src_lines[i] for i in keep], [tgt_lines[i] for i in keep],
+                                self.vocabs, self.batch_size)
         for batch in progress(batches, desc="score gold", unit="sent", total=len(keep),
                               weight=lambda b: b.batch_size, disable=not self.show_progress):
             batch = batch.to(self.device)
             lp, _, _ = self.model.gold_log_likelihood(batch)             # (B, T-1), 0 at padding
             mask = batch.tgt[:, 1:] != PAD                               # (B, T-1)
-            for ex, s, n in zip(batch.indices.tolist(), lp.float().sum(1).tolist(), mask.sum(1).tolist()):
+            for ex, s, n in zip(batch.indices.tolist(), lp.float().sum(1).tolist(),
+                                mask.sum(1).tolist()):
                 out[keep[ex]] = (s, n)
         return out
 
@@ -219,15 +233,18 @@ class Translator:
         if self.verbose:
             for n, (src, nbest) in enumerate(zip(src_tokens, results), 1):
                 best = nbest[0]
-                msg = [f"SENT {n}: {src}", f"PRED {n}: {' '.join(best.tokens)}", f"PRED SCORE: {best.score:.4f}"]
+                msg = [f"SENT {n}: {src}", f"PRED {n}: {' '.join(best.tokens)}",
+                       f"PRED SCORE: {best.score:.4f}"]
                 if gold is not None:
-                    msg += [f"GOLD {n}: {tgt_lines[n - 1].strip()}", f"GOLD SCORE: {gold[n - 1][0]:.4f}"]
+                    msg += [f"GOLD {n}: {tgt_lines[n - 1].strip()}",
+                            f"GOLD SCORE: {gold[n - 1][0]:.4f}"]
                 if len(nbest) > 1:
                     msg.append("BEST HYP:")
                     msg += [f"[{t.score:.4f}] {' '.join(t.tokens)}" for t in nbest]
                 self.log("\n".join(msg) + "\n")
         self.log(self.pred_score_line(src_tokens, results))
-        if gold is not None:   # sum of log p(gold token) and gold tokens, </s> included (as OpenNMT-py)
+        # sum of log p(gold token) and gold tokens, </s> included (as OpenNMT-py)
+        if gold is not None:
             self.log(self._score_line("GOLD", sum(s for s, _ in gold), sum(n for _, n in gold)))
 
     @staticmethod
@@ -239,7 +256,8 @@ class Translator:
         predicted words, </s> not counted. Lines with an empty source (not decoded) and the -inf
         fillers of a short n-best list are left out. `PRED No words predicted` when no word was."""
         preds = [t for r, s in zip(results, src_tokens) if s for t in r if math.isfinite(t.score)]
-        return Translator._score_line("PRED", sum(t.score for t in preds), sum(len(t.tokens) for t in preds))
+        return Translator._score_line("PRED", sum(t.score for t in preds),
+                                      sum(len(t.tokens) for t in preds))
 
     @staticmethod
     def _score_line(name, total, words):
