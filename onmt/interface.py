@@ -75,9 +75,9 @@ defaults of onmt/models/generic.py's ModelDefaults, which every registered model
                                                   (-pre_word_vecs_*, -fix_word_vecs_*): that side's
                                                   `.embeddings`
     model.begin_training_step(step)               the trainer's call before each training step
-                                                  (1-based): a model whose training changes with the
-                                                  step (scheduled sampling's schedule) updates itself
-                                                  (nothing)
+                                                  (1-based): a model whose training changes with
+                                                  the step (scheduled sampling's schedule) updates
+                                                  itself (nothing)
 `Model` and `DecoderState` below state the same contract as typing Protocols (checked by
 tests/unit/test_interface.py for every family of the registry); ATTN_KEYS lists every attns key.
 """

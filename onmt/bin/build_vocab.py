@@ -1,6 +1,7 @@
-"""onmt_build_vocab -config CONFIG.yaml [-n_sample N]: OpenNMT-py 3.x's vocabulary step. It counts the words
-of the config's training corpora (its data: mapping) and writes its src_vocab (and tgt_vocab) files,
-which train.py -config CONFIG.yaml then preprocesses with (onmt/inputters/upstream_data.py)."""
+"""onmt_build_vocab -config CONFIG.yaml [-n_sample N]: OpenNMT-py 3.x's vocabulary step. It counts
+the words of the config's training corpora (its data: mapping) and writes its src_vocab (and
+tgt_vocab) files, which train.py -config CONFIG.yaml then preprocesses with
+(onmt/inputters/upstream_data.py)."""
 import json
 
 from onmt import opts

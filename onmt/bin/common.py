@@ -2,12 +2,13 @@
 
 
 def start(parser, update, validate, argv=None, inputs=None, outputs=None, before_log=None):
-    """The common start of train and translate: parse the options, `update` them (onmt/opts/update.py)
-    and `validate` them, start the log, and set the host allocator for a CPU run (memory.py).
-    `inputs(opt)`: the files the command reads ({"-src": path, ...}), which -log_file may not be;
-    `outputs(opt)`: the files it writes ({"-output": path, ...}, -log_file among them), no two of
-    which may be one file, checked before the log is opened; `before_log(opt)`: any other check to
-    make before the log file is created. Returns (opt, torch.device of -gpu)."""
+    """The common start of train and translate: parse the options, `update` them
+    (onmt/opts/update.py) and `validate` them, start the log, and set the host allocator for a CPU
+    run (memory.py). `inputs(opt)`: the files the command reads ({"-src": path, ...}), which
+    -log_file may not be; `outputs(opt)`: the files it writes ({"-output": path, ...}, -log_file
+    among them), no two of which may be one file, checked before the log is opened;
+    `before_log(opt)`: any other check to make before the log file is created. Returns (opt,
+    torch.device of -gpu)."""
     import torch
 
     from onmt.opts import parse_with_given

@@ -30,8 +30,8 @@ NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLs
 
 
 def read_summaries(path, opt):
-    """A file's summaries: lines (plain or .gz, UTF-8, a Windows "\\r" dropped), or lists of sentences
-    with -sent_per_line."""
+    """A file's summaries: lines (plain or .gz, UTF-8, a Windows "\\r" dropped), or lists of
+    sentences with -sent_per_line."""
     lines = list(read_lines(path, strip_cr=True))
     return read_sent_per_line(lines) if opt.sent_per_line else lines
 

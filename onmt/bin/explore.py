@@ -1,5 +1,5 @@
-"""Sources, references and systems' summaries -> one self-contained HTML page to see why one system beats
-another (onmt/explore/; docs/explorer.md).
+"""Sources, references and systems' summaries -> one self-contained HTML page to see why one system
+beats another (onmt/explore/; docs/explorer.md).
 
     onmt_explore -src test.src.txt -ref test.tgt.txt -system mixed/test.npz ml/test.npz \
                  [-names mixed ml] -output explore.html [-title ...] [-bootstrap 1000] [-seed 1]

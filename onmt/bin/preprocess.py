@@ -23,7 +23,8 @@ def save_config_file(path, text):
 
 
 def main(argv=None):
-    """Run preprocessing; returns None (console scripts exit with main()'s value). See load_vocabs."""
+    """Run preprocessing; returns None (console scripts exit with main()'s value). See
+    load_vocabs."""
     opt = opts.preprocess_parser().parse_args(argv)
     opts.update_preprocess_opts(opt)
     opts.validate_preprocess_opts(opt)

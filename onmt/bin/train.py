@@ -1,4 +1,5 @@
-"""Train a model: shards -> checkpoints (`train.py -data P -save_model M [-model_family reinforced] ...`).
+"""Train a model: shards -> checkpoints
+(`train.py -data P -save_model M [-model_family reinforced] ...`).
 
 The options are parsed, updated and validated at start (onmt/opts/); once the data and the
 checkpoint are read, `opts.resolve_train_run` makes the run's options (the checkpoint's model on
@@ -22,9 +23,9 @@ from onmt.utils.logging import init_logger, logger
 
 
 def check_steps_left(opt, start_step, start_epoch=0):
-    """UserError when -train_steps (or -epochs) leaves nothing to train after the checkpoint's step (epoch):
-    both count from the start of training, as in OpenNMT-py; the run would save nothing (or only a
-    new "best") and exit 0."""
+    """UserError when -train_steps (or -epochs) leaves nothing to train after the checkpoint's step
+    (epoch): both count from the start of training, as in OpenNMT-py; the run would save nothing (or
+    only a new "best") and exit 0."""
     if opt.epochs > 0 and opt.epochs <= start_epoch:
         raise UserError(f"-epochs {opt.epochs} is not above the epoch of {opt.train_from} "
                         f"({start_epoch}): nothing to train; -epochs counts from the start of "
@@ -37,7 +38,8 @@ def check_steps_left(opt, start_step, start_epoch=0):
 
 
 def describe_phase(opt, ckpt):
-    """The log's line on what this run trains with: optimizer, its rate and state, and the objective."""
+    """The log's line on what this run trains with: optimizer, its rate and state, and the
+    objective."""
     if ckpt is None:
         state = "fresh state"
     elif "optim" not in ckpt or opt.reset_optim in ("all", "states"):
@@ -87,7 +89,8 @@ def check_training_examples(data, meta):
 
 
 def inputs(opt, data=None):
-    """The files train.py reads, which none of its outputs may be (`data`: the dataset when not -data)."""
+    """The files train.py reads, which none of its outputs may be (`data`: the dataset when not
+    -data)."""
     import glob
     prefix = data or opt.data
     return {"-train_from": opt.train_from, "-config": vars(opt).get("config"),
@@ -98,16 +101,16 @@ def inputs(opt, data=None):
 
 
 def outputs(opt):
-    """The files train.py writes besides its checkpoints, no two of them one file and none of them a file
-    of -save_model (`check_prefix_outputs`)."""
+    """The files train.py writes besides its checkpoints, no two of them one file and none of them a
+    file of -save_model (`check_prefix_outputs`)."""
     from onmt.utils.profiling import trace_path
     return {"-log_file": opt.log_file, "-save_config": opt.save_config,
             "-profile_trace": trace_path(opt, opt.save_model) if opt.profile else None}
 
 
 def check_prefix_outputs(opt):
-    """UserError when -log_file, -save_config or -profile_trace is a checkpoint of -save_model, its best
-    checkpoint or its lock: a save, a pruning or the lock's removal would lose it."""
+    """UserError when -log_file, -save_config or -profile_trace is a checkpoint of -save_model, its
+    best checkpoint or its lock: a save, a pruning or the lock's removal would lose it."""
     import os
     import re
 

@@ -40,7 +40,8 @@ def load_model(path, device):
 
 
 def report_rouge(pred_lines, ref_lines):
-    """Log ROUGE (built-in scorer, ROUGE-1.5.5's standard settings) of the predictions against -tgt."""
+    """Log ROUGE (built-in scorer, ROUGE-1.5.5's standard settings) of the predictions against
+    -tgt."""
     from onmt.bin.evaluate import NAMES
     from onmt.evaluation import METRICS, score, summarize
     res = summarize(score(pred_lines, ref_lines))

@@ -71,8 +71,9 @@ def score_row(preds, refs):
 
 
 def tune(models, settings, decode, refs, metric):
-    """Decode with every (model, setting) via `decode(model, setting) -> predictions` and score each:
-    (rows, index of the best). A row: {"model", "setting", "rouge", "length", "ref_length"}."""
+    """Decode with every (model, setting) via `decode(model, setting) -> predictions` and score
+    each: (rows, index of the best). A row: {"model", "setting", "rouge", "length",
+    "ref_length"}."""
     rows = []
     for model in models:
         for setting in settings:
@@ -103,7 +104,8 @@ def table(rows, best, metric):
 
 
 def chosen_config(row, fixed):
-    """What translate.py -config reads: the checkpoint, the fixed search options, the length rule."""
+    """What translate.py -config reads: the checkpoint, the fixed search options, the length
+    rule."""
     return {"model": os.path.abspath(row["model"]), **fixed, **row["setting"]}
 
 

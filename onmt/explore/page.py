@@ -77,12 +77,13 @@ CONTROLS = """
 """
 
 LEGEND = """
-<p class=legend>Summary words: <span class="w cp">pointer</span> copied by the pointer (solid underline),
-<span class="w src">in source</span> also in the source (dotted underline), <span class="w nov">novel</span>
-not in the source (italic), <span class="w rep">repeated</span> in a repeated trigram (wavy overline).
-Hovering or focusing a summary word shades the <span class="w att att-top">source words</span> it attends to
-(the strongest boxed) and, for the reinforced model, the <span class="w intra intra-top">earlier summary
-words</span> it attends to.</p>
+<p class=legend>Summary words: <span class="w cp">pointer</span> copied by the pointer
+(solid underline), <span class="w src">in source</span> also in the source (dotted underline),
+<span class="w nov">novel</span> not in the source (italic), <span class="w rep">repeated</span>
+in a repeated trigram (wavy overline). Hovering or focusing a summary word shades the
+<span class="w att att-top">source words</span> it attends to (the strongest boxed) and, for the
+reinforced model, the <span class="w intra intra-top">earlier summary words</span> it attends
+to.</p>
 """
 
 

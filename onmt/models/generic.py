@@ -35,8 +35,9 @@ class ModelDefaults:
         return []
 
     def begin_training_step(self, step):
-        """Called by the trainer before each training step (1-based), for a model whose training changes
-        with the step (the reinforced model's scheduled-sampling schedule): nothing changes."""
+        """Called by the trainer before each training step (1-based), for a model whose training
+        changes with the step (the reinforced model's scheduled-sampling schedule): nothing
+        changes."""
 
     def embeddings(self, side):
         """The word embeddings of `side` ("encoder" or "decoder"): its `.embeddings` module, or

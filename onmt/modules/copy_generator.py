@@ -28,7 +28,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from onmt.constants import PAD
-from onmt.modules.copy_mixture import first_occurrence, generation_log_probs, repeat_per_step, scatter_mixture
+from onmt.modules.copy_mixture import (
+    first_occurrence,
+    generation_log_probs,
+    repeat_per_step,
+    scatter_mixture,
+)
 from onmt.modules.precision import float32_region, widen
 
 

@@ -7,19 +7,22 @@ import torch
 
 @dataclass(frozen=True)
 class SamplingSchedule:
-    """Scheduled sampling's probability at each training step (1-based): 0 for the first `start` steps,
-    then rising linearly to `rate` over `ramp` steps (rate * k / ramp at step start + k), `rate` after;
-    with start 0 and ramp 0, `rate` from the first step (Paulus et al.'s constant 0.25)."""
+    """Scheduled sampling's probability at each training step (1-based): 0 for the first `start`
+    steps, then rising linearly to `rate` over `ramp` steps (rate * k / ramp at step start + k),
+    `rate` after; with start 0 and ramp 0, `rate` from the first step (Paulus et al.'s constant
+    0.25)."""
     rate: float
     start: int = 0
     ramp: int = 0
 
     def __post_init__(self):
         if not 0.0 <= self.rate <= 1.0 or self.start < 0 or self.ramp < 0:
-            raise ValueError(f"a sampling schedule needs rate in [0, 1] and start, ramp >= 0, got {self}")
+            raise ValueError("a sampling schedule needs rate in [0, 1] and start, ramp >= 0, "
+                             f"got {self}")
 
     def at(self, step):
-        """The probability of feeding back the model's own prediction during training step `step`."""
+        """The probability of feeding back the model's own prediction during training step
+        `step`."""
         k = step - self.start   # steps since sampling started (the first sampled step is k = 1)
         if k <= 0:
             return 0.0

@@ -107,6 +107,11 @@ def validate_model_opts(opt):
         raise OptionError("-coverage_attn needs attention (-global_attention is none)")
     if opt.copy_attn and opt.global_attention == "none":
         raise OptionError("-copy_attn needs attention (-global_attention is none)")
+    _check_sampling_schedule(opt)
+
+
+def _check_sampling_schedule(opt):
+    """Scheduled sampling's probability in [0, 1], its start and ramp (in steps) >= 0."""
     if not 0.0 <= opt.scheduled_sampling <= 1.0:
         raise OptionError(f"-scheduled_sampling must be in [0, 1], got {opt.scheduled_sampling}")
     for name in ("scheduled_sampling_start", "scheduled_sampling_ramp"):
