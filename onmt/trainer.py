@@ -12,7 +12,6 @@ step and makes {save_model}_best.pt that checkpoint; -early_stopping N stops aft
 a row without improvement; -train_time_limit S stops once this run's training steps took S seconds.
 """
 import contextlib
-import os
 import time
 
 import torch
@@ -20,25 +19,10 @@ import torch
 from onmt.errors import UserError
 from onmt.hardware import native_bf16_cpu
 from onmt.inputters.batch import Batch
+from onmt.trainer_checkpoints import CheckpointKeeper
 from onmt.trainer_reporting import Reporting
-from onmt.utils.checkpoint import (
-    atomic_torch_save,
-    best_checkpoint_path,
-    checkpoint_path,
-    file_identity,
-    link_best,
-    owned_checkpoints,
-    prune_checkpoints,
-    restore_best,
-    rng_state,
-)
-from onmt.utils.distributed import (
-    World,
-    all_reduce_sum,
-    gather_objects,
-    sum_gradients,
-    sum_statistics,
-)
+from onmt.utils.checkpoint import best_checkpoint_path, checkpoint_path, link_best, restore_best
+from onmt.utils.distributed import World, all_reduce_sum, sum_gradients, sum_statistics
 from onmt.utils.early_stopping import EarlyStopping
 from onmt.utils.logging import logger
 from onmt.utils.optim import learning_rate_schedule
@@ -87,12 +71,9 @@ class Trainer(Reporting):
         self.world = World(rank=rank, world_size=world_size, device=self.device)
         self.accum_count = accum_count  # batches per optimizer step (on each rank)
         self.tensorboard = tensorboard  # utils/tensorboard.py TensorBoard (-tensorboard) or None
-        # rank 0: this run's step checkpoints, absolute, oldest first (-keep_checkpoint)
-        self.saved = []
-        # rank 0: path -> file_identity of each of them when written (pruning checks it)
-        self._identities = {}
-        # every rank: the steps saved by this process's run (collective saves)
-        self._saved_steps = set()
+        # this run's step checkpoints: written, pruned (-keep_checkpoint), which steps are saved
+        self.checkpoints = CheckpointKeeper(save_model, keep_checkpoint, self.world,
+                                            self.checkpoint_meta)
         # log a validation example's greedy prediction every N steps
         self.sample_every = sample_every
         self.sample_max_length = sample_max_length  # the sample's greedy search stops there
@@ -140,7 +121,7 @@ class Trainer(Reporting):
         if same_run and "early_stopping" in ckpt:
             self.early_stopping.load_state_dict(ckpt["early_stopping"])
         if same_run:   # -keep_checkpoint counts the run's earlier checkpoints too
-            self.saved, self._identities = owned_checkpoints(ckpt, self.save_model, path)
+            self.checkpoints.resume(ckpt, path)
             if self.rank == 0:
                 restore_best(self.save_model, self.early_stopping.best_step)
         self.restore_scaler(ckpt.get("scaler"))
@@ -224,7 +205,7 @@ class Trainer(Reporting):
                 if self._done(step, epoch):
                     break
                 if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0 and \
-                        step not in self._saved_steps:
+                        step not in self.checkpoints.saved_steps:
                     self.save(step, (epoch, pos))
                 self._stop_if_signalled(step, (epoch, pos))
             else:
@@ -242,7 +223,7 @@ class Trainer(Reporting):
             # -valid_steps 0: no validation
             self._validate_and_keep_best(valid_data, step, (epoch, pos),
                                          save_step=step > start_step)
-        if step > start_step and step not in self._saved_steps:
+        if step > start_step and step not in self.checkpoints.saved_steps:
             self.save(step, (epoch, pos))
         self._stop_if_signalled(step, (epoch, pos))   # a signal during the last validation
         return step
@@ -268,13 +249,13 @@ class Trainer(Reporting):
         if stats is None:   # interrupted: the caller saves and stops (_stop_if_signalled)
             return
         improved = self.early_stopping.update(self.validation_figures(stats), step)
-        if save_step and step not in self._saved_steps:
+        if save_step and step not in self.checkpoints.saved_steps:
             self.save(step, data_pos)
         if not improved:
             self._log_no_improvement()
             return
         path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
-        if step not in self._saved_steps:
+        if step not in self.checkpoints.saved_steps:
             # this step's checkpoint, under the best's name only
             self.save(step, data_pos, path=best)
         elif self.rank == 0:
@@ -300,7 +281,7 @@ class Trainer(Reporting):
         elif stop.received is None:
             return
         path = checkpoint_path(self.save_model, step)
-        if step not in self._saved_steps:
+        if step not in self.checkpoints.saved_steps:
             path = self.save(step, data_pos)
         # every rank leaves once rank 0's file is written:
         # a rank leaving the group mid-write aborts gloo
@@ -396,41 +377,9 @@ class Trainer(Reporting):
         the path on rank 0 (None, and nothing written, while profiling)."""
         if self._profile is not None:
             return None
-        # every rank's: each resumes its own draws
-        rng_ranks = gather_objects(rng_state(), self.world)
-        tracked = path is None
-        if tracked:
-            self._saved_steps.add(step)   # on every rank: whether to save again is decided alike
-        if self.rank != 0:
-            return None
-        path = os.path.abspath(path or checkpoint_path(self.save_model, step))
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        payload = dict(self.checkpoint_meta)
-        payload.update({
-            "model": self.model.state_dict(),
-            "optim": self.optimizer.state_dict(),
-            "step": step,
-            "data_pos": list(data_pos),   # (epoch, batches read by EACH rank: they read as many)
-            "rng": rng_ranks[0],
-            "world_size": self.world.world_size,
-            "train_seconds": self.train_seconds,
-            "saved_checkpoints": (self.saved + [path] if tracked and path not in self.saved
-                                  else list(self.saved)),
-            "saved_identities": {p: list(self._identities[p])
-                                 for p in self.saved if p in self._identities},
-            "early_stopping": self.early_stopping.state_dict(),
-        })
-        if self.world.world_size > 1:
-            payload["rng_ranks"] = rng_ranks
+        state = {"model": self.model.state_dict(), "optim": self.optimizer.state_dict(),
+                 "train_seconds": self.train_seconds,
+                 "early_stopping": self.early_stopping.state_dict()}
         if self.scaler is not None:
-            payload["scaler"] = self.scaler.state_dict()
-        atomic_torch_save(payload, path)
-        logger.info(f"Saved checkpoint {path}")
-        if tracked:
-            if path not in self.saved:
-                self.saved.append(path)
-            self._identities[path] = file_identity(path)
-            self.saved = prune_checkpoints(self.saved, self.keep_checkpoint, self._identities)
-        return path
-
+            state["scaler"] = self.scaler.state_dict()
+        return self.checkpoints.save(step, data_pos, state, path)
