@@ -59,6 +59,24 @@ def setting(r):
     return f"{r['step']} / {rule}"
 
 
+# the mixed objective against ML trained on the same resampled pairs (equal data and compute)
+SAME_DATA = (("o", "p"), ("q", "v"))
+
+
+def same_data(results):
+    """A markdown table of each o<s> / q<s> against p<s> / v<s> (its ML arm on the same pairs), test
+    and development; "" until a pair is scored."""
+    lines = ["| mixed | ML on the same pairs | test ΔR-L (p, one-sided) | development ΔR-L (p) |",
+             "|---|---|---|---|"]
+    for mixed, ml in SAME_DATA:
+        for name in sorted(n for n in results if kind(n) == mixed):
+            other = ml + name[1:]
+            if other in results:
+                t, d = paired(results[name], results[other], "test"), paired(results[name], results[other], "dev")
+                lines.append(f"| {name} | {other} | {t[0]:+.2f} ({t[1]:.3f}) | {d[0]:+.2f} ({d[1]:.3f}) |")
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
+
+
 def table(results, split):
     rouge_key = "rouge_official" if split == "test" else "rouge"
     heads = ["view", "step / length rule", "tuning R-L", "R-1", "R-2", "R-L", "ΔR-L vs control", "p (one-sided)",
@@ -173,6 +191,8 @@ def write_report(results, data=SHARED):
     tables = ("## Test (Rush et al.'s 1,951 pairs; ROUGE-1.5.5 F1, scored once with what tuning chose)\n\n"
               + table(found, "test")
               + "\n## Development (validation pairs 1,001-4,000; built-in scorer)\n\n" + table(found, "dev"))
+    if same_data(found):
+        tables += "\n## The mixed objective against ML on the same resampled pairs\n\n" + same_data(found)
     with open(os.path.join(results, "table.md"), "w", encoding="utf-8") as f:
         f.write(tables)
     if os.path.exists(os.path.join(data, "test.src.txt")):

@@ -76,6 +76,14 @@ def test_the_strongest_control_is_chosen_on_tuning_not_on_test():
     assert report.strongest_control(results, "2") == "b2" and report.strongest_control(results, "3") is None
 
 
+def test_resampled_mixed_arms_are_also_set_against_ml_on_the_same_pairs():
+    results = {"q1": _result("q1", 30.0, [0.6, 0.4, 0.5]), "v1": _result("v1", 29.0, [0.5, 0.3, 0.4]),
+               "o1": _result("o1", 30.0, [0.5, 0.5, 0.5]), "b1": _result("b1", 31.0, [0.9, 0.9, 0.9])}
+    lines = report.same_data(results).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| q1 | v1 | +10.00 (")   # o1 has no p1: no row
+    assert report.same_data({"q1": results["q1"]}) == ""
+
+
 @pytest.fixture()
 def tiny_run(tmp_path):
     """A workdir with an ML start and arms a1, b1, m1 of tiny checkpoints, and tiny data."""
