@@ -276,21 +276,6 @@ class DecoderStateBase:
             changes["source_rows"] = int(rows_per_source)
         return replace(self, **changes)
 
-    def grouped(self, rows_per_source):
-        """This state, told that its rows come in groups of `rows_per_source` consecutive rows
-        decoding one source (a beam search's W rows per example), for a state with a `source_rows`
-        field: its source fields kept once per group (each group's first row: views, no copy), so
-        its decoding step reads each source once. Other states, and one already grouped so, as they
-        are."""
-        W = int(rows_per_source)
-        if "source_rows" not in {f.name for f in fields(self)} or self.source_rows == W:
-            return self
-        if self.source_rows != 1:
-            raise ValueError(f"a state with {self.source_rows} rows per source "
-                             f"cannot be regrouped by {W}")
-        return replace(self, source_rows=W,
-                       **{name: getattr(self, name)[::W] for name in self._source_fields})
-
     def per_row(self, name):
         """The source field `name` with one row per decoding row (a state with `source_rows` G > 1
         keeps one per source: repeated here)."""

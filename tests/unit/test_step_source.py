@@ -120,9 +120,10 @@ def test_grouped_decoding_source_reads_each_source_once_with_the_same_values():
 
 def test_a_state_keeps_its_source_fields_once_per_source_while_its_rows_come_in_groups():
     """interface.py: the reinforced state's source fields hold one row per source_rows rows; grouped()
-    takes each group's first row (views), a reorder within the sources keeps them, a reorder in groups of
-    one source selects each group's source, any other reorder gives one per row; per_row() repeats them.
-    States without the field are returned as they are."""
+    (helpers/search.py) takes each group's first row (views), a reorder within the sources keeps them, a
+    reorder in groups of one source selects each group's source, any other reorder gives one per row;
+    per_row() repeats them. States without the field are returned as they are."""
+    from helpers.search import grouped as regroup
     from helpers.toy_models import ToyState
     from onmt.reinforced.decoder import ReinforcedState
     R, S, H = 6, 4, 2
@@ -130,11 +131,11 @@ def test_a_state_keeps_its_source_fields_once_per_source_while_its_rows_come_in_
     state = ReinforcedState(hidden=(torch.zeros(1, R, H), torch.zeros(1, R, H)), memory=memory, enc_keys=memory,
                             mask=torch.ones(R, S, dtype=torch.bool), src_ex=torch.zeros(R, S, dtype=torch.long),
                             first_pos=torch.zeros(R, S, dtype=torch.long), n_oov=0)
-    grouped = state.grouped(3)
+    grouped = regroup(state, 3)
     assert state.source_rows == 1 and grouped.source_rows == 3
     assert grouped.memory[:, 0, 0].tolist() == [0, 3] and grouped.memory.data_ptr() == memory.data_ptr()
     assert torch.equal(grouped.per_row("memory")[:, 0, 0], torch.tensor([0., 0, 0, 3, 3, 3]))
-    assert grouped.grouped(3) is grouped
+    assert regroup(grouped, 3) is grouped
     rows = torch.tensor([2, 0, 1, 5, 5, 3])
     within = grouped.reorder(rows, within_source=True)
     assert within.source_rows == 3 and within.memory is grouped.memory
@@ -143,6 +144,6 @@ def test_a_state_keeps_its_source_fields_once_per_source_while_its_rows_come_in_
     anywhere = grouped.reorder(rows)
     assert anywhere.source_rows == 1 and anywhere.memory[:, 0, 0].tolist() == [0, 0, 0, 3, 3, 3]
     with pytest.raises(ValueError):
-        anywhere.grouped(2).grouped(3)
+        regroup(regroup(anywhere, 2), 3)
     toy = ToyState.__new__(ToyState)
-    assert toy.grouped(3) is toy
+    assert regroup(toy, 3) is toy
