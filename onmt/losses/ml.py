@@ -91,8 +91,6 @@ class MLLoss:
         """-> the Statistics of `batch` without gradient (the trainer's validation)."""
         return self(model, batch)[1]
 
-    score = staticmethod(gold_log_likelihood)
-
     # ------------------------------------------------------------------ its figures
     @staticmethod
     def report(stats):

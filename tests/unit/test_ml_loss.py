@@ -77,7 +77,6 @@ def test_loss_backward_and_gold_score():
         scores = gold_log_likelihood(model, batch)
     assert scores.shape == (3,)
     assert math.isclose(-float(scores.sum()), stats.loss, rel_tol=1e-5)
-    assert torch.equal(MLLoss.score(model, batch), scores)
 
 
 def test_p_copy_is_summed_over_real_target_tokens_only():
