@@ -66,7 +66,9 @@ def run(cmd, log_path, cwd=ROOT, pythonpath=None):
                 break
             if wpid != 0:
                 proc.returncode = os.waitstatus_to_exitcode(status)
-                peak = max(peak, ru.ru_maxrss * 1024)  # the largest single process, KiB
+                # a child's ru_maxrss counts the pages it shared with this process when forked (the
+                # harness's own hundreds of MiB): only for a process too short for one poll
+                peak = peak or ru.ru_maxrss * 1024  # the largest single process, KiB
                 break
             time.sleep(0.1)
     wall = time.perf_counter() - t

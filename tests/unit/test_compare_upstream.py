@@ -2,6 +2,7 @@
 against upstream's int8 (upstream has no bf16), and the default precisions of the host."""
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -135,3 +136,14 @@ def test_trunc_and_valid_n_give_both_sides_the_same_cut_copies(tmp_path):
     assert read("train.src.txt") == "a b c\nf g\n" and read("train.tgt.txt") == "x y\nw\n"
     assert read("valid.src.txt") == "p q r\n" and read("valid.tgt.txt") == "m n\n"
     assert sorted(os.listdir(out)) == ["train.src.txt", "train.tgt.txt", "valid.src.txt", "valid.tgt.txt"]
+
+
+def test_a_small_process_is_not_charged_the_harness_memory(tmp_path):
+    """A child's ru_maxrss counts the pages it shared with the harness when forked: a 20 MiB python
+    started from a process holding 300 MiB is measured by polling, not by that."""
+    from bench.lib.measured_run import run
+    held = bytearray(300 * 2 ** 20)
+    held[::4096] = b"\x01" * len(held[::4096])   # touched: resident
+    rc, _, peak, _ = run([sys.executable, "-c", "import time; time.sleep(0.6)"], str(tmp_path / "log"))
+    assert rc == 0 and 1 < peak < 150, peak
+    del held
