@@ -50,25 +50,19 @@ class CheckpointKeeper:
             return None
         path = os.path.abspath(path or checkpoint_path(self.save_model, step))
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        payload = dict(self.meta)
+        payload = {**self.meta, **state}   # the trainer's state as it gives it (scaler included)
         payload.update({
-            "model": state["model"],
-            "optim": state["optim"],
             "step": step,
             "data_pos": list(data_pos),   # (epoch, batches read by EACH rank: they read as many)
             "rng": rng_ranks[0],
             "world_size": self.world.world_size,
-            "train_seconds": state["train_seconds"],
             "saved_checkpoints": (self.saved + [path] if tracked and path not in self.saved
                                   else list(self.saved)),
             "saved_identities": {p: list(self.identities[p])
                                  for p in self.saved if p in self.identities},
-            "early_stopping": state["early_stopping"],
         })
         if self.world.world_size > 1:
             payload["rng_ranks"] = rng_ranks
-        if "scaler" in state:
-            payload["scaler"] = state["scaler"]
         atomic_torch_save(payload, path)
         logger.info(f"Saved checkpoint {path}")
         if tracked:
