@@ -66,7 +66,8 @@ def reference_tokens(batch):
 
 def dropout_free(model):
     """Whether `model`'s encoder (the whole model without one) computes the same in training and
-    in evaluation mode: no dropout module with p > 0, no multi-layer RNN with inter-layer dropout."""
+    in evaluation mode: no dropout module with p > 0, no multi-layer RNN with inter-layer
+    dropout."""
     for m in getattr(model, "encoder", model).modules():
         if isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0:
             return False
