@@ -6,7 +6,11 @@
 
 One command, resumable: every job writes its output atomically and is skipped when that exists, so it
 goes on after an interruption, or in a later session on a fresh machine from the committed figures
-(a view whose results JSON exists is neither tuned nor trained again). Up to -jobs one-thread processes.
+(a view whose results JSON exists is neither tuned nor trained again). An ML phase whose figures are
+committed but whose chosen checkpoint a later arm needs (r_ml on a fresh machine) is trained again to the
+committed step, same command and seed, and its committed choice is reused, not tuned again; its view's
+regen.json says whether the weights are the committed ones (SHA-256; a CPU with other vector units can
+round differently). Up to -jobs one-thread processes.
 
 Sizes, the same for every model (experiments/cnndm_arms.py): the shared 39,160 training pairs, articles
 cut to 400 tokens and summaries to 100 (See et al.'s and Paulus et al.'s cuts: 400 / 100 and 800 / 100),
@@ -50,7 +54,7 @@ sys.path.insert(0, ROOT)
 from experiments import cnndm_views as cv  # noqa: E402
 from experiments.cnndm_arms import ARMS, SIZES, views  # noqa: E402
 from experiments.common import run, run_jobs, start_logged  # noqa: E402
-from experiments.rl_vs_ml import latest_checkpoint, train_seconds  # noqa: E402
+from experiments.rl_vs_ml import latest_checkpoint, read_json, train_seconds, write_json  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "cnndm")
 
@@ -149,17 +153,30 @@ def start_checkpoint(a, name):
     return os.path.join(arm_folder(a, start), "model_best.pt")
 
 
+def regenerating(a, name):
+    """The step to train ML phase `name` to again, when its figures are committed (a fresh machine lacks
+    the checkpoint its tuning chose, which later arms continue); None otherwise. The same command with the
+    same seed, -train_steps at the chosen checkpoint's step instead of a CPU budget, gives the same weights
+    on a CPU like the first one's (regen.json says whether they are)."""
+    if ARMS[name].start is not None or not scored(a, name):
+        return None
+    return int(read_json(os.path.join(a.results, f"{name}.json"))["step"])
+
+
 def train_command(a, prep, name):
-    """train.py's command for arm `name`, resuming its last checkpoint; None when its budget is spent."""
+    """train.py's command for arm `name`, resuming its last checkpoint; None when its budget is spent
+    (or, regenerating, its step reached)."""
     arm, prefix = ARMS[name], os.path.join(arm_folder(a, name), "model")
     os.makedirs(arm_folder(a, name), exist_ok=True)
     start, last = start_checkpoint(a, name), latest_checkpoint(prefix)
     spent = train_seconds(last) - (train_seconds(start) if start else 0.0) if last else 0.0
-    if spent >= budget(a, name):
+    steps = regenerating(a, name)
+    if steps is None and spent >= budget(a, name) or steps is not None and last and cv.checkpoint_step(last) >= steps:
         return None
     emb, hidden = a.model_sizes.split(",")
-    cmd = ["train.py", "-data", prep, "-save_model", prefix, *arm.options, "-seed", str(arm.seed),
-           "-train_steps", "1000000", "-train_time_limit", str(budget(a, name) - spent)]
+    limit = ["-train_steps", str(steps)] if steps else ["-train_steps", "1000000", "-train_time_limit",
+                                                        str(budget(a, name) - spent)]
+    cmd = ["train.py", "-data", prep, "-save_model", prefix, *arm.options, "-seed", str(arm.seed), *limit]
     if start is None:        # an ML phase: early stopping on the tuning pairs' perplexity
         sizes = dict(zip(SIZES[::2], SIZES[1::2]), **{"-word_vec_size": emb, "-rnn_size": hidden})
         cmd += [x for kv in sizes.items() for x in kv]
@@ -177,7 +194,30 @@ def train_arm(a, name):
     cmd = train_command(a, prep, name)
     if cmd is not None:
         run(cmd, log=os.path.join(arm_folder(a, name), "train.log"))
+    if regenerating(a, name) is not None:
+        chose_again(a, name)
     open(os.path.join(arm_folder(a, name), "done"), "w").close()
+
+
+def chose_again(a, name):
+    """A regenerated ML phase: its view's chosen.yaml (what its committed tuning chose, with the checkpoint
+    trained again) and regen.json (whether the weights are the committed ones, by their SHA-256)."""
+    import yaml
+    result = read_json(os.path.join(a.results, f"{name}.json"))
+    step = result["step"]
+    model = os.path.join(arm_folder(a, name), f"model_step_{step}.pt")
+    if not os.path.exists(model):
+        raise SystemExit(f"{name}: training again to step {step} left no {model}; see its train.log")
+    digest = cv.weights_digest(model)
+    folder = cv.view_folder(a, name)
+    os.makedirs(folder, exist_ok=True)
+    write_json(os.path.join(folder, "regen.json"),
+               {"step": step, "sha256": digest, "committed_sha256": result.get("weights_sha256"),
+                "identical": digest == result.get("weights_sha256")})
+    config = dict(result["tuning"]["chosen"], model=os.path.abspath(model))
+    with open(os.path.join(folder, "chosen.yaml.tmp"), "w", encoding="utf-8") as f:
+        yaml.safe_dump(config, f, default_flow_style=False, sort_keys=False)
+    os.replace(os.path.join(folder, "chosen.yaml.tmp"), os.path.join(folder, "chosen.yaml"))
 
 
 # --------------------------------------------------------------------------- jobs
@@ -214,11 +254,10 @@ def job_list(a, wanted):
             jobs.append(("score:lead3", [], None if scored(a, v) else me + ["-job", "score:lead3"]))
             continue
         start = ARMS[v].start
-        needs = [] if start is None else [f"tune:{start}" if start == "r_ml" else f"train:{start}"]
+        # r_ml's chosen checkpoint: tuned after training, or (regenerated) written by its training job
+        needs = [] if start is None else [f"train:{start}"] + (["tune:r_ml"] if start == "r_ml" else [])
         jobs.append((f"train:{v}", needs, me + ["-job", f"train:{v}"] if train_needed(a, v, wanted) else None))
-        children = [c for c in wanted if c in ARMS and ARMS[c].start == v and train_needed(a, c, wanted)]
-        tune = not os.path.exists(os.path.join(cv.view_folder(a, v), "chosen.yaml")) and (
-            not scored(a, v) or (v == "r_ml" and bool(children)))
+        tune = not os.path.exists(os.path.join(cv.view_folder(a, v), "chosen.yaml")) and not scored(a, v)
         jobs.append((f"tune:{v}", [f"train:{v}"], me + ["-job", f"tune:{v}"] if tune else None))
         jobs.append((f"score:{v}", [f"tune:{v}"], None if scored(a, v) else me + ["-job", f"score:{v}"]))
     known = {n for n, _, _ in jobs}

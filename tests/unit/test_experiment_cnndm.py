@@ -40,7 +40,7 @@ def test_views_and_what_each_job_needs(tmp_path):
     jobs = exp.job_list(a, wanted)
     needs = {n: set(d) for n, d, _ in jobs}
     names = [n for n, _, _ in jobs]
-    assert needs["train:a1"] == {"tune:r_ml"} and needs["train:c1"] == {"tune:r_ml"}   # from r_ml's chosen one
+    assert needs["train:a1"] == needs["train:c1"] == {"train:r_ml", "tune:r_ml"}   # from r_ml's chosen one
     assert needs["train:pg_cov"] == {"train:pg_ml"} and needs["train:r_noid"] == set()
     assert needs["tune:a1"] == {"train:a1"} and needs["score:a1"] == {"tune:a1"} and needs["score:lead3"] == set()
     assert names.index("tune:r_ml") < names.index("train:a1") and all(cmd is not None for _, _, cmd in jobs)
@@ -59,9 +59,12 @@ def test_a_fresh_machine_retrains_nothing_whose_figures_are_committed(tmp_path):
     cmds = {n: cmd for n, _, cmd in exp.job_list(a, exp.wanted_views(a))}
     assert cmds["score:lead3"] is None and cmds["train:r_noid"] is None and cmds["tune:pg_ml"] is None
     assert cmds["train:a1"] is None and cmds["tune:a1"] is None
-    # a2, b2, m2 are not scored: they continue r_ml's chosen checkpoint, which this machine lacks
-    assert cmds["train:a2"] is not None and cmds["train:r_ml"] is not None and cmds["tune:r_ml"] is not None
+    # a2, b2, m2 are not scored: they continue r_ml's chosen checkpoint, which this machine lacks; r_ml is
+    # trained again (to its committed step), its committed choice reused, not tuned again
+    assert cmds["train:a2"] is not None and cmds["train:r_ml"] is not None and cmds["tune:r_ml"] is None
     assert cmds["score:r_ml"] is None
+    needs = {n: set(d) for n, d, _ in exp.job_list(a, exp.wanted_views(a))}
+    assert needs["train:a2"] == {"train:r_ml", "tune:r_ml"}
     # pg_cov is not scored and pg_ml's best checkpoint is missing: pg_ml trains again, not once pg_cov is scored
     assert cmds["train:pg_ml"] is not None
     (tmp_path / "results" / "pg_cov.json").write_text("{}")
@@ -210,3 +213,31 @@ def test_tiny_run_report_and_resume(tiny_run):
     b = exp.parse_args(argv)
     b.argv = argv
     assert all(cmd is None for _, _, cmd in exp.job_list(b, exp.wanted_views(b)))
+
+
+def test_a_fresh_machine_trains_r_ml_again_to_the_same_weights(tiny_run, tmp_path):
+    """Only the figures survive a session: a1 wanted again on a fresh machine trains r_ml again to its
+    committed step with the same seed and gets the committed weights (same CPU), reusing its choice."""
+    a, argv, res = tiny_run
+    results = tmp_path / "results"
+    results.mkdir()
+    for view in ("lead3", "r_ml", "b1"):        # a1 lost: it is wanted again
+        (results / f"{view}.json").write_text(json.dumps(res[view]))
+    fresh = [*argv]
+    fresh[fresh.index("-workdir") + 1] = str(tmp_path / "work")
+    fresh[fresh.index("-results") + 1] = str(results)
+    b = exp.parse_args(fresh)
+    b.argv = fresh
+    cmds = {n: cmd for n, _, cmd in exp.job_list(b, exp.wanted_views(b))}
+    assert cmds["train:r_ml"] is not None and cmds["tune:r_ml"] is None and cmds["train:b1"] is None
+    train = exp.train_command(b, exp.prepare_data(b), "r_ml")
+    assert train[train.index("-train_steps") + 1] == str(res["r_ml"]["step"]) and "-train_time_limit" not in train
+    exp.main(fresh)
+    regen = json.load(open(tmp_path / "work" / "tuned" / "r_ml" / "regen.json"))
+    assert regen["step"] == res["r_ml"]["step"] and regen["identical"], regen
+    assert regen["sha256"] == res["r_ml"]["weights_sha256"]
+    chosen = cv.read_lines(str(tmp_path / "work" / "tuned" / "r_ml" / "chosen.yaml"))
+    assert any(line.startswith("model: " + str(tmp_path / "work")) for line in chosen)
+    assert not os.path.exists(tmp_path / "work" / "tuned" / "r_ml" / "grid.json")     # not tuned again
+    a1 = json.load(open(results / "a1.json"))
+    assert a1["step"] > res["r_ml"]["step"] and "weights_sha256" in a1
