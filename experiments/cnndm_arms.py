@@ -10,9 +10,10 @@ from typing import NamedTuple, Optional
 
 SIZES = ["-word_vec_size", "128", "-rnn_size", "256", "-max_grad_norm", "2", "-report_every", "25"]
 # See et al.'s pointer-generator: bidirectional LSTM encoder, Bahdanau (mlp) attention that is also the copy
-# distribution, one embedding matrix for both sides
-POINTER = ["-copy_attn", "-brnn", "-global_attention", "mlp", "-share_embeddings", "-optim", "adam",
-           "-learning_rate", "0.001", "-batch_size", "50"]
+# distribution, one embedding matrix for both sides, one layer and no dropout as they trained it (the
+# general family's defaults, OpenNMT's 2 layers and dropout 0.3, are not theirs)
+POINTER = ["-copy_attn", "-brnn", "-global_attention", "mlp", "-share_embeddings", "-layers", "1",
+           "-dropout", "0", "-optim", "adam", "-learning_rate", "0.001", "-batch_size", "50"]
 # Paulus et al.'s model with its family's recipe (onmt/opts/families.py): scheduled sampling 0.25,
 # intra-attention scores scaled by 1/sqrt(H), Adam 1e-3, batch 50
 REINFORCED = ["-reinforced"]
