@@ -34,7 +34,7 @@ Systems, each trained with one thread, budgets in training CPU seconds (validati
     objective (gamma 0.9984, lr 1e-4, fresh Adam), b<s> ML at lr 1e-4 (fresh Adam), m<s> the ML phase's
     own continuation (lr 1e-3, its Adam state), s = -seeds (1, 2); c1 RL alone (gamma 1, lr 1e-4).
 Splits: tuning = validation pairs 1 to -tune_pairs (500): early stopping during training, every choice
-(checkpoint, length rule, strongest ML control); development = the rest of validation (3,868 pairs; built-in
+(checkpoint, length rule, strongest ML control); development = the next -dev_pairs (1,000) of validation (built-in
 ROUGE-1.5.5 scorer): figures; test = the 3,000 test pairs, scored once with what tuning chose (ROUGE-1.5.5
 itself). Views: each model is a view; onmt_tune_decoding chooses its checkpoint (an ML phase: its best
 and its last; a later arm: its checkpoints at 1/3, 2/3, all of its budget) and length rule (wu alpha in
@@ -68,8 +68,10 @@ def parse_args(argv=None):
     p.add_argument("-views", default="", help="only these views (comma-separated; default: all)")
     p.add_argument("-jobs", type=int, default=2, help="one-thread processes side by side")
     p.add_argument("-tune_pairs", type=int, default=500, help="validation's first N pairs tune, the rest score")
-    p.add_argument("-dev_pairs", type=int, default=0, help="score at most N development pairs (0: all the rest)")
-    p.add_argument("-noblock_pairs", type=int, default=1000, help="test pairs decoded again without blocking")
+    # decoding is half of the experiment's CPU time: 1,000 development pairs (of 3,868) and 500 test pairs
+    # again without blocking keep every view's decoding to about 10,000 articles
+    p.add_argument("-dev_pairs", type=int, default=1000, help="score at most N development pairs (0: all the rest)")
+    p.add_argument("-noblock_pairs", type=int, default=500, help="test pairs decoded again without blocking")
     p.add_argument("-ml_seconds", type=float, default=5400.0)
     p.add_argument("-cov_seconds", type=float, default=600.0)
     p.add_argument("-arm_seconds", type=float, default=1800.0)
