@@ -73,15 +73,38 @@ def sigterm_unwinds():
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def signals_end_at_once(prog):
+    """While the block runs, SIGTERM and SIGINT print `prog`'s one line and end the process at once
+    (143, 130), raising nothing. For the imports: torch's C extension imports numpy and takes an
+    exception raised inside that import for a missing numpy, so a signal turned into an exception
+    there was lost (the command went on); raised inside C++ it can abort the process. Nothing is
+    written during the imports, so nothing is left to remove."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def end(signum, frame):
+        term = signum == signal.SIGTERM
+        os.write(2, f"{prog}: {'terminated (SIGTERM)' if term else 'interrupted'}\n".encode())
+        os._exit(143 if term else 130)
+    previous = {s: signal.signal(s, end) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def launch(module):
     """The start of the scripts train.py, translate.py, ...: import `module` (torch and all) and
-    `run_main` its main; a ^C during the imports is one line and exit 130 as well."""
+    `run_main` its main; a ^C or SIGTERM during the imports is one line and exit 130 or 143."""
     import importlib
+    prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
     try:
-        with sigterm_unwinds():
+        with signals_end_at_once(prog):
             main_fn = importlib.import_module(module).main
     except KeyboardInterrupt as e:
-        prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
         print(f"{prog}: {'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}",
               file=sys.stderr)
         sys.exit(143 if isinstance(e, Terminated) else 130)

@@ -1,9 +1,12 @@
 """onmt.utils.cli.run_main: each kind of failure is one line on stderr and its exit status."""
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+from helpers.paths import ROOT
 
 CASES = {
     "UserError('bad line 3')": (1, "prog.py: error: bad line 3"),
@@ -37,3 +40,30 @@ def test_a_failure_is_one_line_and_its_exit_status(raised, tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == code, proc.stderr
     assert proc.stderr.strip().splitlines() == [line]
+
+
+@pytest.mark.parametrize("signame, code, line", [("SIGTERM", 143, "prog.py: terminated (SIGTERM)"),
+                                                 ("SIGINT", 130, "prog.py: interrupted")])
+def test_a_signal_during_the_imports_ends_the_command_even_where_an_import_swallows_it(
+        tmp_path, signame, code, line):
+    """torch's C extension imports numpy and takes any exception there for a missing numpy: a signal
+    raised as an exception inside it was lost and the command went on (and, inside C++, could abort).
+    Here a module swallows every exception around the moment its process gets the signal."""
+    (tmp_path / "swallows.py").write_text(textwrap.dedent(f"""
+        import os
+        import signal
+        import time
+        try:
+            os.kill(os.getpid(), signal.{signame})
+            time.sleep(5)               # the handler runs here
+        except BaseException:
+            pass                        # as torch's C extension does around `import numpy`
+
+        def main(argv=None):
+            print("main ran")
+    """))
+    script = tmp_path / "prog.py"
+    script.write_text("import sys\nfrom onmt.utils.cli import launch\nlaunch('swallows')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert (proc.returncode, proc.stderr.strip().splitlines(), proc.stdout) == (code, [line], "")
