@@ -140,7 +140,7 @@ def report(results):
             "Paulus et al. 2017 Table 1 (See et al. 2017 for pg_ml and lead-3). Repeated trigrams with blocking "
             "off: the reinforced views' test head decoded again with -block_ngram_repeat 0 (in brackets: the "
             "same pairs with blocking on).\n\n" + table(results, "test")
-            + f"\n## Development (the rest of validation, {pairs['dev']:,} pairs; built-in scorer)\n\n"
+            + f"\n## Development ({pairs['dev']:,} validation pairs after the tuning ones; built-in scorer)\n\n"
             + table(results, "dev")
             + "\n## Each part against the system without it\n\n" + parts(results)
             + "\n## What tuning chose (validation's first pairs)\n\n" + tuning(results)
