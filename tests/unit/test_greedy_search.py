@@ -84,7 +84,7 @@ def test_greedy_matches_naive_loop():
 
 @pytest.mark.parametrize("family", ["reinforced", "copy", "rnn"])
 def test_beam_one_is_the_greedy_loop_in_every_family(family, one_torch_thread):
-    """Beam size 1 is greedy search: the same tokens, scores and sums of log-probabilities, exactly."""
+    """Beam size 1 is greedy search: the same tokens, scores and sums of log-probabilities (to float32 rounding)."""
     rng = random.Random(3)
     lines = [" ".join(f"w{rng.randrange(14)}" for _ in range(rng.randint(1, 9))) for _ in range(9)]
     batch = next(toy_batches(lines, None, FAMILY_VOCABS, len(lines)))
@@ -94,7 +94,10 @@ def test_beam_one_is_the_greedy_loop_in_every_family(family, one_torch_thread):
                    {"max_length": 4, "length_penalty": "avg"}):
             want = batched_greedy(model, batch, **kw)
             got = search(model, batch, beam_size=1, **{"max_length": 10, **kw})
-            assert [(h[0].tokens, h[0].score, h[0].log_prob) for h in got] == want, (seed, kw)
+            assert [h[0].tokens for h in got] == [w[0] for w in want], (seed, kw)
+            # the same sums; the last bits may differ where the CPU's kernels differ by batch shape (AVX2)
+            flat = [x for h in got for x in (h[0].score, h[0].log_prob)]
+            assert flat == pytest.approx([x for w in want for x in w[1:]], rel=1e-6, abs=0), (seed, kw)
 
 
 def test_copy_model_emits_extended_ids():
