@@ -204,22 +204,25 @@ def train_arm(a, name):
 def chose_again(a, name):
     """A regenerated ML phase: its view's chosen.yaml (what its committed tuning chose, with the checkpoint
     trained again) and regen.json (whether the weights are the committed ones, by their SHA-256)."""
+    import torch
     import yaml
+
+    from onmt.utils.checkpoint import weights_digest
+    from onmt.utils.files import write_text_atomic
     result = read_json(os.path.join(a.results, f"{name}.json"))
     step = result["step"]
     model = os.path.join(arm_folder(a, name), f"model_step_{step}.pt")
     if not os.path.exists(model):
         raise SystemExit(f"{name}: training again to step {step} left no {model}; see its train.log")
-    digest = cv.weights_digest(model)
+    digest = weights_digest(torch.load(model, map_location="cpu", weights_only=True)["model"])
     folder = cv.view_folder(a, name)
     os.makedirs(folder, exist_ok=True)
     write_json(os.path.join(folder, "regen.json"),
                {"step": step, "sha256": digest, "committed_sha256": result.get("weights_sha256"),
                 "identical": digest == result.get("weights_sha256")})
     config = dict(result["tuning"]["chosen"], model=os.path.abspath(model))
-    with open(os.path.join(folder, "chosen.yaml.tmp"), "w", encoding="utf-8") as f:
-        yaml.safe_dump(config, f, default_flow_style=False, sort_keys=False)
-    os.replace(os.path.join(folder, "chosen.yaml.tmp"), os.path.join(folder, "chosen.yaml"))
+    write_text_atomic(os.path.join(folder, "chosen.yaml"),
+                      yaml.safe_dump(config, default_flow_style=False, sort_keys=False))
 
 
 # --------------------------------------------------------------------------- jobs

@@ -31,20 +31,6 @@ def checkpoint_step(path):
     return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
 
 
-def weights_digest(path):
-    """SHA-256 of a checkpoint's model weights (names, dtypes, shapes, values): equal for the same weights."""
-    import hashlib
-
-    import torch
-    state = torch.load(path, map_location="cpu", weights_only=True)["model"]
-    h = hashlib.sha256()
-    for name in sorted(state):
-        t = state[name].detach().cpu()
-        h.update(f"{name} {t.dtype} {tuple(t.shape)}".encode())
-        h.update(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())   # (numel x bytes,)
-    return h.hexdigest()
-
-
 def tune_view(a, view, candidates):
     """onmt_tune_decoding over `candidates` x ALPHAS x MIN_LENGTHS on the tuning pairs -> chosen.yaml, grid.json."""
     folder = view_folder(a, view)
@@ -140,9 +126,10 @@ def score_view(a, view, splits):
         import torch
         result.update(family=ARMS[view].family, description=ARMS[view].description,
                       tuning=read_json(f"{folder}/grid.json"))
+        from onmt.utils.checkpoint import weights_digest
         ck = torch.load(result["tuning"]["chosen"]["model"], map_location="cpu", weights_only=True, mmap=True)
         result.update(step=int(ck["step"]), train_seconds=float(ck.get("train_seconds", 0.0)),
-                      weights_sha256=weights_digest(result["tuning"]["chosen"]["model"]))
+                      weights_sha256=weights_digest(ck["model"]))
     for split in ("dev", "test"):
         src, tgt = splits[split]
         pred = f"{folder}/{split}.txt"

@@ -1,4 +1,5 @@
 """Checkpoints: atomic save, safe load (weights_only), validation against data and options."""
+import hashlib
 import os
 import random
 
@@ -15,6 +16,17 @@ def atomic_torch_save(obj, path, what="checkpoint"):
     read-only folder) leaves no temporary file and is one UserError,
     "checkpoint: cannot write PATH: No space left on device"."""
     write_atomic(path, lambda f: torch.save(obj, f), what, binary=True)
+
+
+def weights_digest(state):
+    """SHA-256 of a model state dict (a checkpoint's "model"): keys sorted, each name, shape,
+    dtype and values (floating ones as float64 bytes); equal for equal weights."""
+    h = hashlib.sha256()
+    for key in sorted(state):
+        t = state[key].detach().cpu().contiguous()
+        h.update(f"{key}:{tuple(t.shape)}:{t.dtype};".encode())
+        h.update((t.double() if t.is_floating_point() else t).numpy().tobytes())
+    return h.hexdigest()
 
 
 def rng_state():

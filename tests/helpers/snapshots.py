@@ -56,13 +56,9 @@ def environment():
 def parameter_digest(checkpoint_path):
     """sha256 over the checkpoint's model tensors (keys sorted; name, shape, float64 bytes)."""
     import torch
-    state = torch.load(checkpoint_path, map_location="cpu", weights_only=True)["model"]
-    h = hashlib.sha256()
-    for key in sorted(state):
-        t = state[key].detach().contiguous()
-        h.update(f"{key}:{tuple(t.shape)}:{t.dtype};".encode())
-        h.update((t.double() if t.is_floating_point() else t).numpy().tobytes())
-    return h.hexdigest()
+
+    from onmt.utils.checkpoint import weights_digest
+    return weights_digest(torch.load(checkpoint_path, map_location="cpu", weights_only=True)["model"])
 
 
 def dump_digest(path):

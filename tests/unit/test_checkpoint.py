@@ -81,3 +81,14 @@ def test_counters_of_the_wrong_type_are_one_line(tmp_path, field, value, message
     torch.save(ckpt, path)
     with pytest.raises(UserError, match=re.escape(message)):
         load_checkpoint(path)
+
+
+def test_weights_digest_is_equal_for_equal_weights_only():
+    from onmt.utils.checkpoint import weights_digest
+    state = {"b": torch.arange(3), "a.weight": torch.randn(2, 3)}
+    same = {k: v.clone() for k, v in reversed(list(state.items()))}        # other order, other storage
+    assert weights_digest(same) == weights_digest(state)
+    changed = dict(state, **{"a.weight": state["a.weight"].clone()})
+    changed["a.weight"][1, 2] = torch.nextafter(changed["a.weight"][1, 2], torch.tensor(9.0))  # one bit
+    assert weights_digest(changed) != weights_digest(state)
+    assert weights_digest(dict(state, b=torch.arange(3).reshape(3, 1))) != weights_digest(state)    # shape
