@@ -14,9 +14,10 @@ SIZES = ["-word_vec_size", "128", "-rnn_size", "256", "-max_grad_norm", "2", "-r
 # general family's defaults, OpenNMT's 2 layers and dropout 0.3, are not theirs)
 POINTER = ["-copy_attn", "-brnn", "-global_attention", "mlp", "-share_embeddings", "-layers", "1",
            "-dropout", "0", "-optim", "adam", "-learning_rate", "0.001", "-batch_size", "50"]
-# Paulus et al.'s model with its family's recipe (onmt/opts/families.py): scheduled sampling 0.25,
-# intra-attention scores scaled by 1/sqrt(H), Adam 1e-3, batch 50
-REINFORCED = ["-reinforced"]
+# Paulus et al.'s model with its family's recipe (onmt/opts/families.py): intra-attention scores scaled
+# by 1/sqrt(H), Adam 1e-3, batch 50; and the paper's scheduled sampling 0.25, given here since the recipe
+# dropped it (r_ss0's result): every arm keeps the command it was trained with
+REINFORCED = ["-reinforced", "-scheduled_sampling", "0.25"]
 
 
 class Arm(NamedTuple):

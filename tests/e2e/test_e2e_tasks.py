@@ -20,7 +20,9 @@ COMMON = ["-layers", "1", "-rnn_size", "128", "-word_vec_size", "64", "-brnn", "
           "-save_checkpoint_steps", "0"]
 FAMILIES = {"rnn": ["-global_attention", "general"],                 # Luong et al.'s attention model
             "copy": ["-copy_attn", "-global_attention", "mlp"],       # See et al.'s pointer-generator
-            "reinforced": ["-reinforced", "-max_grad_norm", "2"]}     # Paulus et al.'s (the recipe's own sampling)
+            # Paulus et al.'s, with their scheduled sampling (the floors were measured with it; the family's
+            # default is 0 since 2026-11-29)
+            "reinforced": ["-reinforced", "-max_grad_norm", "2", "-scheduled_sampling", "0.25"]}
 DATA = {"copy": {}, "reverse": {}, "sort": {}, "copy_oov": {}}
 PREP = {"copy_oov": ["-src_vocab_size", "24", "-tgt_vocab_size", "24"]}   # the 4 specials + w0 .. w19
 # (family, task) -> (training steps, exact-match floor)

@@ -92,13 +92,14 @@ def test_reinforced_alone_is_the_papers_structure():
     assert _train_opt("-reinforced", "-layers", "2").enc_layers == 2
     # defaults are not "given": the same options pass when they come from the defaults
     assert _train_opt("-reinforced", "-input_feed", "1").reinforced
-    # and the paper's recipe where nothing was given: sizes, Adam 1e-3, batch 50, dropout 0, sampling 0.25
-    assert (opt.word_vec_size, opt.rnn_size, opt.dropout, opt.scheduled_sampling) == (100, 400, 0.0, 0.25)
+    # and the paper's recipe where nothing was given: sizes, Adam 1e-3, batch 50, dropout 0; but no
+    # scheduled sampling (the paper's 0.25 costs ROUGE on CNN/DM: docs/results.md), reported as a difference
+    assert (opt.word_vec_size, opt.rnn_size, opt.dropout, opt.scheduled_sampling) == (100, 400, 0.0, 0.0)
     # and scores scaled by 1/sqrt(H) (the paper is silent; unscaled spikes: docs/user-guide.md, Sanity tasks)
     assert opt.intra_attn_scale == "sqrt"
     assert _train_opt("-reinforced", "-intra_attn_scale", "none").intra_attn_scale == "none"
     assert (opt.optim, opt.learning_rate, opt.batch_size) == ("adam", 0.001, 50)
-    assert opts.paper_differences(opt) == []
+    assert opts.paper_differences(opt) == ["-scheduled_sampling 0.0 (paper: 0.25)"]
     assert opts.paper_differences(_train_opt("-config", "config/cnndm_reinforced.yaml")) == []
     # what the user gives wins, and is reported as a difference
     mine = _train_opt("-reinforced", "-optim", "sgd", "-rnn_size", "500", "-batch_size", "32", "-dropout", "0.3")
