@@ -283,6 +283,8 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     torchrun's variables set (MASTER_ADDR / MASTER_PORT: the environment's, else localhost and a
     free port). When one rank fails the others are stopped, and this raises a one-line UserError.
     start_method "spawn" starts fresh interpreters (what CUDA needs); the CPU tests fork."""
+    from multiprocessing.connection import wait
+
     import torch.multiprocessing as mp
 
     from onmt.utils.stop import forwarded_signals
@@ -300,8 +302,14 @@ def spawn(fn, argv, world_size, start_method="spawn"):
             procs.extend(context.processes)
             for signum in received:         # received while the ranks were being created
                 _signal_all(procs, signum)
-            while not received and not context.join(timeout=0.5):
-                pass
+            # join() ends the other ranks when one exits non-zero; a rank stopping on a forwarded
+            # signal exits 130 / 143: join only once a rank has ended and no signal has come (after
+            # one, _stopped waits for every rank)
+            while not received:
+                alive = [p.sentinel for p in procs if p.is_alive()]
+                ended = not alive or wait(alive, timeout=0.5)
+                if ended and not received and context.join(timeout=0):
+                    break
         except mp.ProcessExitedException as e:
             if not received:
                 raise UserError(f"rank {e.error_index} of {world_size} exited with code "

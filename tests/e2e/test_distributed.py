@@ -22,7 +22,7 @@ import torch
 
 from helpers.e2e import random_pair_data
 from onmt.bin import train as train_bin
-from onmt.errors import UserError
+from onmt.errors import Stopped, UserError
 from onmt.utils import distributed
 
 RNN = ["-layers", "1", "-rnn_size", "16", "-word_vec_size", "8", "-brnn", "-dropout", "0",
@@ -341,3 +341,41 @@ def test_a_signal_stops_every_rank_which_saves_once(data, tmp_path, signum, to_g
     assert f"stopped by {name}" in err.strip().splitlines()[-1]
     (saved,) = tmp_path.glob("s_step_*.pt")
     assert _model(saved) and int(saved.stem.rsplit("_", 1)[-1]) >= 3
+
+
+def _stop_one_after_the_other(folder):
+    """A rank that waits for SIGINT (forwarded by the spawner), then stops as train.py's ranks do
+    (exit 130); rank 0 takes longer, as when it saves the checkpoint."""
+    import signal
+    import time
+    got = []
+    signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)   # as a rank past its handlers (saving, exiting)
+    open(os.path.join(folder, "ready" + os.environ["RANK"]), "w").close()
+    while not got:
+        time.sleep(0.01)
+    if os.environ["RANK"] == "0":
+        time.sleep(1.5)
+    raise Stopped("stopped", 130)
+
+
+def test_a_rank_that_stops_first_does_not_end_the_one_still_saving(tmp_path):
+    """^C to the spawner: rank 1 stops at once, rank 0 a moment later; the spawner waits for rank 0
+    rather than ending it (torch's join ends the others when one exits non-zero)."""
+    import signal
+    import time
+
+    def interrupt():
+        deadline = time.time() + DEADLINE_S
+        while time.time() < deadline and len(list(tmp_path.glob("ready*"))) < 2:
+            time.sleep(0.05)
+        # to the main thread itself, as a signal from outside usually lands: it interrupts the
+        # spawner's wait for its ranks, during which rank 1 exits
+        signal.pthread_kill(main, signal.SIGINT)
+
+    main = threading.main_thread().ident
+    threading.Thread(target=interrupt, daemon=True).start()
+    with _Deadline(DEADLINE_S), pytest.raises(Stopped) as stopped:
+        distributed.spawn(_stop_one_after_the_other, str(tmp_path), 2, start_method="fork")
+    assert stopped.value.code == 130
+    assert str(stopped.value).startswith("stopped by SIGINT: every rank finished its step")
