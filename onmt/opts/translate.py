@@ -125,6 +125,22 @@ def tune_decoding_opts(parser):
           help="values of wu's alpha (0: no penalty)")
     g.add("-min_length", "--min_length", type=int, nargs="+", default=[0],
           help="values of the minimum length")
+    g.add("-widen", "--widen", action="store_true",
+          help="while the best setting's alpha or minimum length is at the top or bottom of its "
+               "values, add the next value one step beyond (the step: the spacing of the two "
+               "outermost values) and tune again, up to -max_alpha and -max_min_length; without it "
+               "an edge choice is only reported")
+    g.add("-max_alpha", "--max_alpha", type=float, default=3.0,
+          help="-widen's bound on alpha")
+    g.add("-max_min_length", "--max_min_length", type=int, default=0,
+          help="-widen's bound on the minimum length (0: -max_length)")
+    g.add("-match_output", "--match_output", default="",
+          help="also write, as YAML like -output's, the best checkpoint and alpha with the minimum "
+               "length (or, when its outputs are longer, the maximum length) whose mean output "
+               "length on the tuning set comes nearest -match_target: a length-matched rule, so "
+               "that systems are compared at one length")
+    g.add("-match_target", "--match_target", type=float, default=0.0,
+          help="the mean output length in words -match_output aims at (0: the references')")
     g = parser.add_argument_group("Search, the same in every setting")
     g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
     g.add("-max_length", "--max_length", type=int, default=100,

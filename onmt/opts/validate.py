@@ -368,6 +368,16 @@ def validate_tune_decoding_opts(opt):
     if opt.length_penalty != "wu" and opt.alpha != [0.0] and given(opt, "alpha"):
         raise OptionError("-alpha is wu's parameter: give -length_penalty wu, or leave -alpha out "
                           f"with -length_penalty {opt.length_penalty}")
+    if opt.widen and opt.max_alpha < max(opt.alpha):
+        raise OptionError(f"-max_alpha {opt.max_alpha} is below the grid's alpha {max(opt.alpha)}")
+    if opt.max_min_length < 0 or opt.max_min_length > opt.max_length:
+        raise OptionError(f"-max_min_length {opt.max_min_length} must lie in 0 .. -max_length "
+                          f"{opt.max_length} (0: -max_length)")
+    if opt.widen and max(opt.min_length) > (opt.max_min_length or opt.max_length):
+        raise OptionError(f"-max_min_length {opt.max_min_length} is below the grid's minimum "
+                          f"length {max(opt.min_length)}")
+    if opt.match_target < 0:
+        raise OptionError(f"-match_target must be >= 0 words, got {opt.match_target}")
     check_decoding_device(opt)
 
 

@@ -118,3 +118,56 @@ def test_bad_files_are_one_line(toy, tmp_path):
         assert r.returncode != 0 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert not (tmp_path / "o.yaml").exists()
     assert read_lines(d / "s.txt")[0] == "w1 w2 w3 w4 w5"
+
+
+def lengths_decoder(peak_min_length):
+    """Predictions whose ROUGE-L rises with the minimum length up to `peak_min_length`: the first
+    min_length words of a long reference (the alpha does nothing)."""
+    refs = [" ".join(f"w{i}" for i in range(200))]
+
+    def decode(model, setting):
+        keep = min(setting["min_length"], peak_min_length) or 1
+        return [" ".join(refs[0].split()[:keep] + ["x"] * max(setting["min_length"] - peak_min_length, 0))]
+    return decode, refs
+
+
+def test_widening_moves_an_edge_choice_inside_and_stops_at_the_bound():
+    decode, refs = lengths_decoder(peak_min_length=70)
+    bounds = {"alpha": (0.0, 3.0), "min_length": (0, 90)}
+    rows, best, status, axes = td.tune_widening(["m"], {"alpha": [0.0, 1.0], "min_length": [0, 15, 30]}, "wu",
+                                                decode, refs, "rougeL", bounds, widen=True)
+    assert rows[best]["setting"]["min_length"] == 75 and status["min_length"] == "interior"
+    assert sorted(axes["min_length"]) == [0, 15, 30, 45, 60, 75, 90]
+    assert status["alpha"] == "lowest possible" and sorted(axes["alpha"]) == [0.0, 1.0]   # ties: alpha 0 first
+    # the peak beyond the bound: widening stops at 90 and says so
+    decode, refs = lengths_decoder(peak_min_length=150)
+    rows, best, status, axes = td.tune_widening(["m"], {"alpha": [0.0], "min_length": [0, 40]}, "wu",
+                                                decode, refs, "rougeL", bounds, widen=True)
+    assert rows[best]["setting"]["min_length"] == 90 and status["min_length"] == "at its bound"
+    assert sorted(axes["min_length"]) == [0, 40, 80, 90] and len(rows) == 4
+    # without -widen the edge is only reported
+    rows, best, status, _ = td.tune_widening(["m"], {"alpha": [0.0], "min_length": [0, 40]}, "wu",
+                                             decode, refs, "rougeL", bounds, widen=False)
+    assert status["min_length"] == "top edge" and len(rows) == 2
+
+
+def test_widen_and_match_length_on_a_toy_model(toy):
+    d, models = toy
+    refs = ["w1 w2 w3 w4 w5 w6", "w3 w9 w1 w2 w3", "w5 w4 w3 w2 w1 w0", "w2 w7 w1 w1 w2"]
+    (d / "t5.txt").write_text("\n".join(refs) + "\n")
+    r = run_cli("tools/tune_decoding.py", "-model", models[0], "-src", d / "s.txt", "-tgt", d / "t5.txt",
+                "-alpha", "0", "1", "-min_length", "0", "1", "-beam_size", "3", "-max_length", "12", "-widen",
+                "-output", d / "w.yaml", "-report", d / "w.json", "-match_output", d / "m.yaml")
+    assert r.returncode == 0, r.stderr
+    report = json.loads((d / "w.json").read_text())
+    assert set(report["edges"]) == {"alpha", "min_length"}
+    assert all(v not in ("top edge", "bottom edge") for v in report["edges"].values())
+    matched = report["matched"]
+    assert matched["target"] == pytest.approx(5.5)
+    # the matched rule decodes to the mean length it reports, nearest the references' of what it probed
+    t = run_cli("translate.py", "-config", d / "m.yaml", "-src", d / "s.txt", "-output", d / "mp.txt")
+    assert t.returncode == 0, t.stderr
+    mean = sum(len(p.split()) for p in read_lines(d / "mp.txt")) / 4
+    assert mean == pytest.approx(matched["length"])
+    assert abs(mean - 5.5) <= min(abs(v - 5.5) for v in matched["probes"].values()) + 1e-9
+    assert abs(mean - 5.5) <= 1.0
