@@ -46,3 +46,34 @@ def test_paired_test_self_is_one_and_clear_winner_is_small():
     # a tiny, noisy difference is not significant
     noisy = a + rng.normal(0, 0.05, a.shape) * 0.1
     assert (paired_test(noisy, a, 500, seed=1) > 0.01).any()
+
+
+def test_pooled_difference_by_hand():
+    from onmt.evaluation.bootstrap import pooled_difference
+    # two seeds, three examples: seed means 1.0 and 3.0, pooled mean 2.0 by hand
+    d = [[0.0, 1.0, 2.0], [3.0, 3.0, 3.0]]
+    r = pooled_difference(d, samples=4000, seed=3)
+    assert r["mean"] == 2.0 and r["per_seed"] == [1.0, 3.0]
+    # by hand: seeds {1,1} (probability 1/4) give seed 1's example means k/3, k = 0 .. 6, so
+    # P(mean <= 0) = 1/4 * 1/27 = 1/108 and P(mean <= 1/3) = 1/4 * 4/27 = 1/27; the 2.5th percentile is
+    # therefore 1/3, the p-value about 1/108; {2,2} gives exactly 3, the most any resample can give
+    assert r["low"] == pytest.approx(1 / 3) and r["high"] == 3.0
+    assert abs(r["p"] - 1 / 108) < 0.004
+    # one seed: the example bootstrap of its differences (the interval of confidence_intervals)
+    one = pooled_difference([[0.0, 1.0, 2.0, 5.0]], samples=2000, seed=5)
+    assert one["mean"] == 2.0
+    assert min(0.0, 5.0) <= one["low"] < 2.0 < one["high"] <= 5.0
+    # a constant difference: its interval is that constant
+    c = pooled_difference([[0.5] * 6, [0.5] * 6], samples=200)
+    assert c["low"] == c["high"] == 0.5 and c["mean"] == 0.5
+
+
+def test_pooled_difference_spreads_with_the_seeds():
+    from onmt.evaluation.bootstrap import pooled_difference
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.1, size=(2, 400))
+    agree = pooled_difference(noise + 1.0)
+    disagree = pooled_difference(noise + np.array([[0.0], [2.0]]))
+    assert abs(agree["mean"] - disagree["mean"]) < 0.02
+    assert (disagree["high"] - disagree["low"]) > 10 * (agree["high"] - agree["low"])
+    assert disagree["low"] < 0.05 and agree["low"] > 0.95
