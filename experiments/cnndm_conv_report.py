@@ -109,8 +109,9 @@ def gates(r):
         g = r.get(f"gate_{ss}")
         t = r.get(f"train/ml{ss}") or {}
         if g:
+            at = "@".join(map(str, g["checkpoint"]))
             rows.append(f"| scheduled sampling {P.SS[ss]} | {t.get('best_step', '?')} | {g['ml']:.2f} | "
-                        f"{', '.join(f'{x:.2f}' for x in g['scores'])} | {g['passed']} | {'@'.join(map(str, g['checkpoint']))} |")
+                        f"{', '.join(f'{x:.2f}' for x in g['scores'])} | {g['passed']} | {at} |")
     return "\n".join(rows)
 
 
@@ -125,9 +126,9 @@ def report(r):
         lines += ["## ML to its plateau and the gate", "", gates(r), ""]
     if "start_decision" in r:
         s = r["start_decision"]
+        other = max(v for k, v in s["scores"].items() if k != s["ss"])
         lines += [f"The start: scheduled sampling {P.SS[s['ss']]} ({'@'.join(map(str, s['checkpoint']))}), tuning "
-                  f"R-Lsum {s['scores'][s['ss']]:.2f} against {max(v for k, v in s['scores'].items() if k != s['ss']):.2f}.",
-                  ""]
+                  f"R-Lsum {s['scores'][s['ss']]:.2f} against {other:.2f}.", ""]
     for split in ("dev", "test"):
         if any(v in r for v in P.VIEWS):
             lines += [f"## Views, {split}", "", views_table(r, split), ""]

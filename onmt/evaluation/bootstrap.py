@@ -50,20 +50,22 @@ def paired_test(scores_a, scores_b, samples=1000, seed=1):
 
 
 def pooled_difference(diffs, samples=1000, seed=1, level=0.95):
-    """A difference pooled over seeds: `diffs` (S, n), seed s's per-example difference of two systems
-    on the same n examples. Returns {"mean": the mean over seeds of each seed's mean difference,
-    "low", "high": the `level` percentile interval of a two-level bootstrap (the S seeds resampled
+    """A difference pooled over seeds: `diffs` (S, n), seed s's per-example difference of two
+    systems on the same n examples. Returns {"mean": the mean over seeds of each seed's mean
+    difference, "low", "high": the `level` percentile interval of a two-level bootstrap (the S seeds resampled
     with replacement, then the n examples, the same draw of examples for every seed: both the seed
     spread and the examples' enter the interval), "p": one-sided p-value of "the difference is above
     0" from the same resamples, "per_seed": each seed's mean}."""
     diffs = np.asarray(diffs, dtype=np.float64)
     if diffs.ndim != 2 or diffs.shape[1] == 0:
-        raise ValueError(f"pooled differences need (seeds, examples) scores, got shape {diffs.shape}")
+        raise ValueError(f"pooled differences need (seeds, examples) scores, got {diffs.shape}")
     s, n = diffs.shape
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, s, size=(samples, s))                       # (B, S)
-    weights = np.stack([np.bincount(row, minlength=s) for row in seeds]) / s   # (B, S)
-    per_sample_seed = sample_means(diffs.T, sample_counts(n, samples, seed + 1))   # (B, S)
+    flat = (seeds + np.arange(samples)[:, None] * s).ravel()
+    weights = np.bincount(flat, minlength=samples * s).reshape(samples, s) / s   # (B, S)
+    counts = sample_counts(n, samples, seed + 1)                          # (B, n)
+    per_sample_seed = sample_means(diffs.T, counts)                       # (B, S)
     means = (weights * per_sample_seed).sum(axis=1)                     # (B,)
     tail = (1 - level) / 2 * 100
     return {"mean": float(diffs.mean()), "low": float(np.percentile(means, tail)),

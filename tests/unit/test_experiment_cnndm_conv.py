@@ -11,10 +11,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(__file__))
+from test_experiment_cnndm import _toy_pair, _write  # noqa: E402
+
 from experiments import cnndm_conv as exp  # noqa: E402
 from experiments import cnndm_conv_arms as P  # noqa: E402
 from experiments import cnndm_conv_stages as st  # noqa: E402
-from test_experiment_cnndm import _toy_pair, _write  # noqa: E402
 
 
 def test_every_third_validation_pair_tunes_and_the_rest_are_development():
