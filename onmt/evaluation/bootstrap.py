@@ -52,10 +52,10 @@ def paired_test(scores_a, scores_b, samples=1000, seed=1):
 def pooled_difference(diffs, samples=1000, seed=1, level=0.95):
     """A difference pooled over seeds: `diffs` (S, n), seed s's per-example difference of two
     systems on the same n examples. Returns {"mean": the mean over seeds of each seed's mean
-    difference, "low", "high": the `level` percentile interval of a two-level bootstrap (the S seeds resampled
-    with replacement, then the n examples, the same draw of examples for every seed: both the seed
-    spread and the examples' enter the interval), "p": one-sided p-value of "the difference is above
-    0" from the same resamples, "per_seed": each seed's mean}."""
+    difference, "low", "high": the `level` percentile interval of a two-level bootstrap (the S
+    seeds resampled with replacement, then the n examples, the same draw of examples for every
+    seed: both the seed spread and the examples' enter the interval), "p": one-sided p-value of
+    "the difference is above 0" from the same resamples, "per_seed": each seed's mean}."""
     diffs = np.asarray(diffs, dtype=np.float64)
     if diffs.ndim != 2 or diffs.shape[1] == 0:
         raise ValueError(f"pooled differences need (seeds, examples) scores, got {diffs.shape}")
