@@ -14,7 +14,8 @@ request of more lines is decoded alone). While a batch decodes, the requests arr
 together into the next one. With `per_request`, each request is decoded alone (upstream's server).
 At most `queue_lines` lines wait: a request that would exceed it is refused at once (QueueFull). A
 request not answered within its `timeout` gets TimedOut; if its batch has not started, its lines
-are not decoded.
+are not decoded. A batch that fails is decoded again request by request: only the failing request
+gets the exception.
 No torch here: the queue is tested on its own (tests/unit/test_server_batching.py).
 """
 import asyncio
@@ -164,18 +165,24 @@ class MicroBatcher:
             lines += len(request.lines)
         return batch
 
-    async def _decode(self, loop, batch):
+    async def _decode(self, loop, batch, count=True):
+        """Decode `batch` and answer its requests; when it fails, each request of a batch of
+        several is decoded again alone, so that only the failing one hears of it."""
         lines = [line for request in batch for line in request.lines]
-        self._count(batch, len(lines))
+        if count:
+            self._count(batch, len(lines))
         try:
             results = await loop.run_in_executor(self._executor, self.decode, lines)
             if len(results) != len(lines):
                 raise RuntimeError(f"{self.name} gave {len(results)} results "
                                    f"for {len(lines)} lines")
-        except Exception as e:   # every request of the batch hears of it; the worker goes on
-            for request in batch:
-                if not request.dropped and not request.future.done():
-                    request.future.set_exception(e)
+        except Exception as e:   # the worker goes on
+            if len(batch) > 1:
+                for request in batch:
+                    await self._decode(loop, [request], count=False)
+                return
+            if not batch[0].dropped and not batch[0].future.done():
+                batch[0].future.set_exception(e)
             return
         start = 0
         for request in batch:
