@@ -21,10 +21,11 @@ def server_opts(parser):
     g.add("-log_file", "--log_file", default="", help="also log to this file")
     g = parser.add_argument_group("Batching and limits")
     g.add("-batch_window_ms", "--batch_window_ms", type=float, default=5.0,
-          help="after the first request of a batch arrives, wait this long for more to decode "
-               "with it (milliseconds)")
-    g.add("-max_batch_lines", "--max_batch_lines", type=int, default=32,
-          help="decode at most this many lines (of one or several requests) as one batch")
+          help="a batch waits for more requests to decode with it until this many milliseconds "
+               "pass without one, at most 4 times this after its first request")
+    g.add("-max_batch_lines", "--max_batch_lines", type=int, default=0,
+          help="decode at most this many lines (of one or several requests) as one batch "
+               "(0: the model's batch_size, translate.py's -batch_size, 30 unless its opt says)")
     g.add("-no_request_batching", "--no_request_batching", action="store_true",
           help="decode each request alone, as upstream's server does (for comparison)")
     g.add("-queue_lines", "--queue_lines", type=int, default=512,
@@ -49,7 +50,9 @@ def validate_server_opts(opt):
         raise OptionError(f"-port must be in [0, 65535], got {opt.port}")
     if not opt.url_root.startswith("/") or (len(opt.url_root) > 1 and opt.url_root.endswith("/")):
         raise OptionError(f"-url_root must start with / and not end with one, got {opt.url_root!r}")
-    for name in ("max_batch_lines", "queue_lines", "max_request_bytes", "max_request_lines",
+    if opt.max_batch_lines < 0:
+        raise OptionError(f"-max_batch_lines must be >= 0, got {opt.max_batch_lines}")
+    for name in ("queue_lines", "max_request_bytes", "max_request_lines",
                  "max_src_words"):
         if getattr(opt, name) <= 0:
             raise OptionError(f"-{name} must be positive, got {getattr(opt, name)}")

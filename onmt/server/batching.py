@@ -7,10 +7,11 @@ batch.
     await batcher.drain()                             # refuse new requests, answer the queued ones
 
 `decode(lines)` (a list of str -> a list of one result per line) runs in one worker thread, one
-batch at a time. When a batch can start, the worker takes the oldest request and waits until
-`window` seconds after it arrived for others (none when the queued lines already fill a batch),
-then takes queued requests, oldest first, while their lines fit in `max_lines` (the first always: a
-request of more lines is decoded alone). While a batch decodes, the requests arriving wait and go
+batch at a time. When a batch can start, the worker waits for company: until `window` seconds pass
+without a new request (a burst of requests is gathered whole), at most MAX_WAIT windows after the
+oldest arrived or the last batch ended, and not at all when the queued lines already fill a batch;
+then it takes queued requests, oldest first, while their lines fit in `max_lines` (the first always:
+a request of more lines is decoded alone). While a batch decodes, the requests arriving wait and go
 together into the next one. With `per_request`, each request is decoded alone (upstream's server).
 At most `queue_lines` lines wait: a request that would exceed it is refused at once (QueueFull). A
 request not answered within its `timeout` gets TimedOut; if its batch has not started, its lines
@@ -21,6 +22,10 @@ No torch here: the queue is tested on its own (tests/unit/test_server_batching.p
 import asyncio
 import collections
 import concurrent.futures
+
+# a batch waits for company at most this many windows after its oldest request arrived (or the
+# last batch ended)
+MAX_WAIT = 4
 
 
 class QueueFull(Exception):
@@ -53,12 +58,15 @@ class MicroBatcher:
         self.queue_lines, self.per_request, self.name = queue_lines, per_request, name
         self._queue = collections.deque()
         self._pending = 0             # lines queued, not yet taken into a batch
+        self._last_arrival = 0.0
+        self._free_since = 0.0        # when the last batch ended
         self._wake = None
         self._task = None
         self._closing = False
         self._executor = None
         self._counts = {"batches": 0, "requests": 0, "lines": 0, "largest_batch_requests": 0,
-                        "largest_batch_lines": 0, "refused_full": 0, "timed_out": 0}
+                        "largest_batch_lines": 0, "refused_full": 0, "timed_out": 0,
+                        "decode_seconds": 0.0}
         self._recent = collections.deque(maxlen=64)   # (requests, lines) of the latest batches
 
     # ------------------------------------------------------------------ the callers' side
@@ -82,6 +90,7 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         request = _Request(list(lines), loop.create_future(), loop.time())
         self._queue.append(request)
+        self._last_arrival = request.arrived
         self._pending += len(request.lines)
         self._wake.set()
         try:
@@ -110,8 +119,8 @@ class MicroBatcher:
 
     def stats(self):
         """{"batches", "requests", "lines", "largest_batch_requests", "largest_batch_lines",
-        "refused_full", "timed_out", "queued_lines", "recent": [[requests, lines] of the latest
-        batches]}."""
+        "refused_full", "timed_out", "decode_seconds" (in decode, summed), "queued_lines",
+        "recent": [[requests, lines] of the latest batches]}."""
         return dict(self._counts, queued_lines=self._pending,
                     recent=[list(r) for r in self._recent])
 
@@ -131,11 +140,17 @@ class MicroBatcher:
             batch = self._take()
             if batch:
                 await self._decode(loop, batch)
+                self._free_since = loop.time()
 
     async def _gather(self, loop):
-        """Wait until the oldest request is `window` old or the queued lines fill a batch."""
+        """Wait for company: until `window` passes without a new request, MAX_WAIT windows have
+        passed since the oldest request arrived, or the queued lines fill a batch; both counted
+        from the end of the last batch at the earliest (its clients, answered, come back then:
+        the requests that waited during a batch do not leave without them)."""
         while self._pending < self.max_lines and not self._closing and self._queue:
-            remaining = self._queue[0].arrived + self.window - loop.time()
+            start = max(self._queue[0].arrived, self._free_since)
+            remaining = min(max(self._last_arrival, self._free_since) + self.window,
+                            start + MAX_WAIT * self.window) - loop.time()
             if remaining <= 0:
                 return
             self._wake.clear()
@@ -171,8 +186,10 @@ class MicroBatcher:
         lines = [line for request in batch for line in request.lines]
         if count:
             self._count(batch, len(lines))
+        start = loop.time()
         try:
             results = await loop.run_in_executor(self._executor, self.decode, lines)
+            self._counts["decode_seconds"] += loop.time() - start
             if len(results) != len(lines):
                 raise RuntimeError(f"{self.name} gave {len(results)} results "
                                    f"for {len(lines)} lines")

@@ -142,8 +142,9 @@ class ServedModel:
         if not os.path.exists(spec.path):
             raise UserError(f"model {spec.id}: no such checkpoint {spec.path}")
         gpu = spec.load["gpu"]
+        # a server is a process of its own: it keeps freed memory for reuse, as translate.py does
         summarizer = Summarizer.load(spec.path, device=f"cuda:{gpu}" if gpu >= 0 else "cpu",
-                                     precision=spec.load["precision"])
+                                     precision=spec.load["precision"], reuse_freed_memory=True)
         return cls(spec, summarizer)
 
     @property

@@ -213,3 +213,71 @@ def test_a_bad_conf_is_one_line(tmp_path, conf, message):
     with pytest.raises(UserError) as e:
         read_conf(write_conf(tmp_path, conf))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+# --------------------------------------------------------------------------- options and request checks
+def server_opt(*args):
+    from onmt.opts import parse_with_given, server_parser, validate_server_opts
+    opt = parse_with_given(server_parser(), ["-config", "conf.json", *args])
+    validate_server_opts(opt)
+    return opt
+
+
+def test_server_options_have_upstreams_defaults():
+    opt = server_opt()
+    assert (opt.ip, opt.port, opt.url_root) == ("127.0.0.1", 5000, "/translator")
+    assert server_opt("-port", "0", "-url_root", "/").port == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-port", "70000"], "-port"), (["-url_root", "translator"], "-url_root"),
+    (["-url_root", "/a/"], "-url_root"), (["-queue_lines", "0"], "-queue_lines"),
+    (["-batch_window_ms", "nan"], "-batch_window_ms"), (["-max_batch_lines", "-1"], "-max_batch_lines"),
+    (["-max_request_lines", "600"], "could never be queued"),
+])
+def test_impossible_server_options_are_one_line(args, message):
+    from onmt.opts import OptionError
+    with pytest.raises(OptionError, match=message):
+        server_opt(*args)
+
+
+def test_request_checks():
+    pytest.importorskip("aiohttp", reason="the server extra is not installed")
+    from onmt.server.app import RequestError, parse_items
+    opt = server_opt("-max_src_words", "3", "-max_request_lines", "2")
+    items = parse_items(b'[{"src": " a\\nb\\ufeff c ", "id": 7}, {"src": ""}]', opt)
+    assert list(items) == [("a b c", " a\nb\ufeff c "), ("", "")] and items.ids == [7, None]
+    assert list(parse_items(b'{"src": "x"}', opt)) == [("x", "x")]          # one object: one item
+    for body, status in ((b"[", 400), (b'[{"src": "a b c d"}]', 413), (b'[{"src": "a"}] ' * 1, 200),
+                         (b'[{"src": "a"}, {"src": "b"}, {"src": "c"}]', 413), (b"\xff", 400),
+                         (b'[{"src": ["a"]}]', 400), (b'[{"src": "a", "id": 1.5}]', 400)):
+        if status == 200:
+            parse_items(body, opt)
+            continue
+        with pytest.raises(RequestError) as e:
+            parse_items(body, opt)
+        assert e.value.status == status and "\n" not in str(e.value)
+
+
+def test_each_model_gets_its_queue():
+    pytest.importorskip("aiohttp", reason="the server extra is not installed")
+    from onmt.server.serve import make_batchers
+
+    class Model:
+        batch_size = 12
+
+        def decode(self, lines):
+            return lines
+    batchers = make_batchers({1: Model(), 5: Model()}, server_opt("-batch_window_ms", "20"))
+    assert sorted(batchers) == [1, 5] and batchers[1] is not batchers[5]
+    assert (batchers[1].max_lines, batchers[1].window, batchers[1].per_request) == (12, 0.02, False)
+    assert make_batchers({1: Model()}, server_opt("-max_batch_lines", "3", "-no_request_batching"))[1].max_lines == 3
+
+
+def test_without_the_extra_one_line_says_how_to_install_it(monkeypatch):
+    import sys
+
+    from onmt.bin.server import require_aiohttp
+    monkeypatch.setitem(sys.modules, "aiohttp", None)
+    with pytest.raises(UserError, match=r"pip install 'onmt-reinforced\[server\]'"):
+        require_aiohttp()
