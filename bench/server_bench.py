@@ -1,9 +1,9 @@
 """onmt_server over loopback against translate.py on the same lines: summaries/s and p50 / p99 latency
 at 1, 4 and 16 concurrent clients, with and without cross-request batching.
 
-    python -m bench.server_bench                      # 192 lines, See et al.'s model emb 64 / rnn 128,
-                                                      # V 5000/2000, beam 5, every summary 20 tokens
-    python -m bench.server_bench -n_lines 96 -clients 1,4,16 -threads 1    # docs/benchmarks.md's run
+    python -m bench.server_bench                 # 192 lines, See et al.'s model at CNN/DM-small sizes
+                                                 # (emb 128, rnn 256, V 20k/10k), beam 5, summaries of 20
+    python -m bench.server_bench -n_lines 96 -rounds 3    # docs/benchmarks.md's run
 
 The model is untrained (seeded) and every summary exactly -length tokens (-min_length = -max_length),
 so every configuration does the same decoding work. translate.py is timed in this process (its
@@ -12,9 +12,13 @@ main(), model load included, after a warm-up): one run over all the lines at its
 translate.py's), one batching requests, one not (-no_request_batching); each client (aiohttp, in this
 process) sends one line a request, the next when answered, until every line was sent once; the
 clients' lines are the same lines in the same order. -rounds rounds run every configuration in turn,
-translate.py first, and the best of each is kept (a shared host's load comes and goes). A
-latency is one request's, sent to answered. "translate.py's rate / this" compares the summaries/s;
-"same" counts the server's summaries equal to translate.py's lines.
+translate.py first (a shared host's load comes and goes: each round's figures are printed). The
+table gives the median over the rounds of each summaries/s and of "translate.py's rate / this"
+(translate.py's summaries/s in the same round over the configuration's), and the p50 / p99 of every
+request's latency (sent to answered) over all the rounds; "summaries per CPU s" divides by the CPU
+time of the decoding process (translate.py's in this process, the server process's, all threads, the
+clients' left out), which the load of other processes on a shared host moves far less than wall
+time; "same" counts the server's summaries equal to translate.py's lines (the fewest of any round).
 Needs the server extra (aiohttp).
 """
 import argparse
@@ -62,7 +66,8 @@ def search_args(a):
 
 
 def time_translate_py(ckpt, src, out, a):
-    """(summaries/s, its lines) of one translate.py run over the lines (after a warm-up)."""
+    """(summaries/s, summaries per CPU second, its lines) of one translate.py run over the lines (after
+    a warm-up)."""
     import torch
 
     from onmt.bin.translate import main
@@ -72,12 +77,12 @@ def time_translate_py(ckpt, src, out, a):
         argv += [f"-{k}", str(v)]
     main(["-model", ckpt, "-src", src, "-output", out + ".warm", "-log_file", os.devnull,
           "-beam_size", str(a.beam_size), "-max_length", "2"])                               # warm-up
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     main(argv)
-    seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
     with open(out, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    return len(lines) / seconds, lines
+    return len(lines) / seconds, len(lines) / cpu, lines
 
 
 class Server:
@@ -90,6 +95,12 @@ class Server:
             self.proc.kill()
             sys.exit(f"server_bench: the server did not start ({line.strip()!r})")
         self.url = line.rsplit(" ", 1)[1].strip()
+
+    def cpu_seconds(self):
+        """The CPU time the server process has used (all its threads)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self):
         self.proc.terminate()
@@ -136,14 +147,14 @@ def main(argv=None):
     p.add_argument("-threads", type=int, default=1, help="torch threads of translate.py and of the server")
     p.add_argument("-src_min", type=int, default=30)
     p.add_argument("-src_max", type=int, default=60)
-    p.add_argument("-src_vocab", type=int, default=5000)
-    p.add_argument("-tgt_vocab", type=int, default=2000)
-    p.add_argument("-word_vec_size", type=int, default=64)
-    p.add_argument("-rnn_size", type=int, default=128)
+    p.add_argument("-src_vocab", type=int, default=20000)
+    p.add_argument("-tgt_vocab", type=int, default=10000)
+    p.add_argument("-word_vec_size", type=int, default=128)
+    p.add_argument("-rnn_size", type=int, default=256)
     p.add_argument("-beam_size", type=int, default=5)
     p.add_argument("-length", type=int, default=20, help="every summary's length in tokens")
     p.add_argument("-rounds", type=int, default=3,
-                   help="rounds of every configuration in turn (translate.py included): the best of each")
+                   help="rounds of every configuration in turn (translate.py included): the medians")
     p.add_argument("-batch_window_ms", default="5", help="the server's -batch_window_ms")
     a = p.parse_args(argv)
     try:
@@ -167,42 +178,53 @@ def main(argv=None):
               f"beam {a.beam_size}, summaries of {a.length} tokens", flush=True)
         runs = [("batched", ["-batch_window_ms", a.batch_window_ms]), ("per request", ["-no_request_batching"])]
         servers = [Server(conf, a.threads, *args) for _, args in runs]
-        best, expected = {}, None
+        rounds, expected = [], None    # per round: {configuration: (summaries/s, latencies, summaries)}
         try:
-            # rounds of every configuration in turn, translate.py first (A B C A B C): the best of each kept
+            # rounds of every configuration in turn, translate.py first (A B C A B C)
             for r in range(a.rounds):
-                rate, expected = time_translate_py(ckpt, src, os.path.join(d, "pred.txt"), a)
-                best["translate.py"] = max(best.get("translate.py", 0), rate)
+                rate, per_cpu, expected = time_translate_py(ckpt, src, os.path.join(d, "pred.txt"), a)
+                got = {"translate.py": (rate, [], expected, per_cpu)}
                 print(f"round {r + 1}: translate.py {rate:.1f} summaries/s", flush=True)
                 for (name, _), server in zip(runs, servers):
                     for c in clients:
+                        cpu = server.cpu_seconds()
                         seconds, lat, out = asyncio.run(clients_run(server.url, lines, c))
-                        if (name, c) not in best or seconds < best[name, c][0]:
-                            best[name, c] = (seconds, lat, out)
+                        cpu = server.cpu_seconds() - cpu
+                        got[name, c] = (len(lines) / seconds, lat, out, len(lines) / cpu)
                         print(f"round {r + 1}: onmt_server, {name}, {c} clients: {len(lines) / seconds:.1f} "
-                              "summaries/s", flush=True)
+                              f"summaries/s (translate.py's rate / this: {rate * seconds / len(lines):.2f})",
+                              flush=True)
+                rounds.append(got)
         finally:
             for server in servers:
                 server.stop()
-        base = best["translate.py"]
-        rows = [("translate.py, one run", "-", base, None, None, len(lines))]
+        print(f"load average at the end {os.getloadavg()[0]:.2f}")
+        rows = [("translate.py, one run", "-", median(g["translate.py"][0] for g in rounds), None, None, 1.0,
+                 median(g["translate.py"][3] for g in rounds), 1.0, len(lines))]
         for name, _ in runs:
             for c in clients:
-                seconds, lat, out = best[name, c]
-                rows.append((f"onmt_server, {name}", c, len(lines) / seconds, percentile(lat, 50),
-                             percentile(lat, 99), sum(x == y for x, y in zip(out, expected))))
-        print(f"load average at the end {os.getloadavg()[0]:.2f}")
-    print_table(rows, base, len(lines))
+                lat = [x for g in rounds for x in g[name, c][1]]
+                same = min(sum(x == y for x, y in zip(g[name, c][2], expected)) for g in rounds)
+                rows.append((f"onmt_server, {name}", c, median(g[name, c][0] for g in rounds), percentile(lat, 50),
+                             percentile(lat, 99), median(g["translate.py"][0] / g[name, c][0] for g in rounds),
+                             median(g[name, c][3] for g in rounds),
+                             median(g["translate.py"][3] / g[name, c][3] for g in rounds), same))
+    print_table(rows, len(lines))
 
 
-def print_table(rows, base, n):
+def median(values):
+    import statistics
+    return statistics.median(list(values))
+
+
+def print_table(rows, n):
     print()
     print("| run | clients | summaries/s | p50 latency (ms) | p99 latency (ms) | translate.py's rate / this | "
-          "same as translate.py |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, c, rate, p50, p99, same in rows:
+          "summaries per CPU s | translate.py's / this | same as translate.py |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, c, rate, p50, p99, ratio, per_cpu, cpu_ratio, same in rows:
         lat = f"{p50 * 1000:.0f} | {p99 * 1000:.0f}" if p50 is not None else "- | -"
-        print(f"| {name} | {c} | {rate:.1f} | {lat} | {base / rate:.2f} | {same}/{n} |")
+        print(f"| {name} | {c} | {rate:.1f} | {lat} | {ratio:.2f} | {per_cpu:.1f} | {cpu_ratio:.2f} | {same}/{n} |")
 
 
 if __name__ == "__main__":
