@@ -8,6 +8,7 @@ the process exits 0. `serve` prints one line on stdout once it listens: the addr
 port when -port 0 asked for any free one.
 """
 import asyncio
+import logging
 import signal
 import sys
 
@@ -27,11 +28,35 @@ def make_batchers(models, opt):
             for i, m in models.items()}
 
 
+class OneLine(logging.Filter):
+    """aiohttp's own log records in one line: a request that is not HTTP (a bad request line, a
+    header over 8 KiB, a broken chunk) is answered 400 by aiohttp's parser and logged with its
+    traceback; here, with the parser's message instead."""
+
+    def filter(self, record):
+        if record.exc_info and record.exc_info[1] is not None:
+            what = " ".join(str(record.exc_info[1]).split())
+            record.msg, record.args = f"{record.getMessage()}: {what}"[:500], ()
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def aiohttp_logs_one_line():
+    """aiohttp's loggers write through the toolkit's handlers, one line a record, from warnings."""
+    aiohttp_logger = logging.getLogger("aiohttp")
+    aiohttp_logger.handlers[:] = logger.handlers
+    aiohttp_logger.propagate = False
+    aiohttp_logger.setLevel(logging.WARNING)
+    for name in ("aiohttp", "aiohttp.server", "aiohttp.web", "aiohttp.access"):
+        logging.getLogger(name).addFilter(OneLine())
+
+
 async def serve(opt, models, announce=None):
     """Serve `models` ({id: ServedModel}) with the options `opt` until SIGTERM or SIGINT, then
     drain.
     `announce(url)`: told the address once the socket listens (default: one line on stdout)."""
     loop = asyncio.get_running_loop()
+    aiohttp_logs_one_line()
     batchers = make_batchers(models, opt)
     for b in batchers.values():
         b.start()

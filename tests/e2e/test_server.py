@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -161,6 +162,13 @@ def test_hostile_requests_get_one_line_4xx(server):
     for path, want in (("/nothing", 404), ("/translate", 405)):
         status, answer = server.get(path)
         assert status == want and answer["status"] == "error"
+    # not HTTP: aiohttp's parser answers 400 (logged in one line, no traceback: the fixture checks)
+    host, port = server.url.split("//")[1].split("/")[0].rsplit(":", 1)
+    for raw in (b"GARBAGE\r\n\r\n", b"POST /translator/translate HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
+                b"GET /translator/health HTTP/1.1\r\nX: " + b"a" * 100000 + b"\r\n\r\n"):
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(raw)
+            assert sock.recv(100).startswith(b"HTTP/1.0 400"), raw[:30]
     assert server.post([{"src": TEXTS[0]}])[0] == 200      # still serving
 
 
