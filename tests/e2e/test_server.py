@@ -242,3 +242,28 @@ def test_missing_extra_is_one_line(models):
                        env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
     assert "pip install 'onmt-reinforced[server]'" in r.stderr
+
+
+@needs_aiohttp
+def test_time_limit_is_a_503_and_the_lines_are_not_decoded(models):
+    s = Server(models, "-batch_window_ms", "2000", "-request_timeout", "0.3")
+    try:
+        status, answer = s.post([{"src": TEXTS[0], "id": 100}])
+        time.sleep(2.5)                                   # the window over: the batch would have started
+        stats = s.get("/health")[1]["models"]["100"]
+    finally:
+        code, err = s.stop()
+    assert status == 503 and "not answered within 0.3 s" in answer["error"], answer
+    assert (stats["timed_out"], stats["batches"], stats["queued_lines"]) == (1, 0, 0), stats
+    assert code == 0 and "Traceback" not in err, err
+    # the port taken: one line
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        r = subprocess.run([sys.executable, "-m", "onmt.bin.server", "-config", str(models / "conf.json"), "-port",
+                            str(busy.getsockname()[1])], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT))
+    finally:
+        busy.close()
+    assert r.returncode == 1 and "cannot listen on 127.0.0.1" in r.stderr and "Traceback" not in r.stderr, r.stderr
