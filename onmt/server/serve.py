@@ -100,8 +100,9 @@ async def serve(opt, models, announce=None):
     finally:
         for s in signals:
             loop.remove_signal_handler(s)
-        if received:   # drained: another SIGTERM while the process exits changes nothing
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if received:   # drained: another SIGTERM or ^C while the process exits changes nothing
+            for s in signals:
+                signal.signal(s, signal.SIG_IGN)
     answered = sum(b.stats()["requests"] for b in batchers.values())
     logger.info(f"stopped: {answered} request(s) decoded")
 
