@@ -6,7 +6,8 @@ as a Summarizer (onmt/api.py) and decoded through the path translate.py and the 
      "models": [{"id": 100, "model": "model_0.pt", "opt": {"beam_size": 5, "gpu": -1}}, ...]}
 
 A model's "id" defaults to the first free number from the count of models before it (upstream's
-rule); "model_root" overrides "models_root" for one model. Its "opt" holds translate.py's search
+rule); "model_root" overrides "models_root" for one model; a relative path is relative to the
+current folder, as upstream's. Its "opt" holds translate.py's search
 options (onmt/api.py SEARCH_OPTIONS: beam_size, n_best, max_length, replace_unk, batch_size, ...)
 and "gpu", "precision", "detokenize". Upstream keys with no part here ("timeout", "on_timeout",
 "load", "tokenizer", ...) are logged as ignored; an unknown key or option is refused in one line.
@@ -92,8 +93,9 @@ def _spec(entry, i, root, taken, conf_path):
     search, load, notes = _options(entry.get("opt", {}), f"{where} (id {model_id})")
     notes += [f"model {model_id}: ignored {k!r} ({IGNORED_KEYS[k]})"
               for k in sorted(entry) if k in IGNORED_KEYS]
-    base = os.path.dirname(os.path.abspath(conf_path))
-    return ModelSpec(model_id, os.path.join(base, model_root, model), search, load, notes)
+    # relative to the current folder, as upstream's (its conf.json sits in ./available_models)
+    path = os.path.normpath(os.path.abspath(os.path.join(model_root, model)))
+    return ModelSpec(model_id, path, search, load, notes)
 
 
 def _options(opt, where):

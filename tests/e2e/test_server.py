@@ -263,7 +263,7 @@ def test_time_limit_is_a_503_and_the_lines_are_not_decoded(models):
     try:
         r = subprocess.run([sys.executable, "-m", "onmt.bin.server", "-config", str(models / "conf.json"), "-port",
                             str(busy.getsockname()[1])], capture_output=True, text=True, timeout=120,
-                           env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT))
+                           cwd=str(models), env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT))
     finally:
         busy.close()
     assert r.returncode == 1 and "cannot listen on 127.0.0.1" in r.stderr and "Traceback" not in r.stderr, r.stderr

@@ -180,8 +180,9 @@ def write_conf(tmp_path, conf):
     return str(path)
 
 
-def test_upstream_conf_is_read(tmp_path):
+def test_upstream_conf_is_read(tmp_path, monkeypatch):
     from onmt.server.models import read_conf
+    monkeypatch.chdir(tmp_path)       # models_root is relative to the current folder, as upstream's
     specs = read_conf(write_conf(tmp_path, {"models_root": "models", "models": [
         {"id": 100, "model": "a.pt", "timeout": 600, "on_timeout": "to_cpu", "load": True,
          "opt": {"gpu": -1, "beam_size": 5, "replace_unk": True, "verbose": False}},
