@@ -1,7 +1,8 @@
 """Every command-line option of the toolkit, declared once, one function per group; every option can
 also come from a YAML file given with ``-config``.
 
-    data.py, model.py, train.py, translate.py   the declarations (`model_opts(parser)`, ...)
+    data.py, model.py, train.py, translate.py, server.py   the declarations
+                  (`model_opts(parser)`, ...)
     families.py   each model family's option knowledge (FAMILIES): what it implies, refuses and
                   alone accepts, its recipe, its paper's settings, its test-time defaults, what a
                   resume may change
@@ -46,12 +47,14 @@ from onmt.opts.parse import (
     preprocess_parser,
     save_config_opts,
     saved_options,
+    server_parser,
     train_parser,
     translate_parser,
     tune_decoding_parser,
     unknown_option_message,
     write_config,
 )
+from onmt.opts.server import server_opts, validate_server_opts
 from onmt.opts.train import train_opts
 from onmt.opts.translate import (
     evaluate_opts,
@@ -118,5 +121,6 @@ __all__ = [
     "validate_train_opts", "validate_train_run", "validate_translate_opts",
     "validate_translate_run", "tune_decoding_parser", "tune_decoding_opts",
     "update_tune_decoding_opts", "validate_tune_decoding_opts", "explore_parser", "explore_opts",
-    "update_explore_opts", "validate_explore_opts",
+    "update_explore_opts", "validate_explore_opts", "server_parser", "server_opts",
+    "validate_server_opts",
 ]

@@ -4,6 +4,7 @@ import configargparse
 
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
 from onmt.opts.model import model_opts
+from onmt.opts.server import server_opts
 from onmt.opts.train import train_opts
 from onmt.opts.translate import (
     evaluate_opts,
@@ -344,6 +345,13 @@ def prepare_gigaword_parser():
 def explore_parser():
     return _with_config("Sources, references and systems' summaries -> "
                         "one HTML page to explore them", explore_opts)
+
+
+def server_parser():
+    """onmt_server: upstream's -config is its JSON of models (conf.json), no YAML options file."""
+    p = make_parser("Checkpoints by id -> summaries over HTTP (OpenNMT-py's onmt_server)")
+    server_opts(p)
+    return p
 
 
 def plot_attention_parser():

@@ -21,7 +21,8 @@ PARSERS = {"train.py": opts.train_parser, "translate.py": opts.translate_parser,
            "onmt_translate": opts.translate_parser, "onmt_preprocess": opts.preprocess_parser,
            "onmt_build_vocab": opts.build_vocab_parser, "onmt_tune_decoding": opts.tune_decoding_parser,
            "tune_decoding.py": opts.tune_decoding_parser, "onmt.bin.tune_decoding": opts.tune_decoding_parser,
-           "onmt_explore": opts.explore_parser, "explore.py": opts.explore_parser}
+           "onmt_explore": opts.explore_parser, "explore.py": opts.explore_parser,
+           "onmt_server": opts.server_parser, "onmt.bin.server": opts.server_parser}
 WRAPPERS = {"timeout": 1, "nohup": 0}
 
 

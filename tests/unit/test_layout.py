@@ -54,6 +54,7 @@ TESTED_IN = {
     "onmt/opts/data.py": ["tests/unit/test_opts.py"],
     "onmt/opts/model.py": ["tests/unit/test_opts.py", "tests/unit/test_upstream_flags.py"],
     "onmt/opts/parse.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
+    "onmt/opts/server.py": ["tests/unit/test_server_batching.py"],
     "onmt/opts/train.py": ["tests/unit/test_opts.py"],
     "onmt/opts/translate.py": ["tests/unit/test_opts.py"],
     "onmt/opts/update.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
@@ -64,6 +65,10 @@ TESTED_IN = {
     "onmt/prepare/tfexample.py": ["tests/unit/test_prepare.py"],
     "onmt/prepare/tokenize.py": ["tests/unit/test_prepare.py", "tests/unit/test_detokenize.py"],
     "onmt/reinforced/model.py": ["tests/unit/test_reinforced_model.py"],   # through helpers.reinforced
+    "onmt/server/app.py": ["tests/unit/test_server_batching.py"],
+    "onmt/server/batching.py": ["tests/unit/test_server_batching.py"],
+    "onmt/server/models.py": ["tests/unit/test_server_batching.py"],
+    "onmt/server/serve.py": ["tests/unit/test_server_batching.py"],
     "onmt/trainer_reporting.py": ["tests/unit/test_trainer.py"],
     "onmt/translate/decoding.py": ["tests/unit/test_beam_search.py", "tests/unit/test_properties.py"],
     "onmt/translate/records.py": ["tests/unit/test_inspect.py"],
