@@ -90,7 +90,11 @@ def check_contents(ckpt, path):
         raise UserError(f"checkpoint {path} is damaged: its vocab lacks {', '.join(lacking)}")
     _check_counters(ckpt, path)
     _check_resume_state(ckpt, path)
-    for name, t in ckpt["model"].items():
+    if "train_model" in ckpt and not isinstance(ckpt["train_model"], dict):
+        raise UserError(f"checkpoint {path} is damaged: its train_model is a "
+                        f"{type(ckpt['train_model']).__name__}, not a dict")
+    weights = list(ckpt["model"].items()) + list(ckpt.get("train_model", {}).items())
+    for name, t in weights:
         if not isinstance(t, torch.Tensor):
             raise UserError(f"checkpoint {path} is damaged: weight {name} is a "
                             f"{type(t).__name__}, not a tensor")
