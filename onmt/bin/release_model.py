@@ -9,8 +9,8 @@ model's options, the vocabularies and the preprocessing record (the input rules 
 API apply to raw text); what is dropped: the optimizer, RNG, data position, loss scale,
 early-stopping state and list of checkpoints. translate.py -model, onmt_tune_decoding, onmt_explore
 and the API (Summarizer.load) read either format as a checkpoint (utils/release_format.py). -card
-writes README.md, a model card with YAML metadata (task, data, metrics of an onmt_evaluate -json
-file, the options).
+writes a model card with YAML metadata (task, data, metrics of an onmt_evaluate -json file, the
+options): README.md in the safetensors folder, X.md beside a released X.pt.
 """
 import os
 
@@ -91,8 +91,10 @@ def disk_size(path):
 
 
 def card_path(opt):
+    """README.md in the safetensors folder; beside a .pt file, its name with .md (model.pt ->
+    model.md: a README.md of the folder is not the release's to replace)."""
     return (os.path.join(opt.output, "README.md") if opt.format == "safetensors"
-            else os.path.join(os.path.dirname(os.path.abspath(opt.output)), "README.md"))
+            else os.path.splitext(opt.output)[0] + ".md")
 
 
 def check_options(opt):

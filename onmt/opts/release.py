@@ -20,9 +20,9 @@ def average_models_opts(parser):
 
 def release_model_opts(parser):
     g = parser.add_argument_group("Release a model (onmt_release_model)")
-    g.add("-model", "--model", required=True,
+    g.add("-model", "--model", "-m", required=True,
           help="the checkpoint to release (a training checkpoint, an averaged one)")
-    g.add("-output", "--output", required=True,
+    g.add("-output", "--output", "-o", required=True,
           help="-format pt: the file to write; -format safetensors: the folder to write "
                "(model.safetensors, config.json and, with -card, README.md)")
     g.add("-format", "--format", default="pt", choices=list(RELEASE_FORMATS),
@@ -33,8 +33,8 @@ def release_model_opts(parser):
           help="the floating weights' precision: fp16 halves the file; the model is decoded in "
                "float32 from the fp16 values (docs/user-guide.md, Releasing a model)")
     g.add("-card", "--card", action="store_true",
-          help="also write a model card, README.md with YAML metadata (task, data, metrics, "
-               "options): beside -output, or inside the -format safetensors folder")
+          help="also write a model card with YAML metadata (task, data, metrics, options): "
+               "README.md inside the -format safetensors folder, or X.md beside a -format pt X.pt")
     g.add("-metrics", "--metrics", default="",
           help="with -card: an onmt_evaluate -json file whose ROUGE scores the card reports")
     g.add("-log_file", "--log_file", default="", help="also log to this file")

@@ -36,7 +36,7 @@ def run(tmp_path_factory):
     prefix = preprocess(data, root / "prep" / "data")
     ckpt = train(prefix, root / "m", *TINY, "-train_steps", "50", "-valid_steps", "10",
                  "-save_checkpoint_steps", "10", "-keep_checkpoint", "3", "-average_decay", "0.01")
-    return dict(root=root, data=data, ckpt=ckpt, src=os.path.join(data, "test.src.txt"),
+    return dict(root=root, data=data, prefix=prefix, ckpt=ckpt, src=os.path.join(data, "test.src.txt"),
                 ref=os.path.join(data, "test.tgt.txt"))
 
 
@@ -95,6 +95,18 @@ def test_card_from_onmt_evaluate_json(run):
     card = (out / "README.md").read_text()
     want = round(json.loads(scores.read_text())["rougeL"]["f"], 2)
     assert f"value: {want}" in card and "pipeline_tag: summarization" in card
+
+
+def test_train_from_an_average_and_a_release(run, tmp_path):
+    avg = tmp_path / "avg.pt"
+    assert tool("average_models", "-models", run["ckpt"], run["root"] / "m_step_40.pt", "-output", avg).returncode == 0
+    rel = tmp_path / "rel16"
+    assert tool("release_model", "-model", run["ckpt"], "-output", rel, "-format", "safetensors",
+                "-precision", "fp16").returncode == 0
+    for name, source in (("from_avg", avg), ("from_rel", rel)):   # no optimizer state: a fresh one
+        last = train(run["prefix"], tmp_path / name, *TINY, "-train_steps", "52", "-valid_steps", "0",
+                     "-train_from", source)
+        assert last.endswith("_step_52.pt")
 
 
 def test_user_errors_are_one_line(run):

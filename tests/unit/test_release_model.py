@@ -137,8 +137,8 @@ def test_the_card_has_yaml_metadata_metrics_and_options(tmp_path):
     assert {m["type"]: m["value"] for m in result["metrics"]} == \
         {"rouge1": 39.12, "rouge2": 17.5, "rougeL": 36.0}
     assert "| -model_family | reinforced |" in text and "11490 examples" in text
-    release_model.main(["-model", src, "-output", str(tmp_path / "r.pt"), "-card"])
-    assert (tmp_path / "README.md").read_text().startswith("---\n")
+    release_model.main(["-m", src, "-o", str(tmp_path / "r.pt"), "-card"])
+    assert (tmp_path / "r.md").read_text().startswith("---\n") and not (tmp_path / "README.md").exists()
 
 
 def test_user_errors_are_one_line(tmp_path):
