@@ -129,8 +129,9 @@ class Trainer(Reporting):
             if self.rank == 0:
                 restore_best(self.save_model, self.early_stopping.best_step)
         self.restore_scaler(ckpt.get("scaler"))
-        if self.moving_average is not None:   # -average_decay
-            self.moving_average.restore(ckpt, self.model, path, log=self.rank == 0)
+        if self.moving_average is not None:   # -average_decay: a new phase has its own average
+            self.moving_average.restore(ckpt if same_run else {}, self.model, path,
+                                        log=self.rank == 0)
 
     def restore_scaler(self, state):
         """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and

@@ -12,8 +12,11 @@ the run, which restart at a resume; the step does not: a resumed run updates at 
 The trainer (onmt/trainer.py) validates, picks `_best.pt` and saves with the average: a checkpoint's
 "model" holds the averaged weights (what translate.py, the API, onmt_average_models and
 onmt_release_model read) and "train_model" the weights the optimizer trains, from which -train_from
-goes on, the average taken back from "model": N + N steps equal 2N bit for bit. -average_decay 0
-(the default) keeps no average and writes no "train_model".
+goes on, the average taken back from "model" when the run goes on (the same -save_model): N + N
+steps equal 2N bit for bit; a new phase (another -save_model) starts its own average, as it starts
+its own best. To train on from the average itself, make it a checkpoint first
+(onmt_average_models -models X.pt -output avg.pt). -average_decay 0 (the default) keeps no average
+and writes no "train_model".
 """
 import contextlib
 
@@ -83,8 +86,9 @@ class MovingAverage:
             self.average = None
             if log:
                 from onmt.utils.logging import logger
-                logger.info(f"-average_decay: {path or 'the checkpoint'} holds no moving average: "
-                            "it starts from the weights at the next update")
+                logger.info(f"-average_decay: no moving average goes on from "
+                            f"{path or 'the checkpoint'} (none in it, or a new -save_model): it "
+                            "starts from the weights at the next update")
             return False
         params = dict(model.named_parameters())
         self.average = {n: ckpt["model"][n].detach().to(p.device, torch.float32).clone()

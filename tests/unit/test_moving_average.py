@@ -132,6 +132,17 @@ def test_average_resumes_n_plus_n_as_2n(data, tmp_path, one_torch_thread):
     assert "train_model" in best      # the best is chosen, and saved, with the average
 
 
+def test_a_new_phase_starts_its_own_average(data, tmp_path, one_torch_thread):
+    _train(data, str(tmp_path / "ml"), "-train_steps", "6", "-average_decay", "0.05")
+    log = tmp_path / "phase.log"
+    _train(data, str(tmp_path / "phase"), "-train_steps", "7", "-train_from", str(tmp_path / "ml_step_6.pt"),
+           "-log_file", str(log))
+    ml, phase = _ckpt(tmp_path / "ml_step_6.pt"), _ckpt(tmp_path / "phase_step_7.pt")
+    assert "no moving average goes on from" in log.read_text()
+    # the new average started at step 7 as a copy of the weights: the two are equal
+    assert _same(phase["model"], phase["train_model"]) and not _same(phase["model"], ml["model"])
+
+
 def test_translation_reads_the_average(data, tmp_path, one_torch_thread):
     from onmt.translate.session import load_session
     _train(data, str(tmp_path / "m"), "-train_steps", "3", "-average_decay", "0.1")
