@@ -98,6 +98,7 @@ def write_folder(release, folder, card=None):
     import shutil
     import tempfile
     st = safetensors_module()
+    folder = os.path.normpath(folder)   # "rel/" is the folder rel
     if os.path.exists(folder):
         if not os.path.isdir(folder):
             raise UserError(f"-output {folder} is a file; -format safetensors writes a folder")

@@ -78,7 +78,7 @@ def test_the_safetensors_folder_holds_no_pickle(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["format"] == release_format.FORMAT_NAME and config["preprocess"] == PREPROCESS
     assert config["vocab"]["tgt"][:4] == ["<unk>", "<blank>", "<s>", "</s>"]
-    release_model.main(["-model", src, "-output", str(out), "-format", "safetensors"])  # again
+    release_model.main(["-model", src, "-output", f"{out}/", "-format", "safetensors"])  # again
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".rel")]
 
 
