@@ -108,7 +108,7 @@ setup() {
   fi
   "$PY" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}" "${idx[@]}" || die "setup: installing PyTorch failed"
   echo "$torch_want" > "$torch_stamp"
-  "$PY" -m pip install -q -e "$here[test,bench,plot,tensorboard,parquet,server]" || die "setup: installing the project failed"
+  "$PY" -m pip install -q -e "$here[test,bench,plot,tensorboard,parquet,server,release]" || die "setup: installing the project failed"
   rouge_perl
   echo "$want" > "$stamp"
 }

@@ -152,7 +152,8 @@ class Summarizer:
     def load(cls, path: Union[str, os.PathLike], device: Union[str, torch.device] = "cpu",
              precision: str = "fp32", compile: bool = False,
              reuse_freed_memory: bool = False) -> "Summarizer":
-        """The model of checkpoint `path` on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
+        """The model of checkpoint `path` (or of a model released by onmt_release_model: its .pt
+        file or its safetensors folder) on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
         decoding in `precision` (translate.py's -precision: "fp32", "bf16", "fp16" or "int8"; one
         OptionError where the device cannot run it fast); `compile`: translate.py's -compile (the
         mlp attention's scores through torch.compile). `reuse_freed_memory`: as translate.py does,

@@ -25,6 +25,7 @@ from onmt.utils.checkpoint import best_checkpoint_path, checkpoint_path, link_be
 from onmt.utils.distributed import World, all_reduce_sum, sum_gradients, sum_statistics
 from onmt.utils.early_stopping import EarlyStopping
 from onmt.utils.logging import logger
+from onmt.utils.moving_average import MovingAverage, applied
 from onmt.utils.optim import learning_rate_schedule
 from onmt.utils.statistics import Statistics
 from onmt.utils.update_norms import PartNorms, as_sums
@@ -41,7 +42,7 @@ class Trainer(Reporting):
                  tensorboard=None, world_size=1, accum_count=1,
                  sample_every=0, sample_max_length=100, amp_dtype="bf16", lr_schedule=None,
                  learning_rate=None, normalization="tokens", early_stopping=None,
-                 train_time_limit=0.0):
+                 train_time_limit=0.0, moving_average=None):
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.save_model = save_model
         self.train_steps, self.epochs = train_steps, epochs
@@ -95,6 +96,8 @@ class Trainer(Reporting):
         # the report lines'
         self.clock_name = "training CPU" if self.device.type == "cpu" else "training wall"
         self._profile = None   # a ProfileRun while train(profile=...) runs
+        # -average_decay: the weights' moving average (utils/moving_average.py), validated and saved
+        self.moving_average = moving_average
 
     @classmethod
     def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None,
@@ -110,7 +113,8 @@ class Trainer(Reporting):
                    amp_dtype=opt.amp_dtype, lr_schedule=learning_rate_schedule(opt),
                    learning_rate=opt.learning_rate, normalization=opt.normalization,
                    early_stopping=EarlyStopping(opt.early_stopping, opt.early_stopping_criteria),
-                   train_time_limit=opt.train_time_limit)
+                   train_time_limit=opt.train_time_limit,
+                   moving_average=MovingAverage.from_opt(opt))
 
     def restore(self, ckpt, same_run, path=None):
         """Go on from checkpoint `ckpt` (read from `path`): its train_seconds always; its
@@ -125,6 +129,9 @@ class Trainer(Reporting):
             if self.rank == 0:
                 restore_best(self.save_model, self.early_stopping.best_step)
         self.restore_scaler(ckpt.get("scaler"))
+        if self.moving_average is not None:   # -average_decay: a new phase has its own average
+            self.moving_average.restore(ckpt if same_run else {}, self.model, path,
+                                        log=self.rank == 0)
 
     def restore_scaler(self, state):
         """fp16 -amp's loss scale goes on from the checkpoint's GradScaler `state` (its scale and
@@ -201,7 +208,8 @@ class Trainer(Reporting):
                     self._validate_and_keep_best(valid_data, step, (epoch, pos), save_step=saving)
                 if (self.sample_every > 0 and step % self.sample_every == 0
                         and self._profile is None):
-                    self.log_sample(valid_data, step)
+                    with applied(self.moving_average, self.model):
+                        self.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
                 if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0 and \
@@ -245,7 +253,8 @@ class Trainer(Reporting):
         """Validate at `step`; a new best (every early-stopping criterion improved) is saved and
         becomes {save_model}_best.pt. `save_step`: save the step's own checkpoint too (the last
         step's)."""
-        stats = self.validate(valid_data, step)
+        with applied(self.moving_average, self.model):   # -average_decay: the average's figures
+            stats = self.validate(valid_data, step)
         if stats is None:   # interrupted: the caller saves and stops (_stop_if_signalled)
             return
         improved = self.early_stopping.update(self.validation_figures(stats), step)
@@ -368,6 +377,8 @@ class Trainer(Reporting):
             self.scaler.update()
         else:
             self.optimizer.step()
+        if self.moving_average is not None:
+            self.moving_average.update(self.model, step)
         return stats
 
     # ------------------------------------------------------------------ validation / reporting
@@ -382,4 +393,6 @@ class Trainer(Reporting):
                  "early_stopping": self.early_stopping.state_dict()}
         if self.scaler is not None:
             state["scaler"] = self.scaler.state_dict()
+        if self.moving_average is not None:   # "model": the average; "train_model": the weights
+            state.update(self.moving_average.checkpoint_weights(self.model))
         return self.checkpoints.save(step, data_pos, state, path)

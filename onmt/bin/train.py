@@ -215,7 +215,8 @@ def _train_rank(opt, world, data):
 
     torch.manual_seed(opt.seed)
     random.seed(opt.seed)
-    model = build_model(opt, vocabs, ckpt["model"] if ckpt else None,
+    # trained with -average_decay: "model" is the moving average, "train_model" the trained weights
+    model = build_model(opt, vocabs, ckpt.get("train_model", ckpt["model"]) if ckpt else None,
                         allow_new=opts.resume_adds_parameters(opt),
                         checkpoint_name=opt.train_from or None, device=device,
                         # -compile: the decoder's step, compiled on first call

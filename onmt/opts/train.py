@@ -96,6 +96,14 @@ def train_opts(parser):
                "the three is given)")
     g.add("-warmup_steps", "--warmup_steps", type=int, default=4000,
           help="warm-up of -decay_method noam and rsqrt")
+    g.add("-average_decay", "--average_decay", type=float, default=0.0,
+          help="OpenNMT-py's: keep an exponential moving average of the weights, "
+               "average = (1 - d) average + d weights with d = max(average_decay, "
+               "1 - (step + 1) / (step + 10)) (e.g. 1e-4); validation, {save_model}_best.pt and "
+               "the checkpoints' model (what translate.py reads) are the average; -train_from goes "
+               "on from the trained weights (0: off)")
+    g.add("-average_every", "--average_every", type=int, default=1,
+          help="OpenNMT-py's: with -average_decay, update the average every N steps")
     g.add("-reset_optim", "--reset_optim", default="none",
           choices=["none", "all", "states", "keep_states"],
           help="with -train_from, what to reset of the checkpoint's optimizer: none = keep its "

@@ -173,6 +173,8 @@ OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization",
 # checkpoint's unless given again
 BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "valid_batch_size",
                     "seed", "rl_normalization")
+# the weights' moving average (-average_decay): the checkpoint's unless given again
+AVERAGE_OPTIONS = ("average_decay", "average_every")
 
 
 def resolve_train_run(opt, saved=None, data=None, target_limit=100):
@@ -227,13 +229,13 @@ def _resume(run, saved):
                         f"and attention); {', '.join(contradictions[:3])} given here contradict "
                         "it: drop them, or train a new model (a resume may change "
                         f"{', '.join('-' + n for n in may_change)})")
-    from_here |= set(BATCHING_OPTIONS)
+    from_here |= set(BATCHING_OPTIONS) | set(AVERAGE_OPTIONS)
     taken, changed = [], []
-    for name in names + OBJECTIVE_OPTIONS + OPTIMIZER_OPTIONS + BATCHING_OPTIONS:
+    for name in names + OBJECTIVE_OPTIONS + OPTIMIZER_OPTIONS + BATCHING_OPTIONS + AVERAGE_OPTIONS:
         if name not in saved and name in ADDED_MODEL_OPTIONS and name not in from_here:
             setattr(run, name, ADDED_MODEL_OPTIONS[name])   # the checkpoint predates the option
         elif name in saved and not (name in from_here and given(run, name)):
-            if (name in BATCHING_OPTIONS + OPTIMIZER_OPTIONS + OBJECTIVE_OPTIONS
+            if (name in BATCHING_OPTIONS + OPTIMIZER_OPTIONS + OBJECTIVE_OPTIONS + AVERAGE_OPTIONS
                     and getattr(run, name) != saved[name]):
                 taken.append(f"-{name} {saved[name]}")
             setattr(run, name, saved[name])

@@ -210,6 +210,11 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     if vars(opt).get("data_config") and opt.data != PLACEHOLDER:
         raise OptionError(f"-data {opt.data} and the -config's data: mapping both name the "
                           "training data: give one (drop -data to train on the config's corpora)")
+    if not 0 <= opt.average_decay < 1:
+        raise OptionError(f"-average_decay must be in [0, 1) (0: no moving average), "
+                          f"got {opt.average_decay}")
+    if opt.average_every < 1:
+        raise OptionError(f"-average_every must be 1 or more, got {opt.average_every}")
     if opt.keep_checkpoint < -1:
         raise OptionError("-keep_checkpoint must be -1 (keep all), 0 or positive, "
                           f"got {opt.keep_checkpoint}")

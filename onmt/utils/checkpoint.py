@@ -45,9 +45,20 @@ def set_rng_state(state):
 
 
 def load_checkpoint(path, device="cpu"):
-    """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours."""
+    """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours. A
+    folder released by onmt_release_model -format safetensors (utils/release_format.py) is read as
+    the checkpoint it holds."""
+    from onmt.utils.release_format import is_release_folder, read_folder
+    if is_release_folder(path):
+        ckpt = read_folder(path)
+        if any(k not in ckpt for k in REQUIRED_KEYS):
+            raise UserError(f"released model {path} is damaged: its config.json lacks "
+                            f"{', '.join(k for k in REQUIRED_KEYS if k not in ckpt)}")
+        check_contents(ckpt, path)
+        return ckpt
     if os.path.isdir(path):
-        raise UserError(f"checkpoint {path} is a folder, not a file")
+        raise UserError(f"checkpoint {path} is a folder, not a file (nor a released model: "
+                        "no config.json)")
     if not os.path.exists(path):
         raise UserError(f"checkpoint {path} does not exist")
     if not os.path.isfile(path):
@@ -79,7 +90,11 @@ def check_contents(ckpt, path):
         raise UserError(f"checkpoint {path} is damaged: its vocab lacks {', '.join(lacking)}")
     _check_counters(ckpt, path)
     _check_resume_state(ckpt, path)
-    for name, t in ckpt["model"].items():
+    if "train_model" in ckpt and not isinstance(ckpt["train_model"], dict):
+        raise UserError(f"checkpoint {path} is damaged: its train_model is a "
+                        f"{type(ckpt['train_model']).__name__}, not a dict")
+    weights = list(ckpt["model"].items()) + list(ckpt.get("train_model", {}).items())
+    for name, t in weights:
         if not isinstance(t, torch.Tensor):
             raise UserError(f"checkpoint {path} is damaged: weight {name} is a "
                             f"{type(t).__name__}, not a tensor")
@@ -231,11 +246,6 @@ def prune_checkpoints(saved, keep, identities=None):
         if identities is not None and (old not in identities
                                        or file_identity(old) != identities[old]):
             continue
-        if os.path.exists(old):
-            os.remove(old)
-    return saved
-    while len(saved) > keep:
-        old = saved.pop(0)
         if os.path.exists(old):
             os.remove(old)
     return saved

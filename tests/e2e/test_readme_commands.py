@@ -13,6 +13,7 @@ import pytest
 
 from helpers.paths import ROOT
 from onmt import opts
+from onmt.opts.release import average_models_parser, release_model_parser
 
 DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 PARSERS = {"train.py": opts.train_parser, "translate.py": opts.translate_parser,
@@ -22,7 +23,9 @@ PARSERS = {"train.py": opts.train_parser, "translate.py": opts.translate_parser,
            "onmt_build_vocab": opts.build_vocab_parser, "onmt_tune_decoding": opts.tune_decoding_parser,
            "tune_decoding.py": opts.tune_decoding_parser, "onmt.bin.tune_decoding": opts.tune_decoding_parser,
            "onmt_explore": opts.explore_parser, "explore.py": opts.explore_parser,
-           "onmt_server": opts.server_parser, "onmt.bin.server": opts.server_parser}
+           "onmt_server": opts.server_parser, "onmt.bin.server": opts.server_parser,
+           "onmt_average_models": average_models_parser, "onmt.bin.average_models": average_models_parser,
+           "onmt_release_model": release_model_parser, "onmt.bin.release_model": release_model_parser}
 WRAPPERS = {"timeout": 1, "nohup": 0}
 
 

@@ -55,6 +55,7 @@ TESTED_IN = {
     "onmt/opts/model.py": ["tests/unit/test_opts.py", "tests/unit/test_upstream_flags.py"],
     "onmt/opts/parse.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
     "onmt/opts/server.py": ["tests/unit/test_server_batching.py"],
+    "onmt/opts/release.py": ["tests/unit/test_average_models.py"],
     "onmt/opts/train.py": ["tests/unit/test_opts.py"],
     "onmt/opts/translate.py": ["tests/unit/test_opts.py"],
     "onmt/opts/update.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
@@ -72,6 +73,7 @@ TESTED_IN = {
     "onmt/trainer_reporting.py": ["tests/unit/test_trainer.py"],
     "onmt/translate/decoding.py": ["tests/unit/test_beam_search.py", "tests/unit/test_properties.py"],
     "onmt/translate/records.py": ["tests/unit/test_inspect.py"],
+    "onmt/utils/release_format.py": ["tests/unit/test_release_model.py"],
     "onmt/translate/session.py": ["tests/unit/test_inspect.py", "tests/e2e/test_precision.py"],
 }
 
