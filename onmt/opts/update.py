@@ -17,6 +17,7 @@ from onmt.opts.data import prepare_opts, preprocess_opts
 from onmt.opts.families import FAMILIES, RESUME_ADDS_PARAMETERS, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, model_opts
 from onmt.opts.parse import given, make_parser
+from onmt.opts.search_rules import update_sampling
 from onmt.opts.train import train_opts
 from onmt.opts.translate import (
     evaluate_opts,
@@ -121,9 +122,11 @@ def update_train_opts(opt):
 
 
 def update_translate_opts(opt):
-    """Defaults for what `opt` lacks; -avoid_trigram_repetition is -block_ngram_repeat 3;
+    """Defaults for what `opt` lacks; what sampling implies (search_rules.update_sampling);
+    -avoid_trigram_repetition is -block_ngram_repeat 3;
     -detokenize (readable output) is -replace_unk too unless -keep_unk."""
     fill_defaults(opt, translate_opts)
+    update_sampling(opt)
     if opt.avoid_trigram_repetition:
         opt.block_ngram_repeat = 3
     if opt.detokenize and not opt.keep_unk:

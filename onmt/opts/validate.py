@@ -3,6 +3,7 @@ never changes `opt`; an impossible option is one OptionError whose one line name
 from onmt.errors import OptionError
 from onmt.opts.families import FAMILIES, family_name
 from onmt.opts.parse import given
+from onmt.opts.search_rules import check_search
 
 
 def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
@@ -287,9 +288,7 @@ def validate_translate_opts(opt):
                           "give -coverage_penalty wu or summary")
     if given(opt, "min_length") and given(opt, "max_length") and opt.min_length > opt.max_length:
         raise OptionError(f"-min_length {opt.min_length} is above -max_length {opt.max_length}")
-    if not 1 <= opt.n_best <= opt.beam_size:
-        raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), "
-                          f"got {opt.n_best}")
+    check_search(opt)
     if opt.batch_size <= 0:
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
     for name in ("src_seq_length_trunc", "tgt_seq_length_trunc"):

@@ -172,8 +172,12 @@ def test_a_prefix_of_an_option_is_not_that_option(capsys):
 def test_upstream_option_names_what_it_is_here(capsys):
     err = _unknown(capsys, opts.train_parser(), ["-data", "d", "-enc_hid_size", "512"])
     assert "unknown option -enc_hid_size: OpenNMT-py's -enc_hid_size is -rnn_size here" in err
-    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-random_sampling_topk", "5"])
-    assert "-random_sampling_topk has no counterpart here" in err
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-ratio", "0.5"])
+    assert "-ratio has no counterpart here" in err
+    err = _unknown(capsys, opts.train_parser(), ["-data", "d", "-average_decay", "0.999"])
+    assert "-average_decay has no counterpart here (not supported here" in err
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-model_dtype", "fp16"])
+    assert "OpenNMT-py's -model_dtype is -precision here" in err
 
 
 def test_misspelt_option_gets_the_closest_names(capsys):
