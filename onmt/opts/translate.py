@@ -4,7 +4,9 @@ tools/plot_attention.py."""
 
 def translate_opts(parser):
     g = parser.add_argument_group("Data")
-    g.add("-model", "--model", required=True, help="checkpoint to translate with")
+    g.add("-model", "--model", required=True, nargs="+", action="extend",
+          help="checkpoint to translate with; several: their ensemble (as OpenNMT-py's): each "
+               "step's distribution the mean of theirs, copy scores included; one vocabulary")
     g.add("-src", "--src", required=True,
           help="source file, one example per line ('-': the standard input)")
     g.add("-tgt", "--tgt", default=None, help="score these targets (gold score, perplexity)")

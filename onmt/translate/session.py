@@ -76,13 +76,29 @@ def load_session(path, device, precision="fp32", compile=False):
     (-precision); `compile` (-compile): its mlp attention scores through torch.compile, compiled on
     first use; both chosen by the model's Execution (onmt/fused/execution.py), which build_model
     logs, and checked once, before, by the caller (opts.check_precision and opts.check_compile:
-    translate.py's and onmt_tune_decoding's validation, Summarizer.load)."""
+    translate.py's and onmt_tune_decoding's validation, Summarizer.load). `path` a list of several
+    checkpoints: their ensemble (ensemble.py), one vocabulary (a UserError naming the first that
+    differs), the first one's options and input rules."""
     from onmt.fused.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
-    ckpt = load_checkpoint(path, device="cpu")
-    model, vocabs, model_opt = model_from_checkpoint(
-        ckpt, device, name=path, execution=Execution.for_decoding(precision, compile))
-    return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
+    paths = list(path) if isinstance(path, (list, tuple)) else [path]
+    loaded = []
+    for p in paths:
+        ckpt = load_checkpoint(p, device="cpu")
+        model, vocabs, model_opt = model_from_checkpoint(
+            ckpt, device, name=p, execution=Execution.for_decoding(precision, compile))
+        loaded.append((model, vocabs, model_opt, ckpt.get("preprocess")))
+        del ckpt
+    if len(loaded) == 1:
+        return Session(*loaded[0])
+    from onmt.translate.ensemble import Ensemble, check_same_vocabularies
+    problem = check_same_vocabularies([(p, v) for p, (_, v, _, _) in zip(paths, loaded)])
+    if problem:
+        raise UserError(problem)
+    logger.info(f"Ensemble of {len(paths)} models: {', '.join(map(str, paths))} (each step's "
+                "distribution the mean of theirs; the first one's options and input rules)")
+    model, vocabs, model_opt, preprocess = loaded[0]
+    return Session(Ensemble([m for m, _, _, _ in loaded]).eval(), vocabs, model_opt, preprocess)
 
 
 def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True,

@@ -267,13 +267,14 @@ def test_update_resolves_implications_and_runs_again_unchanged():
 @pytest.mark.parametrize("declare, parser, required", [
     (opts.model_opts, opts.train_parser, {"data": "d"}),
     (opts.train_opts, opts.train_parser, {"data": "d"}),
-    (opts.translate_opts, opts.translate_parser, {"model": "m", "src": "s"}),
+    (opts.translate_opts, opts.translate_parser, {"model": ["m"], "src": "s"}),
     (opts.preprocess_opts, opts.preprocess_parser, {"train_src": "a", "train_tgt": "b", "save_data": "p"}),
 ])
 def test_defaults_filled_in_are_the_parsers(declare, parser, required):
     """An option a namespace lacks gets the default a parse gives it."""
     import argparse
-    parsed = vars(parser().parse_args([x for k, v in required.items() for x in (f"-{k}", v)]))
+    parsed = vars(parser().parse_args([x for k, v in required.items()
+                                       for x in (f"-{k}", *(v if isinstance(v, list) else [v]))]))
     made = argparse.Namespace(**required)
     opts.fill_defaults(made, declare)
     assert vars(made) == {k: parsed[k] for k in vars(made)}
