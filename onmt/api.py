@@ -15,14 +15,15 @@ random_sampling_temp=1.0, batch_size=30, src_seq_length_trunc, seed=829: SEARCH_
 Hugging Face generate()'s names for them (num_beams, num_return_sequences, max_new_tokens,
 min_new_tokens, no_repeat_ngram_size, do_sample, top_k, top_p, temperature, a number as
 length_penalty: onmt/opts/api_names.py), each of its Python type (an int for beam_size, a bool
-for a flag, a list of str for ignore_when_blocking: a TypeError naming the argument otherwise). An argument left out (or
-None) is "not given", exactly as an option left off translate.py's command line: the checkpoint's
-preprocessing record then decides tokenizing, lowercasing, source truncation, the prediction length
-limit and the model family's n-gram blocking (onmt/translate/input_rules.py). replace_unk left out
-follows `detokenize`: readable text has the attended source word where the model predicts <unk>, as
-translate.py -detokenize writes. The options are converted, updated and validated as translate.py's
-(onmt/opts/, with no command line), and the text goes through the same code
-(onmt/translate/session.py), so the summaries are those translate.py writes for the same lines.
+for a flag, a list of str for ignore_when_blocking: a TypeError naming the argument otherwise).
+An argument left out (or None) is "not given", exactly as an option left off translate.py's
+command line: the checkpoint's preprocessing record then decides tokenizing, lowercasing, source
+truncation, the prediction length limit and the model family's n-gram blocking
+(onmt/translate/input_rules.py). replace_unk left out follows `detokenize`: readable text has the
+attended source word where the model predicts <unk>, as translate.py -detokenize writes. The
+options are converted, updated and validated as translate.py's (onmt/opts/, with no command line),
+and the text goes through the same code (onmt/translate/session.py), so the summaries are those
+translate.py writes for the same lines.
 
 With return_details=True, each text gets a dict: "summary" (str), "score" (float), "n_best"
 (list of (summary, score), best first), and the inspection record of the best summary (the one
