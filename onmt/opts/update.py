@@ -277,8 +277,10 @@ def resolve_translate_run(opt, model_opt, preprocess, target_limit):
     -src_seq_length_trunc (and, with -tgt, -tgt_seq_length_trunc) the truncation of its
     preprocessing record `preprocess` (None: an older checkpoint, no truncation), -max_length its
     longest training target (`target_limit`, 0: none recorded, the option's default),
-    -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's model options).
-    Returns (options, one line for the log per rule); `validate_translate_run` checks them."""
+    -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's model options);
+    a beam search without -length_penalty given notes that none is this toolkit's default (not
+    upstream's nor Hugging Face's). Returns (options, one line for the log per rule);
+    `validate_translate_run` checks them."""
     run, notes, record = copy.deepcopy(opt), [], preprocess or {}
     run.src_seq_length_trunc = _trunc(opt, record, "src", notes)
     if opt.tgt:
@@ -290,6 +292,11 @@ def resolve_translate_run(opt, model_opt, preprocess, target_limit):
         notes.append(f"predictions stop at {run.max_length} tokens: " +
                      ("the training targets' length limit (-max_length to change)" if target_limit
                       else "the -max_length default (the training data recorded no target limit)"))
+    if opt.beam_size > 1 and not given(opt, "length_penalty"):
+        # the flag set of a run carried over from OpenNMT-py or Hugging Face, whose defaults differ
+        notes.append("length penalty: none, this toolkit's default: a hypothesis scores its summed "
+                     "log-probabilities (OpenNMT-py's default -length_penalty avg and Hugging "
+                     "Face's length_penalty=1.0 divide them by the length: -length_penalty avg)")
     if given(opt, "block_ngram_repeat") or given(opt, "avoid_trigram_repetition"):
         rule = f"no repeated {opt.block_ngram_repeat}-gram" if opt.block_ngram_repeat else "off"
         notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat given)")
