@@ -11,7 +11,8 @@
 (beam_size=5, n_best=1, min_length=0, max_length, length_penalty="none", alpha=0.0,
 coverage_penalty="none", beta=0.0, stepwise_penalty, block_ngram_repeat, avoid_trigram_repetition,
 ignore_when_blocking, replace_unk, ban_unk_token, random_sampling_topk=1, random_sampling_topp=0.0,
-random_sampling_temp=1.0, batch_size=30, src_seq_length_trunc, seed=829: SEARCH_OPTIONS), or
+random_sampling_temp=1.0, batch_size=30, src_seq_length_trunc, seed=829 (the samples'; an
+iterator's batches draw from seed + the index of their first text): SEARCH_OPTIONS), or
 Hugging Face generate()'s names for them (num_beams, num_return_sequences, max_new_tokens,
 min_new_tokens, no_repeat_ngram_size, do_sample, top_k, top_p, temperature, a number as
 length_penalty: onmt/opts/api_names.py), each of its Python type (an int for beam_size, a bool
@@ -273,7 +274,7 @@ class Summarizer:
         def keep(record):
             records[record["line"]] = record
         results = translate_lines(opt, self.session, lines, show_progress=progress,
-                                  log_notes=start == 0,
+                                  log_notes=start == 0, first_line=start,
                                   callbacks=Callbacks(on_record=keep) if return_details else None)
         out, write = [], self.session.readable() if detokenize else " ".join
         for i, nbest in enumerate(results):

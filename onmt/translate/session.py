@@ -102,14 +102,16 @@ def load_session(path, device, precision="fp32", compile=False):
 
 
 def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True,
-                    log_notes=True):
+                    log_notes=True, first_line=0):
     """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: translate.py's
     options `opt` (updated and validated, never changed) resolved for the checkpoint
     (opts.resolve_translate_run: truncation, -max_length, -block_ngram_repeat) and its input rules
     (input_rules.py), each logged once, then Translator.translate with `callbacks` (a
     translator.Callbacks: inspection records, the -dump_beam history, the profiler). Returns its
     results: per line, n_best Translation. `log_notes` False: the rules are not logged (the API's
-    second and later batches of one stream)."""
+    second and later batches of one stream). `first_line`: the index of src_lines[0] in a stream
+    (the API's), whose batches then sample (-random_sampling_*) from -seed + first_line, not all
+    from the same random numbers."""
     from onmt.translate.input_rules import data_target_limit, prepare_lines, resolve
     from onmt.translate.translator import Translator
     run, option_notes = opts.resolve_translate_run(opt, session.model_opt, session.preprocess,
@@ -119,7 +121,7 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, 
         logger.info(note)
     opts.validate_translate_run(run)
     translator = Translator.from_opt(run, session.model, session.vocabs,
-                                     show_progress=show_progress)
+                                     show_progress=show_progress, seed=run.seed + first_line)
 
     def prepare(lines, trunc):
         return prepare_lines(lines, rules.lower, trunc, rules.tokenize, rules.mask_digits)

@@ -86,8 +86,8 @@ class Translator:
     @classmethod
     def from_opt(cls, opt, model, vocabs, **kwargs):
         return cls(model, vocabs, SearchSettings.from_opt(opt), replace_unk=opt.replace_unk,
-                   batch_size=opt.batch_size, verbose=opt.verbose, seed=opt.seed,
-                   **{"show_progress": True, **kwargs})
+                   batch_size=opt.batch_size, verbose=opt.verbose,
+                   **{"show_progress": True, "seed": opt.seed, **kwargs})
 
     # ------------------------------------------------------------------ decoding
     def translate(self, src_lines, tgt_lines=None, callbacks=None):

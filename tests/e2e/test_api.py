@@ -273,6 +273,17 @@ def test_sampling_repeats_with_its_seed_and_writes_what_translate_py_writes(setu
     assert s.summarize(TEXTS, detokenize=False, beam_size=1, random_sampling_topk=1, random_sampling_temp=0.5) == greedy
 
 
+def test_an_iterator_s_batches_do_not_draw_the_same_samples(setup):
+    _, ckpts = setup
+    s = Summarizer.load(ckpts["reinforced"])
+    settings = {"random_sampling_topk": 0, "random_sampling_temp": 2.0, "n_best": 4, "batch_size": 1, "seed": 3}
+    texts = ["w1 w2 w3 w4 w5 w6"] * 4
+    streamed = list(s.summarize(iter(texts), detokenize=False, **settings))
+    assert streamed == list(s.summarize(iter(texts), detokenize=False, **settings))
+    assert len({tuple(x) for x in streamed}) > 1      # each batch its own random numbers
+    assert streamed[0] == s.summarize(texts[:1], detokenize=False, **settings)[0]
+
+
 def test_an_ensemble_loads_from_a_list_and_writes_what_translate_py_writes(setup):
     from onmt.bin.translate import main
     d, ckpts = setup
