@@ -68,8 +68,11 @@ def translate_options(**kwargs: Any):
                         f"the search options are {', '.join(SEARCH_OPTIONS)} "
                         f"(or Hugging Face's {', '.join(api_names.HF_NAMES)}, do_sample, "
                         f"{', '.join(api_names.HF_SAMPLING)})")
-    kwargs = api_names.from_hf(kwargs)
     parser = opts.translate_parser()
+    # Hugging Face's names checked as their counterparts, under their own names
+    counterpart = {**api_names.HF_NAMES, **api_names.HF_SAMPLING}
+    check_types(parser, {k: v for k, v in kwargs.items() if k in counterpart}, counterpart)
+    kwargs = api_names.from_hf(kwargs)
     check_types(parser, kwargs)
     opt = opts.parse_values(parser, kwargs)
     opts.update_translate_opts(opt)
@@ -77,14 +80,16 @@ def translate_options(**kwargs: Any):
     return opt
 
 
-def check_types(parser, values):
+def check_types(parser, values, options=None):
     """TypeError naming the first keyword of `values` whose value is not of its option's Python type
     (onmt/opts/validate.py value_type_problem: an int option takes an int, beam_size="5" is refused,
     as is True; a float option an int or a float; a flag a bool; a list option a list or tuple of
-    str; a choice a str); None is "not given"."""
+    str; a choice a str); None is "not given". `options`: {keyword: its option's name} where they
+    differ (Hugging Face's names)."""
     for name, value in values.items():
+        option = (options or {}).get(name, name)
         want = None if value is None else opts.value_type_problem(
-            parser._option_string_actions[f"-{name}"], value)
+            parser._option_string_actions[f"-{option}"], value)
         if want is not None:
             raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
 

@@ -259,6 +259,11 @@ def test_hugging_face_names_without_counterpart_are_one_line(setup):
         s.summarize(["w1 w2"], num_beams=2, beam_size=2)
     with pytest.raises(ValueError, match="give do_sample=True"):
         s.summarize(["w1 w2"], temperature=0.5)
+    for kwargs, match in (({"num_beams": "3"}, "num_beams must be an int, got str '3'"),
+                          ({"do_sample": True, "top_k": 2.5}, "top_k must be an int"),
+                          ({"do_sample": True, "temperature": "hot"}, "temperature must be a number")):
+        with pytest.raises(TypeError, match=match):
+            s.summarize(["w1 w2"], **kwargs)
 
 
 def test_sampling_repeats_with_its_seed_and_writes_what_translate_py_writes(setup):
