@@ -14,7 +14,8 @@ def translate_opts(parser):
     device_opts(g)
     g.add("-verbose", "--verbose", action="store_true", help="print source, prediction and score")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
-    g.add("-seed", "--seed", type=int, default=829, help="random seed")
+    g.add("-seed", "--seed", type=int, default=829,
+          help="random seed (of -random_sampling_*'s samples too)")
     g = parser.add_argument_group("Search")
     translate_search_opts(g)
     g.add("-dump_beam", "--dump_beam", default="",
