@@ -10,16 +10,21 @@
 `summarize` takes translate.py's search options as keyword arguments, with its names and defaults
 (beam_size=5, n_best=1, min_length=0, max_length, length_penalty="none", alpha=0.0,
 coverage_penalty="none", beta=0.0, stepwise_penalty, block_ngram_repeat, avoid_trigram_repetition,
-ignore_when_blocking, replace_unk, batch_size=30,
-src_seq_length_trunc), each of its Python type (an int for beam_size, a bool for a flag, a list of
-str for ignore_when_blocking: a TypeError naming the argument otherwise). An argument left out (or
-None) is "not given", exactly as an option left off translate.py's command line: the checkpoint's
-preprocessing record then decides tokenizing, lowercasing, source truncation, the prediction length
-limit and the model family's n-gram blocking (onmt/translate/input_rules.py). replace_unk left out
-follows `detokenize`: readable text has the attended source word where the model predicts <unk>, as
-translate.py -detokenize writes. The options are converted, updated and validated as translate.py's
-(onmt/opts/, with no command line), and the text goes through the same code
-(onmt/translate/session.py), so the summaries are those translate.py writes for the same lines.
+ignore_when_blocking, replace_unk, ban_unk_token, random_sampling_topk=1, random_sampling_topp=0.0,
+random_sampling_temp=1.0, batch_size=30, src_seq_length_trunc, seed=829 (the samples'; an
+iterator's batches draw from seed + the index of their first text): SEARCH_OPTIONS), or
+Hugging Face generate()'s names for them (num_beams, num_return_sequences, max_new_tokens,
+min_new_tokens, no_repeat_ngram_size, do_sample, top_k, top_p, temperature, a number as
+length_penalty: onmt/opts/api_names.py), each of its Python type (an int for beam_size, a bool
+for a flag, a list of str for ignore_when_blocking: a TypeError naming the argument otherwise).
+An argument left out (or None) is "not given", exactly as an option left off translate.py's
+command line: the checkpoint's preprocessing record then decides tokenizing, lowercasing, source
+truncation, the prediction length limit and the model family's n-gram blocking
+(onmt/translate/input_rules.py). replace_unk left out follows `detokenize`: readable text has the
+attended source word where the model predicts <unk>, as translate.py -detokenize writes. The
+options are converted, updated and validated as translate.py's (onmt/opts/, with no command line),
+and the text goes through the same code (onmt/translate/session.py), so the summaries are those
+translate.py writes for the same lines.
 
 With return_details=True, each text gets a dict: "summary" (str), "score" (float), "n_best"
 (list of (summary, score), best first), and the inspection record of the best summary (the one
@@ -38,28 +43,36 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 import torch
 
 from onmt import opts
+from onmt.opts import api_names
 
-# keyword -> translate.py option; store_true options take a bool, nargs="+" ones a list
-SEARCH_OPTIONS = ("beam_size", "n_best", "min_length", "max_length", "length_penalty", "alpha",
-                  "coverage_penalty", "beta", "stepwise_penalty",
-                  "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking",
-                  "replace_unk", "batch_size", "src_seq_length_trunc")
+# keyword -> translate.py option of that name (derived from its declarations: onmt/opts/
+# api_names.py); store_true options take a bool, nargs="+" ones a list; Hugging Face's names too
+SEARCH_OPTIONS = api_names.api_options()
 
 # per text: its summary, its n_best, or its details
 Summary = Union[str, List[str], Dict[str, Any]]
 
 
 def translate_options(**kwargs: Any):
-    """translate.py's options for these keyword arguments (SEARCH_OPTIONS), without a command line:
-    each value checked for its Python type (`check_types`), converted and checked as translate.py's
-    parser does (opts.parse_values), then its update and validation; the arguments given count as
-    given on the command line. Raises TypeError on an unknown keyword or a value of the wrong type,
-    onmt.opts.OptionError on an invalid value."""
-    unknown = sorted(set(kwargs) - set(SEARCH_OPTIONS))
+    """translate.py's options for these keyword arguments (SEARCH_OPTIONS, or Hugging Face's names
+    for them: api_names.from_hf), without a command line: each value checked for its Python type
+    (`check_types`), converted and checked as translate.py's parser does (opts.parse_values), then
+    its update and validation; the arguments given count as given on the command line. Raises
+    TypeError on an unknown keyword (or a Hugging Face name with no counterpart here, or given with
+    its counterpart) or a value of the wrong type, ValueError on a Hugging Face setting with no
+    counterpart, onmt.opts.OptionError on an invalid value."""
+    unknown = sorted(set(kwargs) - set(SEARCH_OPTIONS) - set(api_names.HF_NAMES)
+                     - set(api_names.HF_SAMPLING) - set(api_names.HF_UNSUPPORTED) - {"do_sample"})
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; "
-                        f"the search options are {', '.join(SEARCH_OPTIONS)}")
+                        f"the search options are {', '.join(SEARCH_OPTIONS)} "
+                        f"(or Hugging Face's {', '.join(api_names.HF_NAMES)}, do_sample, "
+                        f"{', '.join(api_names.HF_SAMPLING)})")
     parser = opts.translate_parser()
+    # Hugging Face's names checked as their counterparts, under their own names
+    counterpart = {**api_names.HF_NAMES, **api_names.HF_SAMPLING}
+    check_types(parser, {k: v for k, v in kwargs.items() if k in counterpart}, counterpart)
+    kwargs = api_names.from_hf(kwargs)
     check_types(parser, kwargs)
     opt = opts.parse_values(parser, kwargs)
     opts.update_translate_opts(opt)
@@ -67,14 +80,16 @@ def translate_options(**kwargs: Any):
     return opt
 
 
-def check_types(parser, values):
+def check_types(parser, values, options=None):
     """TypeError naming the first keyword of `values` whose value is not of its option's Python type
     (onmt/opts/validate.py value_type_problem: an int option takes an int, beam_size="5" is refused,
     as is True; a float option an int or a float; a flag a bool; a list option a list or tuple of
-    str; a choice a str); None is "not given"."""
+    str; a choice a str); None is "not given". `options`: {keyword: its option's name} where they
+    differ (Hugging Face's names)."""
     for name, value in values.items():
+        option = (options or {}).get(name, name)
         want = None if value is None else opts.value_type_problem(
-            parser._option_string_actions[f"-{name}"], value)
+            parser._option_string_actions[f"-{option}"], value)
         if want is not None:
             raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
 
@@ -149,11 +164,13 @@ class Summarizer:
                 f"vocab={len(self.vocabs.src.itos)}/{len(self.vocabs.tgt.itos)})")
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike], device: Union[str, torch.device] = "cpu",
+    def load(cls, path: Union[str, os.PathLike, List[Union[str, os.PathLike]]],
+             device: Union[str, torch.device] = "cpu",
              precision: str = "fp32", compile: bool = False,
              reuse_freed_memory: bool = False) -> "Summarizer":
-        """The model of checkpoint `path` (or of a model released by onmt_release_model: its .pt
-        file or its safetensors folder) on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
+        """The model of checkpoint `path` (a list of checkpoints: their ensemble, as translate.py
+        -model A.pt B.pt; or a model released by onmt_release_model: its .pt file or its
+        safetensors folder) on `device` ("cpu", "cuda", "cuda:1" or a torch.device),
         decoding in `precision` (translate.py's -precision: "fp32", "bf16", "fp16" or "int8"; one
         OptionError where the device cannot run it fast); `compile`: translate.py's -compile (the
         mlp attention's scores through torch.compile). `reuse_freed_memory`: as translate.py does,
@@ -162,8 +179,11 @@ class Summarizer:
         setting of the whole process, so off unless asked for."""
         from onmt.translate.session import load_session
         from onmt.utils.memory import reuse_freed_memory_for
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a str or a path, got {type(path).__name__}")
+        several = isinstance(path, (list, tuple))
+        if not all(isinstance(p, (str, os.PathLike)) for p in (path if several else [path])) or (
+                several and not path):
+            raise TypeError("path must be a str or a path (or a list of them: an ensemble), got "
+                            f"{type(path).__name__}")
         for name, value, kind in (("precision", precision, str), ("compile", compile, bool),
                                   ("reuse_freed_memory", reuse_freed_memory, bool)):
             if not isinstance(value, kind):
@@ -187,7 +207,7 @@ class Summarizer:
         opts.check_precision(precision, device.type)
         if compile:
             opts.check_compile(device.type)
-        path = os.fspath(path)
+        path = [os.fspath(p) for p in path] if several else os.fspath(path)
         session = load_session(path, device, precision, compile)
         if reuse_freed_memory:
             reuse_freed_memory_for(device)
@@ -260,7 +280,7 @@ class Summarizer:
         def keep(record):
             records[record["line"]] = record
         results = translate_lines(opt, self.session, lines, show_progress=progress,
-                                  log_notes=start == 0,
+                                  log_notes=start == 0, first_line=start,
                                   callbacks=Callbacks(on_record=keep) if return_details else None)
         out, write = [], self.session.readable() if detokenize else " ".join
         for i, nbest in enumerate(results):

@@ -9,6 +9,8 @@ The Python API (onmt/api.py) shares this path: onmt/translate/session.py.
 """
 import os
 import random
+import sys
+import time
 
 import torch
 
@@ -77,7 +79,7 @@ def outputs(opt):
 
 def inputs(opt):
     """The files translate.py reads, which no output may be."""
-    return {"-model": opt.model, "-src": opt.src, "-tgt": opt.tgt,
+    return {"-model": opt.model, "-src": None if opt.src == "-" else opt.src, "-tgt": opt.tgt,
             "-config": vars(opt).get("config")}
 
 
@@ -94,12 +96,14 @@ def main(argv=None):
     random.seed(opt.seed)
     check_outputs(opt)
 
-    src_lines = list(read_lines(opt.src, "-src"))       # split on "\n" only, as preprocessing does
+    # split on "\n" only, as preprocessing does
+    src_lines = read_stdin_lines() if opt.src == "-" else list(read_lines(opt.src, "-src"))
     tgt_lines = list(read_lines(opt.tgt, "-tgt")) if opt.tgt else None
     if tgt_lines is not None:
         check_line_counts("-src", len(src_lines), "-tgt", len(tgt_lines))
     session = load_session(opt.model, device, opt.precision, opt.compile)
     beam_history = [] if opt.dump_beam else None
+    began = time.perf_counter()
     with Inspection(opt) as inspection:
         profiler = None
         if opt.profile:
@@ -108,9 +112,11 @@ def main(argv=None):
         callbacks = Callbacks(beam_history=beam_history, profiler=profiler,
                               **inspection.translate_kwargs())
         results = translate_lines(opt, session, src_lines, tgt_lines, callbacks=callbacks)
+    if opt.report_time:
+        log_time(time.perf_counter() - began, len(src_lines))
     write = session.readable() if opt.detokenize else " ".join
-    write_lines_atomic(opt.output, [write(t.tokens) for nbest in results for t in nbest],
-                       f"-output {opt.output}")
+    write_lines_atomic(opt.output, [write(t.tokens) + (f"\t{t.score}" if opt.with_score else "")
+                                    for nbest in results for t in nbest], f"-output {opt.output}")
     if beam_history is not None:
         write_beam_dump(opt.dump_beam, opt, beam_history)
     logger.info(f"Translated {len(src_lines)} lines into {opt.output}")
@@ -118,6 +124,28 @@ def main(argv=None):
     if opt.report_rouge:
         report_rouge([" ".join(nbest[0].tokens) for nbest in results], tgt_lines)
     return results
+
+
+def read_stdin_lines():
+    """-src -: the lines of the standard input (UTF-8 text, split on "\n" as files are); one
+    UserError for bytes that are no text."""
+    from onmt.errors import UserError
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"-src -: the standard input is not UTF-8 text (byte {e.start})") from None
+    if "\0" in text:
+        raise UserError("-src -: a NUL byte in the standard input, not text")
+    lines = text.removeprefix("\ufeff").split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+def log_time(seconds, n_lines):
+    """-report_time: upstream OpenNMT-py's lines, the time of the model's load excluded."""
+    logger.info(f"Total translation time (s): {seconds:.3f}")
+    logger.info(f"Average translation time (s): {seconds / max(n_lines, 1):.6f}")
+    logger.info(f"Sentences per second: {n_lines / seconds if seconds > 0 else 0.0:.2f}")
 
 
 def write_beam_dump(path, opt, examples):

@@ -44,8 +44,27 @@ class Embeddings(nn.Module):
         return found
 
 
+FORMATS = ("GloVe text ('word v1 ... vE' per line) or word2vec text (its 'count dim' header "
+           "line first), plain or .gz")
+
+
 def _open_text(path):
-    if str(path).endswith(".gz"):
+    """The vectors file as text; one UserError naming the expected formats for a file that cannot
+    be read or is binary (a NUL byte in its first 64 KiB: a PyTorch .pt tensor such as OpenNMT-py's
+    tools/embeddings_to_torch.py writes, word2vec's binary format)."""
+    gz = str(path).endswith(".gz")
+    try:
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError) as e:
+        raise UserError(f"cannot read the word vectors {path}: {getattr(e, 'strerror', None) or e}"
+                        f" (expected {FORMATS})") from None
+    if b"\0" in head:
+        kind = ("a PyTorch file (OpenNMT-py's tools/embeddings_to_torch.py writes one; give its "
+                "text input instead)" if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80"
+                else "a binary file (word2vec's binary format?)")
+        raise UserError(f"{path} is {kind}, not word vectors as text: expected {FORMATS}")
+    if gz:
         return gzip.open(path, "rt", encoding="utf-8", errors="replace")
     return open(path, encoding="utf-8", errors="replace")
 
@@ -56,7 +75,8 @@ def load_glove_into(weight, path, vocab):
     Only the first `weight.size(0)` words of `vocab` are looked up (a decoder may use a prefix of a
     shared vocabulary). A first line `count dim` (word2vec header) is skipped. Returns the number of
     vocabulary words that received a vector and logs it. Raises UserError naming the file and line
-    when a vector does not have E values.
+    when a vector does not have E values, and one naming the expected formats for a file that is
+    binary or unreadable or gives no vocabulary word a vector.
     """
     n_rows, dim = weight.shape
     found = 0
@@ -83,5 +103,9 @@ def load_glove_into(weight, path, vocab):
             weight[idx].copy_(vec)
             seen.add(idx)
             found += 1
+    if found == 0:
+        raise UserError(f"{path}: no vector for any of the {n_rows} vocabulary words (expected "
+                        f"{FORMATS}, whose words are the vocabulary's: lowercased data needs "
+                        "lowercased vectors)")
     logger.info("%s: found vectors for %d of %d vocabulary words", path, found, n_rows)
     return found

@@ -41,9 +41,10 @@ def model_opts(parser):
     g.add("-share_embeddings", "--share_embeddings", action="store_true",
           help="share encoder/decoder embeddings (-share_vocab data)")
     g.add("-pre_word_vecs_enc", "--pre_word_vecs_enc", default=None,
-          help="GloVe-format text file for encoder embeddings")
+          help="word vectors for the encoder embeddings: GloVe text ('word v1 ... vE' lines) or "
+               "word2vec text, plain or .gz (OpenNMT-py's .pt tensors are refused in one line)")
     g.add("-pre_word_vecs_dec", "--pre_word_vecs_dec", default=None,
-          help="GloVe-format text file for decoder embeddings")
+          help="word vectors for the decoder embeddings, as -pre_word_vecs_enc")
     g.add("-param_init", "--param_init", type=float, default=0.1,
           help="uniform init range (0: PyTorch defaults)")
     g = parser.add_argument_group("Model, OpenNMT-py's options "

@@ -34,8 +34,13 @@ UPSTREAM_OPTIONS = {
     "label_smoothing": (None, "not implemented"),
     "truncated_decoder": (None, "not implemented"),
     "copy_attn_force": (None, "not implemented"),
-    "random_sampling_topk": (None, "decoding is greedy or beam search"),
-    "random_sampling_temp": (None, "decoding is greedy or beam search"),
+    "model_dtype": ("-precision", "translate.py's -precision fp32 / fp16 / bf16 / int8 names the "
+                                  "decoding's precision; training's is -amp"),
+    "ratio": (None, "a prediction's length is bounded by -max_length and -min_length, not by a "
+                    "ratio to its source's"),
+    "save_format": (None, "training checkpoints are PyTorch files (torch.save, read back with "
+                          "weights_only=True) with their training state; onmt_release_model "
+                          "-format safetensors writes the weights without it"),
     "phrase_table": (None, "-replace_unk copies the attended source word"),
     "fp32": ("-precision fp32", "one option names the decoding's precision"),
     "int8": ("-precision int8", "one option names the decoding's precision"),

@@ -4,23 +4,20 @@ tools/plot_attention.py."""
 
 def translate_opts(parser):
     g = parser.add_argument_group("Data")
-    g.add("-model", "--model", required=True, help="checkpoint to translate with")
-    g.add("-src", "--src", required=True, help="source file, one example per line")
+    g.add("-model", "--model", required=True, nargs="+", action="extend",
+          help="checkpoint to translate with; several: their ensemble (as OpenNMT-py's): each "
+               "step's distribution the mean of theirs, copy scores included; one vocabulary")
+    g.add("-src", "--src", required=True,
+          help="source file, one example per line ('-': the standard input)")
     g.add("-tgt", "--tgt", default=None, help="score these targets (gold score, perplexity)")
     g.add("-output", "--output", default="pred.txt", help="predictions, one line per input line")
     device_opts(g)
     g.add("-verbose", "--verbose", action="store_true", help="print source, prediction and score")
     g.add("-log_file", "--log_file", default="", help="also log to this file")
-    g.add("-seed", "--seed", type=int, default=829, help="random seed")
+    g.add("-seed", "--seed", type=int, default=829,
+          help="random seed (of -random_sampling_*'s samples too)")
     g = parser.add_argument_group("Search")
-    g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
-    g.add("-n_best", "--n_best", type=int, default=1, help="output the n best hypotheses")
-    g.add("-min_length", "--min_length", type=int, default=0, help="minimum prediction length")
-    g.add("-max_length", "--max_length", type=int, default=100, help="maximum prediction length")
-    g.add("-length_penalty", "--length_penalty", default="none", choices=["none", "avg", "wu"],
-          help="length penalty")
-    g.add("-alpha", "--alpha", type=float, default=0.0, help="length penalty parameter for wu")
-    search_opts(g)
+    translate_search_opts(g)
     g.add("-dump_beam", "--dump_beam", default="",
           help="write the beam search's history (per example and step: token ids, words, scores, "
                "backpointers) to this JSON file")
@@ -48,9 +45,55 @@ def translate_opts(parser):
           help="write readable text (he's, (, sentence case where the data was lowercased: "
                "onmt/prepare/detokenize.py) instead of the model's tokens; -report_rouge still "
                "scores the tokens; implies -replace_unk unless -keep_unk")
+    g.add("-with_score", "--with_score", action="store_true",
+          help="as OpenNMT-py's: write each prediction followed by a tab and its score")
+    g.add("-report_time", "--report_time", action="store_true",
+          help="as OpenNMT-py's: log the translation's total time, the time per line and the "
+               "lines per second")
     g.add("-keep_unk", "--keep_unk", action="store_true",
           help="with -detokenize, write <unk> where the model predicts it (by default -detokenize "
                "replaces it with the attended source word, as -replace_unk)")
+
+
+def translate_search_opts(g):
+    """translate.py's search options: the API's keyword arguments too (onmt/api.py)."""
+    beam_opts(g)
+    search_opts(g)
+    g.add("-ban_unk_token", "--ban_unk_token", action="store_true",
+          help="as OpenNMT-py's: never produce <unk> (a copied source word is still produced)")
+    sampling_opts(g)
+
+
+def beam_opts(g):
+    """The size and length rules of translate.py's search (the API's keywords too)."""
+    g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
+    g.add("-n_best", "--n_best", type=int, default=1,
+          help="output the n best hypotheses (with -random_sampling_*: n samples)")
+    g.add("-min_length", "--min_length", type=int, default=0, help="minimum prediction length")
+    g.add("-max_length", "--max_length", type=int, default=100, help="maximum prediction length")
+    g.add("-length_penalty", "--length_penalty", default="none",
+          choices=["none", "avg", "wu", "power"],
+          help="divide a hypothesis's summed log-probabilities by: none 1, avg its length, "
+               "wu ((5 + length) / 6)^alpha, power length^alpha (Hugging Face's float "
+               "length_penalty); the default none differs from OpenNMT-py's default (avg) and "
+               "Hugging Face's (1.0, the same as avg)")
+    g.add("-alpha", "--alpha", type=float, default=0.0,
+          help="the exponent of the wu and power length penalties")
+
+
+def sampling_opts(g):
+    """Test-time sampling (upstream's names and meanings): off unless one is given."""
+    g.add("-random_sampling_topk", "--random_sampling_topk", type=int, default=1,
+          help="as OpenNMT-py's: sample each token from the K most likely ones (-1 or 0: the whole "
+               "distribution; 1, the default: the argmax, no sampling; default 0 when "
+               "-random_sampling_topp or -random_sampling_temp is given); -n_best samples per "
+               "line, seeded by -seed; needs -beam_size 1 (implied)")
+    g.add("-random_sampling_topp", "--random_sampling_topp", type=float, default=0.0,
+          help="as OpenNMT-py's: sample from the most likely tokens whose summed probability "
+               "first reaches p (nucleus sampling, Holtzman et al. 2019; 0: off), in [0, 1]")
+    g.add("-random_sampling_temp", "--random_sampling_temp", type=float, default=1.0,
+          help="as OpenNMT-py's: divide the log-probabilities by this before sampling "
+               "(0: the argmax)")
 
 
 def device_opts(g):

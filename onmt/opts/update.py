@@ -17,6 +17,7 @@ from onmt.opts.data import prepare_opts, preprocess_opts
 from onmt.opts.families import FAMILIES, RESUME_ADDS_PARAMETERS, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, model_opts
 from onmt.opts.parse import given, make_parser
+from onmt.opts.search_rules import update_sampling
 from onmt.opts.train import train_opts
 from onmt.opts.translate import (
     evaluate_opts,
@@ -121,9 +122,11 @@ def update_train_opts(opt):
 
 
 def update_translate_opts(opt):
-    """Defaults for what `opt` lacks; -avoid_trigram_repetition is -block_ngram_repeat 3;
+    """Defaults for what `opt` lacks; what sampling implies (search_rules.update_sampling);
+    -avoid_trigram_repetition is -block_ngram_repeat 3;
     -detokenize (readable output) is -replace_unk too unless -keep_unk."""
     fill_defaults(opt, translate_opts)
+    update_sampling(opt)
     if opt.avoid_trigram_repetition:
         opt.block_ngram_repeat = 3
     if opt.detokenize and not opt.keep_unk:
@@ -276,8 +279,10 @@ def resolve_translate_run(opt, model_opt, preprocess, target_limit):
     -src_seq_length_trunc (and, with -tgt, -tgt_seq_length_trunc) the truncation of its
     preprocessing record `preprocess` (None: an older checkpoint, no truncation), -max_length its
     longest training target (`target_limit`, 0: none recorded, the option's default),
-    -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's model options).
-    Returns (options, one line for the log per rule); `validate_translate_run` checks them."""
+    -block_ngram_repeat its family's test-time rule (`model_opt`: the checkpoint's model options);
+    a beam search without -length_penalty given notes that none is this toolkit's default (not
+    upstream's nor Hugging Face's). Returns (options, one line for the log per rule);
+    `validate_translate_run` checks them."""
     run, notes, record = copy.deepcopy(opt), [], preprocess or {}
     run.src_seq_length_trunc = _trunc(opt, record, "src", notes)
     if opt.tgt:
@@ -289,6 +294,11 @@ def resolve_translate_run(opt, model_opt, preprocess, target_limit):
         notes.append(f"predictions stop at {run.max_length} tokens: " +
                      ("the training targets' length limit (-max_length to change)" if target_limit
                       else "the -max_length default (the training data recorded no target limit)"))
+    if opt.beam_size > 1 and not given(opt, "length_penalty"):
+        # the flag set of a run carried over from OpenNMT-py or Hugging Face, whose defaults differ
+        notes.append("length penalty: none, this toolkit's default: a hypothesis scores its summed "
+                     "log-probabilities (OpenNMT-py's default -length_penalty avg and Hugging "
+                     "Face's length_penalty=1.0 divide them by the length: -length_penalty avg)")
     if given(opt, "block_ngram_repeat") or given(opt, "avoid_trigram_repetition"):
         rule = f"no repeated {opt.block_ngram_repeat}-gram" if opt.block_ngram_repeat else "off"
         notes.append(f"n-gram blocking: {rule} (-block_ngram_repeat given)")

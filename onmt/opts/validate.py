@@ -3,6 +3,7 @@ never changes `opt`; an impossible option is one OptionError whose one line name
 from onmt.errors import OptionError
 from onmt.opts.families import FAMILIES, family_name
 from onmt.opts.parse import given
+from onmt.opts.search_rules import check_search
 
 
 def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
@@ -292,9 +293,7 @@ def validate_translate_opts(opt):
                           "give -coverage_penalty wu or summary")
     if given(opt, "min_length") and given(opt, "max_length") and opt.min_length > opt.max_length:
         raise OptionError(f"-min_length {opt.min_length} is above -max_length {opt.max_length}")
-    if not 1 <= opt.n_best <= opt.beam_size:
-        raise OptionError(f"-n_best must be between 1 and -beam_size ({opt.beam_size}), "
-                          f"got {opt.n_best}")
+    check_search(opt)
     if opt.batch_size <= 0:
         raise OptionError(f"-batch_size must be positive, got {opt.batch_size}")
     for name in ("src_seq_length_trunc", "tgt_seq_length_trunc"):
@@ -364,8 +363,7 @@ def validate_evaluate_opts(opt):
 
 
 def validate_tune_decoding_opts(opt):
-    """The grid's own checks; each setting is checked as translate.py's options when the tuner
-    builds it."""
+    """The grid's checks; each setting is checked as translate.py's when the tuner builds it."""
     _check_gpu(opt.gpu)      # each setting's translate.py options do not carry -gpu
     check_precision(opt.precision, "cuda" if opt.gpu >= 0 else "cpu")
     if opt.compile:
@@ -375,14 +373,14 @@ def validate_tune_decoding_opts(opt):
                           f"with -length_penalty {opt.length_penalty}")
     if opt.widen and opt.max_alpha < max(opt.alpha):
         raise OptionError(f"-max_alpha {opt.max_alpha} is below the grid's alpha {max(opt.alpha)}")
-    if opt.max_min_length < 0 or opt.max_min_length > opt.max_length:
+    if opt.match_target < 0:
+        raise OptionError(f"-match_target must be >= 0 words, got {opt.match_target}")
+    if not 0 <= opt.max_min_length <= opt.max_length:
         raise OptionError(f"-max_min_length {opt.max_min_length} must lie in 0 .. -max_length "
                           f"{opt.max_length} (0: -max_length)")
     if opt.widen and max(opt.min_length) > (opt.max_min_length or opt.max_length):
         raise OptionError(f"-max_min_length {opt.max_min_length} is below the grid's minimum "
                           f"length {max(opt.min_length)}")
-    if opt.match_target < 0:
-        raise OptionError(f"-match_target must be >= 0 words, got {opt.match_target}")
     check_decoding_device(opt)
 
 

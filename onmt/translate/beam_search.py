@@ -17,6 +17,11 @@ in all cases it never stops an example earlier than continuing could change its 
 examples leave the batch (one `BeamState.select`); the search ends when every example is done or
 `max_length` is reached (see `decoding` for the token rules).
 
+Sampling (`settings.sampler`, -random_sampling_*): each example has n_best rows from the first step
+on, each drawing its own next token (`decoding.Sampler`, after the token rules) and never reordered;
+a row that produces `</s>` is set aside as above, so an example is done once its n_best samples
+are.
+
 With a coverage penalty (`decoding.CoverageScorer`) each row keeps the running sum of its source
 attention, (rows, S), which follows the backpointers; the stopping bound then subtracts the least
 penalty the live hypothesis can still get (0 for wu, its current penalty for summary).
@@ -46,16 +51,17 @@ from onmt.translate.decoding import (
 
 @torch.no_grad()
 def beam_search(model, batch, settings, *, ignore_ids=None, keep_attn=False, keep_inspection=False,
-                beam_history=None):
+                beam_history=None, generator=None):
     """Decode `batch` as `settings` (a decoding.SearchSettings) say; returns, per example, up to its
     n_best Hypothesis, best first. ignore_ids: the ids of settings.ignore_when_blocking
     (1-D tensor).
     keep_attn: keep each token's source attention (Hypothesis.attn); keep_inspection: that and the
     step's "p_copy" / "intra" (Hypothesis.extras), following the backpointers like the attention.
-    beam_history: module docstring."""
+    beam_history: module docstring. generator: the torch.Generator a sampling search draws with
+    (None: the global one)."""
     search = BeamSearch(model, batch, settings, ignore_ids=ignore_ids,
                         keep_attn=keep_attn or keep_inspection, keep_inspection=keep_inspection,
-                        dump=beam_history is not None)
+                        dump=beam_history is not None, generator=generator)
     finished = search.run()
     if beam_history is not None:
         beam_history.extend(_history(search.dump, len(finished)))
@@ -69,9 +75,11 @@ class BeamSearch:
     per-step (example, token, origin, score) tensors in `self.dump`."""
 
     def __init__(self, model, batch, settings, *, ignore_ids=None, keep_attn=False,
-                 keep_inspection=False, dump=False):
+                 keep_inspection=False, dump=False, generator=None):
         self.model, self.batch, self.settings, self.ignore_ids = model, batch, settings, ignore_ids
-        self.K = settings.beam_size
+        # sampling: n_best rows per example, each drawing its own tokens, never reordered
+        self.sampler, self.generator = settings.sampler, generator
+        self.K = settings.n_best if self.sampler is not None else settings.beam_size
         # chosen once per settings
         self.lengths, self.coverage = settings.lengths, settings.coverage
         # [lo]: the largest penalty of lo..
@@ -103,14 +111,14 @@ class BeamSearch:
         model, batch, K = self.model, self.batch, self.K
         B, device = batch.batch_size, batch.src.device
         state = model.init_state(batch, model.encode(batch))
-        W = 1 if extended_size(model, batch) >= K else K
+        W = K if self.sampler is not None else 1 if extended_size(model, batch) >= K else K
         if W > 1:
             # rows (B*W,)
             state = state.reorder(torch.arange(B, device=device).repeat_interleave(W),
                                   rows_per_source=W)
         scores = torch.full((B, W), NEG_INF, device=device)                          # (B, W)
-        # the W copies of <s> are one hypothesis: expand only one
-        scores[:, 0] = 0.0
+        # the W copies of <s> are one hypothesis: expand only one (samples: each its own)
+        scores[:, :1 if self.sampler is None else W] = 0.0
         return BeamState(
             state=state,
             inputs=torch.full((B * W,), BOS, dtype=torch.long, device=device),         # (B*W,)
@@ -132,15 +140,17 @@ class BeamSearch:
         scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)
         s = self.settings
         apply_rules(scores, beam.history, step, min_length=s.min_length, max_length=s.max_length,
-                    block_ngram_repeat=s.block_ngram_repeat, ignore_ids=self.ignore_ids)
+                    block_ngram_repeat=s.block_ngram_repeat, ignore_ids=self.ignore_ids,
+                    ban_unk=s.ban_unk_token)
         beam = self._cover(beam, state, attns)
         top_scores, origin, token = self._top(scores, beam)                            # (B, K) x3
         beam, rows = self._follow(beam, origin, token)
         pen = (self.coverage.penalty(beam.cov, beam.cov_mask).view(token.shape)
                if self.coverage.active else None)
         top_scores, raw = self._sums(top_scores, pen)                                  # (B, K) x2
-        if self.dump is not None:
-            origin = torch.zeros_like(token) if origin is None else origin
+        if self.dump is not None:   # origin None: each row extends itself
+            origin = (torch.arange(token.size(1), device=token.device).expand_as(token)
+                      if origin is None else origin)
             self.dump.append((beam.example.cpu(), token.cpu(), origin.cpu(), top_scores.cpu()))
         beam = self._extend(beam, token, attns, rows)
         is_eos = (token == EOS) & (top_scores > NEG_INF)                               # (B, K)
@@ -157,7 +167,13 @@ class BeamSearch:
         """(values, origin, token) (B, K): each example's top K continuations by running score, the
         row (0..W-1) each extends and its token. K = 1 (greedy search): each row's best token (its
         first on a tie), valued by its sum of log-probabilities (`_sums`: a stepwise penalty is the
-        same for every token of a row), origin None (each row extends itself)."""
+        same for every token of a row), origin None (each row extends itself). Sampling: each row's
+        drawn token, valued the same way."""
+        if self.sampler is not None:
+            logp = scores.full()                                                       # (B*W, X)
+            token = self.sampler.draw(logp, self.generator)                            # (B*W,)
+            gained = logp.gather(1, token.unsqueeze(1)).view(beam.raw.shape)           # (B, W)
+            return beam.raw + gained, None, token.view(beam.raw.shape)                 # (B, W) x2
         if self.K > 1:
             # (B, K) of the (B, W*X)
             values, ids = scores.beam_topk(beam.scores, self.K)
@@ -171,7 +187,7 @@ class BeamSearch:
     def _sums(self, top, pen):
         """(running scores, sums of log-probabilities) (B, K) of the kept continuations valued `top`
         by `_top`, pen (B, K) their coverage penalties (None without)."""
-        if self.K > 1:
+        if self.K > 1 and self.sampler is None:
             return top, self.coverage.raw(top, pen)
         return self.coverage.ranked(top, pen), top
 
@@ -180,8 +196,8 @@ class BeamSearch:
         (B, K) as its next inputs; the (B*K,) old row of each new row). Rows stay within their
         example, K of them per example (from B rows to B*K at the first step: a state keeping its
         source once per example keeps it). K = 1: every row stays where it is, nothing moves
-        (rows None)."""
-        if self.K == 1:   # W = 1 too
+        (rows None); nor when sampling (each row its own sample)."""
+        if self.K == 1 or self.sampler is not None:   # W = K
             return beam.changed(inputs=token.view(-1)), None
         B, W, K = origin.size(0), beam.width, self.K
         # (B*K,)

@@ -2,7 +2,7 @@
 penalties and the per-step token rules.
 
 Rules applied to the log-probabilities of every step (beam size 1, greedy search, included):
-- `<blank>` and `<s>` are never produced;
+- `<blank>` and `<s>` are never produced, nor `<unk>` with `ban_unk_token`;
 - `</s>` is forbidden while fewer than `min_length` tokens have been produced;
 - once `max_length` tokens have been produced, `</s>` is the only choice, so every prediction has
   at most `max_length` tokens (the final `</s>` not counted, not returned);
@@ -29,7 +29,8 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from onmt.constants import BOS, EOS, PAD
+from onmt.constants import BOS, EOS, PAD, UNK
+from onmt.modules.sampling import sample_tokens
 from onmt.modules.step_scores import DenseScores
 
 NEG_INF = float("-inf")
@@ -52,6 +53,11 @@ class SearchSettings:
     coverage_penalty: str = "none"
     beta: float = 0.0
     stepwise_penalty: bool = False
+    ban_unk_token: bool = False
+    # test-time sampling, upstream's meanings (sampler: None unless these ask for a draw)
+    random_sampling_topk: int = 1
+    random_sampling_topp: float = 0.0
+    random_sampling_temp: float = 1.0
 
     @classmethod
     def from_opt(cls, opt):
@@ -63,9 +69,34 @@ class SearchSettings:
         return LengthPenalty(self.length_penalty, self.alpha)
 
     @cached_property
+    def sampler(self):
+        """The Sampler of these settings, or None: top-k 1 or temperature 0 is the argmax (upstream
+        OpenNMT-py's rule), the greedy search itself; top-k -1 or 0 the whole distribution."""
+        if self.random_sampling_topk == 1 or self.random_sampling_temp == 0:
+            return None
+        return Sampler(max(self.random_sampling_topk, 0), self.random_sampling_topp,
+                       self.random_sampling_temp)
+
+    @cached_property
     def coverage(self):
         """The CoverageScorer of these settings."""
         return CoverageScorer(self.coverage_penalty, self.beta, self.stepwise_penalty)
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Test-time sampling (-random_sampling_topk / _topp / _temp): each of a line's n_best rows
+    draws its next token from its step's log p (after the token rules), restricted to the `topk`
+    most likely (0: all) and to the nucleus `topp` (0: off), at `temperature`
+    (onmt/modules/sampling.py `sample_tokens`). A sample's score is the model's own sum of
+    log-probabilities of its tokens (untempered), divided by the length penalty."""
+    topk: int
+    topp: float
+    temperature: float
+
+    def draw(self, logp, generator=None):
+        """(R,) a token per row of log p (R, X)."""
+        return sample_tokens(logp, self.topk, self.topp, self.temperature, generator)
 
 
 @dataclass
@@ -90,7 +121,8 @@ class LengthPenalty:
     of a hypothesis's summed log-probability by its `length` in tokens (</s> included; a number or a
     tensor).
 
-    none: 1; avg: length; wu: ((5 + length) / 6) ** alpha (Wu et al. 2016).
+    none: 1; avg: length; wu: ((5 + length) / 6) ** alpha (Wu et al. 2016); power: length ** alpha
+    (Hugging Face's float length_penalty; alpha 1 is avg).
     """
 
     def __init__(self, kind="none", alpha=0.0):
@@ -126,6 +158,7 @@ _LENGTH_PENALTIES = {
                                    if torch.is_tensor(length) else 1.0),
     "avg": lambda length, alpha: _as_float(length),
     "wu": lambda length, alpha: ((5.0 + _as_float(length)) / 6.0) ** alpha,
+    "power": lambda length, alpha: _as_float(length) ** alpha,
 }
 
 
@@ -238,7 +271,7 @@ def block_ngrams_(scores, history, n, ignore_ids=None):
 
 
 def apply_rules(scores, history, step, *, min_length, max_length, block_ngram_repeat=0,
-                ignore_ids=None):
+                ignore_ids=None, ban_unk=False):
     """The step's token rules (module docstring) applied to the step's scores (a step-scores object
     of onmt/modules/step_scores.py, or a log p (R, X) tensor); `step` tokens produced so far,
     history (R, step). Changes `scores` in place (the searches own the fresh step output) and
@@ -247,11 +280,12 @@ def apply_rules(scores, history, step, *, min_length, max_length, block_ngram_re
     if step >= max_length:   # wins over min_length
         rules.allow_only_(EOS)
         return scores
+    extra = ([EOS] if step < min_length else []) + ([UNK] if ban_unk else [])
     # (R, n) made on the device
-    banned = history.new_full((history.size(0), 3 if step < min_length else 2), PAD)
+    banned = history.new_full((history.size(0), 2 + len(extra)), PAD)
     banned[:, 1] = BOS
-    if step < min_length:
-        banned[:, 2] = EOS
+    for j, token in enumerate(extra, 2):
+        banned[:, j] = token
     rules.ban_(banned)
     if block_ngram_repeat > 0 and step >= block_ngram_repeat:
         block_ngrams_(rules, history, block_ngram_repeat, ignore_ids)

@@ -76,24 +76,42 @@ def load_session(path, device, precision="fp32", compile=False):
     (-precision); `compile` (-compile): its mlp attention scores through torch.compile, compiled on
     first use; both chosen by the model's Execution (onmt/fused/execution.py), which build_model
     logs, and checked once, before, by the caller (opts.check_precision and opts.check_compile:
-    translate.py's and onmt_tune_decoding's validation, Summarizer.load)."""
+    translate.py's and onmt_tune_decoding's validation, Summarizer.load). `path` a list of several
+    checkpoints: their ensemble (ensemble.py), one vocabulary (a UserError naming the first that
+    differs), the first one's options and input rules."""
     from onmt.fused.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
-    ckpt = load_checkpoint(path, device="cpu")
-    model, vocabs, model_opt = model_from_checkpoint(
-        ckpt, device, name=path, execution=Execution.for_decoding(precision, compile))
-    return Session(model, vocabs, model_opt, ckpt.get("preprocess"))
+    paths = list(path) if isinstance(path, (list, tuple)) else [path]
+    loaded = []
+    for p in paths:
+        ckpt = load_checkpoint(p, device="cpu")
+        model, vocabs, model_opt = model_from_checkpoint(
+            ckpt, device, name=p, execution=Execution.for_decoding(precision, compile))
+        loaded.append((model, vocabs, model_opt, ckpt.get("preprocess")))
+        del ckpt
+    if len(loaded) == 1:
+        return Session(*loaded[0])
+    from onmt.translate.ensemble import Ensemble, check_same_vocabularies
+    problem = check_same_vocabularies([(p, v) for p, (_, v, _, _) in zip(paths, loaded)])
+    if problem:
+        raise UserError(problem)
+    logger.info(f"Ensemble of {len(paths)} models: {', '.join(map(str, paths))} (each step's "
+                "distribution the mean of theirs; the first one's options and input rules)")
+    model, vocabs, model_opt, preprocess = loaded[0]
+    return Session(Ensemble([m for m, _, _, _ in loaded]).eval(), vocabs, model_opt, preprocess)
 
 
 def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, show_progress=True,
-                    log_notes=True):
+                    log_notes=True, first_line=0):
     """Translate `src_lines` (scoring `tgt_lines` when given) as translate.py does: translate.py's
     options `opt` (updated and validated, never changed) resolved for the checkpoint
     (opts.resolve_translate_run: truncation, -max_length, -block_ngram_repeat) and its input rules
     (input_rules.py), each logged once, then Translator.translate with `callbacks` (a
     translator.Callbacks: inspection records, the -dump_beam history, the profiler). Returns its
     results: per line, n_best Translation. `log_notes` False: the rules are not logged (the API's
-    second and later batches of one stream)."""
+    second and later batches of one stream). `first_line`: the index of src_lines[0] in a stream
+    (the API's), whose batches then sample (-random_sampling_*) from -seed + first_line, not all
+    from the same random numbers."""
     from onmt.translate.input_rules import data_target_limit, prepare_lines, resolve
     from onmt.translate.translator import Translator
     run, option_notes = opts.resolve_translate_run(opt, session.model_opt, session.preprocess,
@@ -103,7 +121,7 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, 
         logger.info(note)
     opts.validate_translate_run(run)
     translator = Translator.from_opt(run, session.model, session.vocabs,
-                                     show_progress=show_progress)
+                                     show_progress=show_progress, seed=run.seed + first_line)
 
     def prepare(lines, trunc):
         return prepare_lines(lines, rules.lower, trunc, rules.tokenize, rules.mask_digits)

@@ -56,7 +56,8 @@ class Translator:
     its defaults) says how each batch is searched, and is the only way to say it."""
 
     def __init__(self, model, vocabs, search=None, *, replace_unk=False, batch_size=30,
-                 verbose=False, keep_attn=False, batch_fn=None, log=None, show_progress=False):
+                 verbose=False, keep_attn=False, batch_fn=None, log=None, show_progress=False,
+                 seed=None):
         if search is not None and not isinstance(search, SearchSettings):
             raise TypeError(f"search must be a SearchSettings, not {type(search).__name__}")
         self.model, self.vocabs = model, vocabs
@@ -75,12 +76,18 @@ class Translator:
                       if w in vocabs.tgt.stoi})
         # -ignore_when_blocking's ids
         self.ignore_ids = torch.tensor(ids, dtype=torch.long, device=self.device)
+        # sampling (-random_sampling_*): draws from its own generator, seeded by `seed` (-seed;
+        # None: the global one), so that a seed repeats whatever else used the global one
+        self.generator = None
+        if self.search.sampler is not None and seed is not None:
+            self.generator = torch.Generator(device=self.device)
+            self.generator.manual_seed(seed)
 
     @classmethod
     def from_opt(cls, opt, model, vocabs, **kwargs):
         return cls(model, vocabs, SearchSettings.from_opt(opt), replace_unk=opt.replace_unk,
                    batch_size=opt.batch_size, verbose=opt.verbose,
-                   **{"show_progress": True, **kwargs})
+                   **{"show_progress": True, "seed": opt.seed, **kwargs})
 
     # ------------------------------------------------------------------ decoding
     def translate(self, src_lines, tgt_lines=None, callbacks=None):
@@ -170,7 +177,8 @@ class Translator:
         """(per example, its n-best Hypothesis list; with `dump`, per example, its beam steps)."""
         steps = [] if dump else None
         hyps = beam_search(self.model, batch, self.search, ignore_ids=self.ignore_ids,
-                           keep_attn=self.keep_attn, keep_inspection=inspect, beam_history=steps)
+                           keep_attn=self.keep_attn, keep_inspection=inspect, beam_history=steps,
+                           generator=self.generator)
         return hyps, steps
 
     def _nbest(self, hyps, oovs, src_tokens):

@@ -195,7 +195,7 @@ def test_arguments_of_the_wrong_type_are_a_type_error_naming_them(setup):
                          ({"alpha": "0.5"}, "alpha must be a number"),
                          ({"replace_unk": 1}, "replace_unk must be a bool"),
                          ({"ignore_when_blocking": "w3"}, "ignore_when_blocking must be a list of str"),
-                         ({"length_penalty": 1}, "length_penalty must be a str"),
+                         ({"length_penalty": True}, "length_penalty must be a str"),
                          ({"detokenize": "yes"}, "detokenize must be a bool")):
         with pytest.raises(TypeError, match=name):
             s.summarize(["w1 w2"], **kwargs)
@@ -221,3 +221,83 @@ def test_raw_input_gets_the_training_texts_digit_rule(tmp_path):
     s = Summarizer.load(save_tiny_checkpoint(tmp_path / "g.pt", "copy", record, seed=4))
     details = s.summarize(["Bolt ran 100m in 9.58 seconds."], beam_size=2, return_details=True)[0]
     assert details["src"] == ["bolt", "ran", "###m", "in", "#.##", "seconds", "."]
+
+
+# Hugging Face generate()'s names (onmt/opts/api_names.py): the same summaries as translate.py's names
+HF_EQUIVALENTS = [
+    ({"num_beams": 3}, {"beam_size": 3}),
+    ({"num_beams": 3, "num_return_sequences": 2}, {"beam_size": 3, "n_best": 2}),
+    ({"max_new_tokens": 2}, {"max_length": 2}),
+    ({"min_new_tokens": 3, "max_new_tokens": 4}, {"min_length": 3, "max_length": 4}),
+    ({"no_repeat_ngram_size": 1}, {"block_ngram_repeat": 1}),
+    ({"do_sample": True, "num_return_sequences": 3, "seed": 5}, {"random_sampling_topk": 50, "n_best": 3, "seed": 5}),
+    ({"do_sample": True, "top_k": 3, "seed": 6}, {"random_sampling_topk": 3, "seed": 6}),
+    ({"do_sample": True, "top_k": 0, "top_p": 0.8}, {"random_sampling_topk": 0, "random_sampling_topp": 0.8}),
+    ({"do_sample": True, "top_k": 0, "temperature": 0.6}, {"random_sampling_topk": 0, "random_sampling_temp": 0.6}),
+    ({"num_beams": 4, "length_penalty": 0.7}, {"beam_size": 4, "length_penalty": "power", "alpha": 0.7}),
+    ({"num_beams": 4, "length_penalty": 1.0}, {"beam_size": 4, "length_penalty": "avg"}),
+    ({"num_beams": 4, "length_penalty": 0.0}, {"beam_size": 4}),
+]
+
+
+@pytest.mark.parametrize("family", ["reinforced", "copy"])
+def test_every_hugging_face_name_gives_the_summaries_of_its_translate_py_name(setup, family):
+    _, ckpts = setup
+    s = Summarizer.load(ckpts[family])
+    for hf, here in HF_EQUIVALENTS:
+        got = [d["n_best"] for d in s.summarize(TEXTS, return_details=True, **hf)]      # (summary, score)s
+        assert got == [d["n_best"] for d in s.summarize(TEXTS, return_details=True, **here)], hf
+    assert s.summarize(TEXTS, max_new_tokens=2) != s.summarize(TEXTS, max_new_tokens=5)
+
+
+def test_hugging_face_names_without_counterpart_are_one_line(setup):
+    _, ckpts = setup
+    s = Summarizer.load(ckpts["copy"])
+    with pytest.raises(TypeError, match=r"repetition_penalty \(Hugging Face's\) has no counterpart here"):
+        s.summarize(["w1 w2"], repetition_penalty=1.3)
+    with pytest.raises(TypeError, match="num_beams .* and beam_size are one option"):
+        s.summarize(["w1 w2"], num_beams=2, beam_size=2)
+    with pytest.raises(ValueError, match="give do_sample=True"):
+        s.summarize(["w1 w2"], temperature=0.5)
+    for kwargs, match in (({"num_beams": "3"}, "num_beams must be an int, got str '3'"),
+                          ({"do_sample": True, "top_k": 2.5}, "top_k must be an int"),
+                          ({"do_sample": True, "temperature": "hot"}, "temperature must be a number")):
+        with pytest.raises(TypeError, match=match):
+            s.summarize(["w1 w2"], **kwargs)
+
+
+def test_sampling_repeats_with_its_seed_and_writes_what_translate_py_writes(setup):
+    d, ckpts = setup
+    s = Summarizer.load(ckpts["reinforced"])
+    settings = {"random_sampling_topk": 0, "random_sampling_temp": 1.5, "n_best": 3, "seed": 11}
+    got = s.summarize(TEXTS, detokenize=False, **settings)
+    assert got == s.summarize(TEXTS, detokenize=False, **settings)
+    assert got != s.summarize(TEXTS, detokenize=False, **{**settings, "seed": 12})
+    assert [x for g in got for x in g] == run_cli(d, ckpts["reinforced"], settings)
+    greedy = s.summarize(TEXTS, detokenize=False, beam_size=1)
+    assert s.summarize(TEXTS, detokenize=False, beam_size=1, random_sampling_topk=1, random_sampling_temp=0.5) == greedy
+
+
+def test_an_iterator_s_batches_do_not_draw_the_same_samples(setup):
+    _, ckpts = setup
+    s = Summarizer.load(ckpts["reinforced"])
+    settings = {"random_sampling_topk": 0, "random_sampling_temp": 2.0, "n_best": 4, "batch_size": 1, "seed": 3}
+    texts = ["w1 w2 w3 w4 w5 w6"] * 4
+    streamed = list(s.summarize(iter(texts), detokenize=False, **settings))
+    assert streamed == list(s.summarize(iter(texts), detokenize=False, **settings))
+    assert len({tuple(x) for x in streamed}) > 1      # each batch its own random numbers
+    assert streamed[0] == s.summarize(texts[:1], detokenize=False, **settings)[0]
+
+
+def test_an_ensemble_loads_from_a_list_and_writes_what_translate_py_writes(setup):
+    from onmt.bin.translate import main
+    d, ckpts = setup
+    other = save_tiny_checkpoint(d / "copy_b.pt", "copy", PREPROCESS, seed=9)
+    s = Summarizer.load([ckpts["copy"], other])
+    out = d / "ens.txt"
+    main(["-model", ckpts["copy"], other, "-src", str(d / "src.txt"), "-output", str(out), "-beam_size", "3"])
+    assert s.summarize(TEXTS, detokenize=False, beam_size=3) == out.read_text().split("\n")[:len(TEXTS)]
+    alone = Summarizer.load(ckpts["copy"]).summarize(TEXTS, detokenize=False, beam_size=3)
+    assert Summarizer.load([ckpts["copy"]] * 2).summarize(TEXTS, detokenize=False, beam_size=3) == alone
+    with pytest.raises(TypeError, match="path must be a str"):
+        Summarizer.load([])

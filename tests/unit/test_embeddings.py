@@ -37,6 +37,27 @@ def test_glove_dimension_mismatch(tmp_path):
         Embeddings(len(vocab), 3).load_pretrained(str(path), vocab)
 
 
+def test_a_binary_or_unreadable_vectors_file_or_no_word_found_is_one_line_naming_the_formats(tmp_path):
+    """OpenNMT-py's tools/embeddings_to_torch.py writes a .pt tensor: read as text it found no word and training
+    went on from random vectors; here one line says what the file is and what is expected."""
+    import gzip
+    vocab = Vocab(SPECIALS + ["a", "b"])
+    emb = Embeddings(len(vocab), 2)
+    torch.save(torch.zeros(len(vocab), 2), tmp_path / "emb.pt")
+    (tmp_path / "w2v.bin").write_bytes(b"2 2\na \x00\x00\x80?\x00\x00\x00@\n")
+    (tmp_path / "other.txt").write_text("x 1 2\ny 3 4\n")
+    with gzip.open(tmp_path / "other.txt.gz", "wt") as f:
+        f.write("A 1 2\n")
+    (tmp_path / "bad.gz").write_bytes(b"not gzip at all")
+    for name, what in (("emb.pt", "is a PyTorch file"), ("w2v.bin", "is a binary file"),
+                       ("missing.txt", "cannot read the word vectors"), ("bad.gz", "cannot read the word vectors"),
+                       ("other.txt", "no vector for any of the 6 vocabulary words"),
+                       ("other.txt.gz", "lowercased data needs lowercased vectors")):
+        with pytest.raises(UserError, match=what) as e:
+            emb.load_pretrained(str(tmp_path / name), vocab)
+        assert "GloVe text" in str(e.value) and "word2vec text" in str(e.value) and "\n" not in str(e.value), name
+
+
 def test_padding_row_and_dropout():
     emb = Embeddings(6, 4, dropout=0.5).eval()
     out = emb(torch.tensor([[PAD, 4]]))

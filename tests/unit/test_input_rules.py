@@ -164,3 +164,13 @@ def test_digits_are_written_hash_where_the_training_text_was():
     rules, _ = resolve(topt(), model_opt(), {"text": {"tokenize": "ptb", "lower": True}})    # CNN/DM: digits kept
     assert not rules.mask_digits
     assert prepare_lines([line], True, 0, True, rules.mask_digits) == ["bolt ran 100m in 9.58 seconds in 2009 ."]
+
+
+def test_a_beam_search_without_a_length_penalty_says_none_is_not_upstream_s_default():
+    """Upstream OpenNMT-py (avg) and Hugging Face (1.0) normalize by length by default; here none: a run whose
+    flags do not name -length_penalty is told so, once."""
+    _, notes = resolve(topt(), model_opt(), CNNDM)
+    assert sum("length penalty: none, this toolkit's default" in n and "-length_penalty avg" in n for n in notes) == 1
+    for args in (["-length_penalty", "none"], ["-length_penalty", "avg"], ["-beam_size", "1"]):
+        _, notes = resolve(topt(*args), model_opt(), CNNDM)
+        assert not any("length penalty" in n for n in notes), args

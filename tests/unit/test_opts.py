@@ -172,8 +172,12 @@ def test_a_prefix_of_an_option_is_not_that_option(capsys):
 def test_upstream_option_names_what_it_is_here(capsys):
     err = _unknown(capsys, opts.train_parser(), ["-data", "d", "-enc_hid_size", "512"])
     assert "unknown option -enc_hid_size: OpenNMT-py's -enc_hid_size is -rnn_size here" in err
-    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-random_sampling_topk", "5"])
-    assert "-random_sampling_topk has no counterpart here" in err
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-ratio", "0.5"])
+    assert "-ratio has no counterpart here" in err
+    err = _unknown(capsys, opts.train_parser(), ["-data", "d", "-save_format", "safetensors"])
+    assert "-save_format has no counterpart here (training checkpoints are PyTorch files" in err
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", "-model_dtype", "fp16"])
+    assert "OpenNMT-py's -model_dtype is -precision here" in err
 
 
 def test_misspelt_option_gets_the_closest_names(capsys):
@@ -263,13 +267,14 @@ def test_update_resolves_implications_and_runs_again_unchanged():
 @pytest.mark.parametrize("declare, parser, required", [
     (opts.model_opts, opts.train_parser, {"data": "d"}),
     (opts.train_opts, opts.train_parser, {"data": "d"}),
-    (opts.translate_opts, opts.translate_parser, {"model": "m", "src": "s"}),
+    (opts.translate_opts, opts.translate_parser, {"model": ["m"], "src": "s"}),
     (opts.preprocess_opts, opts.preprocess_parser, {"train_src": "a", "train_tgt": "b", "save_data": "p"}),
 ])
 def test_defaults_filled_in_are_the_parsers(declare, parser, required):
     """An option a namespace lacks gets the default a parse gives it."""
     import argparse
-    parsed = vars(parser().parse_args([x for k, v in required.items() for x in (f"-{k}", v)]))
+    parsed = vars(parser().parse_args([x for k, v in required.items()
+                                       for x in (f"-{k}", *(v if isinstance(v, list) else [v]))]))
     made = argparse.Namespace(**required)
     opts.fill_defaults(made, declare)
     assert vars(made) == {k: parsed[k] for k in vars(made)}

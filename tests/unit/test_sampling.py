@@ -5,7 +5,7 @@ import torch
 from helpers.e2e import random_pair_data
 from onmt.bin import train as train_bin
 from onmt.errors import OptionError
-from onmt.modules.sampling import SamplingSchedule, sample_rows
+from onmt.modules.sampling import SamplingSchedule, sample_rows, sample_tokens
 
 
 def test_sample_rows_draws_in_proportion_and_never_a_zero_weight():
@@ -84,3 +84,42 @@ def test_the_schedule_is_the_reinforced_models_own(data, tmp_path):
         train_bin.main(["-data", data, "-save_model", str(tmp_path / "m"), "-reinforced",
                         "-scheduled_sampling_ramp", "-1"])
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- test-time sampling's draws
+def _top_k_reference(logp, k, p, temp):
+    """Row by row, written out: the allowed tokens of top-k (k <= 0: all) and the nucleus p (0: all), and the
+    normalized probabilities over them."""
+    out = torch.zeros_like(logp, dtype=torch.float64)
+    for r in range(logp.size(0)):
+        probs = (logp[r].double() / temp).softmax(0)
+        order = sorted(range(logp.size(1)), key=lambda j: -probs[j].item())
+        keep, mass = [], 0.0
+        for rank, j in enumerate(order):
+            if (k > 0 and rank >= k) or (p > 0 and mass >= p):
+                break
+            keep.append(j)
+            mass += probs[j].item()
+        for j in keep:
+            out[r, j] = probs[j]
+        out[r] /= out[r].sum()
+    return out
+
+
+@pytest.mark.parametrize("k,p,temp", [(0, 0.0, 1.0), (2, 0.0, 1.0), (0, 0.6, 1.0), (3, 0.5, 0.7), (-1, 0.0, 2.0)])
+def test_sample_tokens_draws_from_the_top_k_and_the_nucleus_in_proportion(k, p, temp):
+    torch.manual_seed(0)
+    logp = torch.tensor([[0.1, 2.0, 1.0, float("-inf"), 0.5], [1.5, 1.4, -1.0, 0.0, float("-inf")]]).log_softmax(1)
+    draws = torch.stack([sample_tokens(logp, k, p, temp) for _ in range(6000)])   # (6000, 2)
+    freq = torch.stack([torch.bincount(draws[:, r], minlength=5) for r in range(2)]).double() / 6000
+    want = _top_k_reference(logp, k, p, temp)
+    assert torch.allclose(freq, want, atol=0.025), (freq, want)
+    assert (freq[want == 0] == 0).all()
+
+
+def test_sample_tokens_repeats_with_a_seeded_generator():
+    logp = torch.randn(6, 40).log_softmax(1)
+    draws = [sample_tokens(logp, 10, 0.9, 0.8, torch.Generator().manual_seed(3)) for _ in range(2)]
+    assert torch.equal(draws[0], draws[1])
+    other = torch.stack([sample_tokens(logp, 0, 0.0, 1.0, torch.Generator().manual_seed(s)) for s in range(5)])
+    assert len({tuple(r) for r in other.tolist()}) > 1

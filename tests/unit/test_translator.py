@@ -150,6 +150,34 @@ def test_cli_writes_one_line_per_input(tmp_path, monkeypatch):
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
 
 
+def test_cli_reads_standard_input_writes_scores_and_reports_time(tmp_path, monkeypatch):
+    """-src - reads the standard input (upstream: a file only; here "no such file: -" before); -with_score and
+    -report_time as upstream OpenNMT-py's."""
+    import io
+
+    from onmt.bin.translate import main
+    from onmt.errors import UserError
+    model, opt = real_copy_model()
+    ckpt = {"model": model.state_dict(), "opt": saved_options(opt), "vocab": VOCABS.to_dict(), "step": 0}
+    torch.save(ckpt, tmp_path / "m.pt")
+    text = "w1 w2 w9\n\nw3 w11 w4 w5\n"
+    (tmp_path / "src.txt").write_text(text)
+    base = ["-model", str(tmp_path / "m.pt"), "-beam_size", "3", "-max_length", "5"]
+    from_file = main(base + ["-src", str(tmp_path / "src.txt"), "-output", str(tmp_path / "a.txt")])
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    log = tmp_path / "log.txt"
+    from_stdin = main(base + ["-src", "-", "-output", str(tmp_path / "b.txt"), "-with_score", "-report_time",
+                              "-log_file", str(log)])
+    assert [t.tokens for r in from_stdin for t in r] == [t.tokens for r in from_file for t in r]
+    written = [line.split("\t") for line in (tmp_path / "b.txt").read_text().splitlines()]
+    assert [w.split() for w, _ in written] == [t.tokens for r in from_file for t in r]
+    assert [float(s) for _, s in written] == [t.score for r in from_file for t in r]
+    assert "Total translation time (s): " in log.read_text() and "Sentences per second: " in log.read_text()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"w1 \xff\n")))
+    with pytest.raises(UserError, match="-src -: the standard input is not UTF-8 text"):
+        main(base + ["-src", "-", "-output", str(tmp_path / "c.txt")])
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu():
     lines = random_lines(20, seed=4)
