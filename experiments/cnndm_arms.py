@@ -73,8 +73,12 @@ LEAD3_PAPER = (40.34, 17.70, 36.57)   # lead-3 as See et al. report it (Paulus e
 # al. beam 5, no repeated trigram, at most 100 tokens. The length rule (wu alpha x minimum length) is tuned.
 SEARCH = {"pointer": ["-beam_size", "4", "-max_length", "120", "-block_ngram_repeat", "0"],
           "reinforced": ["-beam_size", "5", "-max_length", "100", "-block_ngram_repeat", "3"]}
-ALPHAS = ["0", "1", "2"]
-MIN_LENGTHS = ["0", "35"]
+# the grid of a view tuned from now on (issue 52): finer alphas, minimum lengths up to the references', an
+# axis whose choice sits at its edge widened (onmt_tune_decoding -widen) up to alpha 3 and minimum length 90;
+# the committed views were tuned on alpha 0, 1, 2 x minimum length 0, 35 (the report flags their edges)
+ALPHAS = ["0", "0.5", "1", "1.5"]
+MIN_LENGTHS = ["0", "15", "30", "45"]
+WIDEN = ["-widen", "-max_alpha", "3", "-max_min_length", "90"]
 METRIC = "rougeLsum"        # the papers' ROUGE-L: ROUGE-1.5.5 on sentence-split summaries
 
 

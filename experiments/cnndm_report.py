@@ -23,6 +23,7 @@ from experiments.cnndm_arms import ARMS, CONTROLS, LEAD3_PAPER, METRIC, PARTS, b
 from experiments.rl_vs_ml_report import load  # noqa: E402
 from experiments.rl_vs_ml_tuned_report import strongest_control, tuning_score  # noqa: E402
 from onmt.evaluation.bootstrap import paired_test  # noqa: E402
+from onmt.translate.length_grid import FLAGGED, axis_status  # noqa: E402
 
 ORDER = views(("1", "2", "3"))
 NAMES = {"lead3": "lead-3 (first three sentences)", **{v: arm.description for v, arm in ARMS.items()}}
@@ -105,9 +106,24 @@ def parts(results):
     return "\n".join(lines) + "\n"
 
 
+def edges(t):
+    """Where the chosen alpha and minimum length sit among the values the tuning rows tried (the report
+    of a grid tuned before -widen has no "edges": computed here from its rows)."""
+    if "edges" in t:
+        return t["edges"]
+    chosen = t["chosen"]
+    return {axis: axis_status([row["setting"][axis] for row in t["rows"]], chosen[axis], 0, float("inf"))
+            for axis in ("alpha", "min_length") if axis in chosen}
+
+
+def edge_text(t):
+    flagged = [f"{axis} {t['chosen'][axis]}: {where}" for axis, where in edges(t).items() if where in FLAGGED]
+    return "**" + "; ".join(flagged) + "**" if flagged else "interior"
+
+
 def tuning(results):
-    lines = ["| view | candidates | settings | chosen | tuning R-Lsum | strongest control of its seed |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| view | candidates | settings | chosen | tuning R-Lsum | strongest control of its seed | edges |",
+             "|---|---|---|---|---|---|---|"]
     control = control_of(results)
     for v in sorted(results, key=lambda n: ORDER.index(n) if n in ORDER else len(ORDER)):
         r = results[v]
@@ -117,7 +133,7 @@ def tuning(results):
         n_models = len({row["model"] for row in t["rows"]})
         strongest = control(v[1:]) if v[0] in "abmc" and v in ARMS and ARMS[v].start == "r_ml" else ""
         lines.append(f"| {v} | {n_models} | {len(t['rows']) // max(n_models, 1)} | {setting(r)} | "
-                     f"{tuning_score(r, METRIC):.2f} | {strongest or ''} |")
+                     f"{tuning_score(r, METRIC):.2f} | {strongest or ''} | {edge_text(t)} |")
     return "\n".join(lines) + "\n"
 
 

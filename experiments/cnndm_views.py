@@ -7,7 +7,7 @@
 """
 import os
 
-from experiments.cnndm_arms import ALPHAS, ARMS, METRIC, MIN_LENGTHS, SEARCH
+from experiments.cnndm_arms import ALPHAS, ARMS, METRIC, MIN_LENGTHS, SEARCH, WIDEN
 from experiments.common import run
 from experiments.rl_vs_ml import read_json, write_json
 
@@ -37,7 +37,7 @@ def tune_view(a, view, candidates):
     os.makedirs(folder, exist_ok=True)
     src, tgt = os.path.join(a.workdir, "data", "tune.src.txt"), os.path.join(a.workdir, "data", "tune.tgt.txt")
     run(["-m", "onmt.bin.tune_decoding", "-model", *candidates, "-src", src, "-tgt", tgt, "-alpha", *ALPHAS,
-         "-min_length", *MIN_LENGTHS, *SEARCH[ARMS[view].family], "-metric", METRIC, "-batch_size", "32",
+         "-min_length", *MIN_LENGTHS, *WIDEN, *SEARCH[ARMS[view].family], "-metric", METRIC, "-batch_size", "32",
          "-output", f"{folder}/chosen.yaml", "-report", f"{folder}/grid.json"], log=f"{folder}/tune.log")
 
 
