@@ -1,14 +1,14 @@
-"""SIGTERM (a cluster's preemption) and ^C during training: finish the step, save, stop.
+"""SIGTERM (a cluster's preemption), SIGHUP and ^C during training: finish the step, save, stop.
 
     with StopSignals() as stop:  # in the main thread; elsewhere it does nothing
         ...                      # after each optimizer step: if stop.received: save, raise Stopped
 
-The first SIGTERM or SIGINT only records its name (`stop.received`): the step in progress finishes
-and the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A second one raises
-KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save leaves
-no partial file). The previous handlers come back when the block ends. Ranks spawned by train.py
--world_size N get their signals from the spawning process (`forwarded_signals`), once per signal it
-receives.
+The first SIGTERM, SIGHUP or SIGINT only records its name (`stop.received`): the step in progress
+finishes and the trainer saves a checkpoint at it before stopping (onmt/trainer.py). A second one
+raises KeyboardInterrupt at once (the checkpoint being written is then abandoned: atomic_torch_save
+leaves no partial file). The previous handlers come back when the block ends. Ranks spawned by
+train.py -world_size N get their signals from the spawning process (`forwarded_signals`), once per
+signal it receives.
 """
 import contextlib
 import signal
@@ -16,7 +16,9 @@ import threading
 
 from onmt.errors import Stopped
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP (a closed terminal, a dropped ssh session) stops as SIGTERM does: it used to kill
+# training with no save, its lock left behind
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class StopSignals:
@@ -44,14 +46,15 @@ class StopSignals:
 
     def stopped(self, step, saved):
         """The Stopped exception to raise after saving `saved` (a path, or None on ranks that do not
-        save) at `step`: one line, exit status 128 + the signal's number (143 SIGTERM, 130 ^C)."""
+        save) at `step`: one line, exit status 128 + the signal's number (143 SIGTERM, 130 ^C,
+        129 SIGHUP)."""
         where = f"; saved {saved}" if saved else ""
         return Stopped(f"stopped by {self.received} at step {step}{where}", 128 + self.signum)
 
 
 @contextlib.contextmanager
 def signals_deferred():
-    """SIGTERM and ^C held back inside the block and delivered when it ends: for the few renames
+    """SIGTERM, SIGHUP and ^C held back inside the block and delivered when it ends: for the renames
     that must all happen (a dataset swapped in). Inside, a handler only records them; after, the
     previous handlers come back and each recorded signal is raised again (a process-wide signal may
     reach any thread, so masking the main thread alone would not hold it back). Outside the main

@@ -55,3 +55,16 @@ def test_outside_the_main_thread_nothing_is_installed(recorded):
     t.start()
     t.join()
     assert seen == [(None, signal.getsignal(signal.SIGTERM))]   # the test's own handler throughout
+
+
+def test_sighup_is_a_stop_as_sigterm_is(recorded):
+    """A closed terminal's SIGHUP killed training with no save: it is recorded, the step finishes and saves."""
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGHUP)
+        assert stop.received == "SIGHUP"
+    e = stop.stopped(5, "m_step_5.pt")
+    assert e.code == 129 and str(e) == "stopped by SIGHUP at step 5; saved m_step_5.pt"
+    with signals_deferred():
+        signal.raise_signal(signal.SIGHUP)
+        assert recorded == []
+    assert recorded == [signal.SIGHUP]
