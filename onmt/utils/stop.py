@@ -11,6 +11,7 @@ train.py -world_size N get their signals from the spawning process (`forwarded_s
 signal it receives.
 """
 import contextlib
+import os
 import signal
 import threading
 
@@ -22,18 +23,44 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class StopSignals:
+    """Python runs a signal's handler between bytecodes, once however many times the signal came
+    meanwhile: two SIGTERMs inside one long native call (a torch op) were one, and the run went on.
+    Each delivery is counted through a wakeup pipe (`signal.set_wakeup_fd`, written by the C-level
+    handler at every delivery), so a second stop signal, however close, stops the run as soon as
+    the call returns."""
+
     def __init__(self):
         self.received = None          # name of the first signal, e.g. "SIGTERM"
         self.signum = None
         self._previous = {}
+        self._pipe = self._previous_fd = None
+
+    def _arrived(self):
+        """The stop signals delivered since the last look (1 when not counted)."""
+        if self._pipe is None:
+            return 1
+        got = b""
+        while True:
+            try:
+                chunk = os.read(self._pipe[0], 4096)
+            except (BlockingIOError, InterruptedError):
+                break
+            if not chunk:
+                break
+            got += chunk
+        return max(1, sum(b in SIGNALS for b in got))
 
     def _handle(self, signum, frame):
-        if self.received is not None:
+        if self.received is not None or self._arrived() > 1:
             raise KeyboardInterrupt   # a second signal: stop now, without saving
         self.received, self.signum = signal.Signals(signum).name, signum
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
+            self._pipe = os.pipe()
+            for fd in self._pipe:
+                os.set_blocking(fd, False)
+            self._previous_fd = signal.set_wakeup_fd(self._pipe[1], warn_on_full_buffer=False)
             for s in SIGNALS:
                 self._previous[s] = signal.signal(s, self._handle)
         return self
@@ -42,6 +69,11 @@ class StopSignals:
         for s, handler in self._previous.items():
             signal.signal(s, handler)
         self._previous = {}
+        if self._pipe is not None:
+            signal.set_wakeup_fd(self._previous_fd)
+            for fd in self._pipe:
+                os.close(fd)
+            self._pipe = None
         return False
 
     def stopped(self, step, saved):

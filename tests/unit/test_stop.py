@@ -68,3 +68,20 @@ def test_sighup_is_a_stop_as_sigterm_is(recorded):
         signal.raise_signal(signal.SIGHUP)
         assert recorded == []
     assert recorded == [signal.SIGHUP]
+
+
+def test_two_signals_inside_one_native_call_are_two(recorded):
+    """Delivered while the main thread is inside native code, two SIGTERMs reach Python as one handler call; the
+    C-level handler writes a byte per delivery into the wakeup pipe, which counts them: the second stops at once.
+    (The byte of an earlier delivery is written here by hand, as that handler writes it.)"""
+    import os
+    outer = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(outer)
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGTERM)
+        assert stop.received == "SIGTERM"                           # one: recorded
+    with pytest.raises(KeyboardInterrupt):
+        with StopSignals() as stop:
+            os.write(stop._pipe[1], bytes([signal.SIGTERM]))        # a delivery not yet handled
+            signal.raise_signal(signal.SIGTERM)                     # two: stop now
+    assert signal.set_wakeup_fd(outer) == outer                     # the previous wakeup fd is back
