@@ -88,6 +88,32 @@ def check_training_examples(data, meta):
                     "drop)")
 
 
+def check_step_memory(opt, train_data, vocabs, device):
+    """UserError, before any step, when the batch of the longest training example cannot fit the
+    device's memory in one training step (utils/memory.py `training_step_bytes`, against all of
+    `memory_size`): one step of a 200,000-token article never ended, deaf to SIGTERM and ^C inside
+    one native call. Names the example and what to cut, as translation's out-of-memory line does."""
+    from onmt.utils.memory import memory_size, training_step_bytes
+    src, tgt, where, examples = train_data.longest()
+    total = memory_size(device)
+    if where is None or total is None:
+        return
+    tgt = max(tgt, opt.max_gen_length if opt.rl_gamma else 0)
+    rows = (min(opt.batch_size, examples) if opt.batch_type == "sents"
+            else max(1, opt.batch_size // max(src, tgt, 1)))
+    need = training_step_bytes(rows, src, tgt, opt.rnn_size, opt.word_vec_size,
+                               max(opt.enc_layers, opt.dec_layers), len(vocabs.tgt))
+    if need > total:
+        (path, index), gib = where, 2 ** 30
+        raise UserError(f"-data {opt.data}: training example {index} of {path} has {src:,} source "
+                        f"tokens: one training step on its batch ({rows} rows padded to its "
+                        f"length) needs about {need / gib:,.0f} GiB, more than the "
+                        f"{total / gib:,.0f} GiB of {device.type} memory; cut long inputs with "
+                        "preprocess.py "
+                        "-src_seq_length_trunc N (or drop them with -src_seq_length N)"
+                        f"{' or lower -batch_size' if rows > 1 else ''}")
+
+
 def inputs(opt, data=None):
     """The files train.py reads, which none of its outputs may be (`data`: the dataset when not
     -data)."""
@@ -242,6 +268,7 @@ def _train_rank(opt, world, data):
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
                                           rank=world.rank, world_size=world.world_size)
     distributed.check_batches(train_data, world)
+    check_step_memory(opt, train_data, vocabs, device)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
                                            seed=opt.seed, rank=world.rank,
                                            world_size=world.world_size, equal_shares=False)
