@@ -4,7 +4,7 @@ PyYAML reads `rnn_size: 64` twice as the last value, `rnn_size:` as None (which 
 drops: the default trained, silently) and `16: 32` as the int key 16 (a traceback deep in
 configargparse). `key_problem(yaml, loader, text, name)` composes the text (YAML's node tree, which
 keeps each key's line) and returns the one line that names the file, the line and the key of the
-first such key, or None.
+first such key (or says the file holds no mapping of options at all), or None.
 """
 
 STR, NULL, MERGE = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:merge"
@@ -18,13 +18,22 @@ def key_problem(yaml, loader, text, name):
     an OpenNMT-py 3.x `data:`, included). One line naming `name`, the line and the key; None when
     every key is sound. `yaml`, `loader`: PyYAML and the loader the text was read with."""
     root = yaml.compose(text, Loader=loader)
+    if root is None:
+        return (f"{name}: no options in it (an empty file, or only comments); a -config file maps "
+                "option names to values, e.g. rnn_size: 64")
     if not isinstance(root, yaml.MappingNode):
-        return None
+        what = "a list" if isinstance(root, yaml.SequenceNode) else "one value"
+        return (f"{name}, line {root.start_mark.line + 1}: {what}, not option names with values "
+                "(e.g. rnn_size: 64)")
     for key, value in root.value:
         line = key.start_mark.line + 1
         if key.tag == MERGE:
             continue
-        if key.tag != STR or not isinstance(key, yaml.ScalarNode):
+        if (key.tag != STR or not isinstance(key, yaml.ScalarNode)
+                or not key.value.strip().lstrip("-").strip()):
+            if key.tag == STR and isinstance(key, yaml.ScalarNode):
+                return (f"{name}, line {line}: an empty key {key.value!r}; an option's name is "
+                        "its words, e.g. rnn_size: 64")
             what = KINDS.get(key.tag, "not a name")
             return (f"{name}, line {line}: key {_shown(key)} is not an option name (YAML reads "
                     f"it as {what}; an option's name is its words, e.g. rnn_size: 64)")
