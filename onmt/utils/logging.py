@@ -58,7 +58,12 @@ def init_logger(log_file="", rank=0):
         out = _LogStream(sys.stdout)
         out.where = "-log_file - (standard output)"
     elif log_file:
-        out = _LogFile(log_file)
+        try:
+            out = _LogFile(log_file)
+        except OSError as e:
+            # a file that cannot be appended to (/proc/version: EINVAL): named, as run_main says
+            e.filename = e.filename or log_file
+            raise
         out.where = f"-log_file {log_file}"
     else:
         return logger

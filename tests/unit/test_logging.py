@@ -64,3 +64,12 @@ def test_an_error_of_formatting_stays_logging_s_own(tmp_path, capsys, restored_l
     init_logger(str(tmp_path / "run.log"))
     logger.info("%d", "not a number")
     assert "Logging error" in capsys.readouterr().err and len(logger.handlers) == 2
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs /proc")
+def test_a_log_file_that_cannot_be_appended_to_is_named(restored_logger):
+    """/proc/version opened for appending fails with EINVAL and no file name: run_main printed
+    `error: Invalid argument`."""
+    with pytest.raises(OSError) as exc:
+        init_logger("/proc/version")
+    assert exc.value.filename == "/proc/version"
