@@ -260,3 +260,14 @@ def test_a_plain_resume_records_the_first_runs_options(data, tmp_path):
     assert (new["early_stopping"], new["keep_checkpoint"], new["early_stopping_criteria"]) == (0, -1, ["ppl"])
     assert re.search(r"a new phase, its own schedule and stopping: .*-early_stopping 0 \(the checkpoint's: 3\)",
                      log.read_text())
+
+
+def test_a_plain_resume_of_an_rl_run_keeps_its_rouge_criterion(data, tmp_path):
+    """-rl_gamma carried from the checkpoint but the criteria derived from the command line's (none): a plain
+    resume of an RL run chose its best checkpoint by perplexity, which RL raises by design."""
+    _train(data, COPY, str(tmp_path / "r"), "-rl_gamma", "0.5", "-max_gen_length", "5", "-train_steps", "4")
+    assert _ckpt(tmp_path / "r_step_4.pt")["opt"]["early_stopping_criteria"] == ["rougeL"]
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "r"), "-train_from", str(tmp_path / "r_step_4.pt"),
+                    "-train_steps", "6"])
+    after = _ckpt(tmp_path / "r_step_6.pt")["opt"]
+    assert (after["rl_gamma"], after["early_stopping_criteria"], after["valid_rouge"]) == (0.5, ["rougeL"], True)
