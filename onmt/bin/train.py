@@ -97,7 +97,7 @@ def check_step_memory(opt, train_data, vocabs, device):
     src, tgt, where, examples = train_data.longest()
     total = memory_size(device)
     if where is None or total is None:
-        return
+        return where and (src, where)
     tgt = max(tgt, opt.max_gen_length if opt.rl_gamma else 0)
     rows = (min(opt.batch_size, examples) if opt.batch_type == "sents"
             else max(1, opt.batch_size // max(src, tgt, 1)))
@@ -112,6 +112,21 @@ def check_step_memory(opt, train_data, vocabs, device):
                         "preprocess.py "
                         "-src_seq_length_trunc N (or drop them with -src_seq_length N)"
                         f"{' or lower -batch_size' if rows > 1 else ''}")
+    return src, where
+
+
+def out_of_memory_error(exc, longest):
+    """`exc` itself, or where it is an allocation failure a UserError naming the longest training
+    example (`longest`: (source tokens, (shard, index)) or None) and what to cut, as translation
+    names its longest input line."""
+    from onmt.utils.memory import is_out_of_memory
+    if not is_out_of_memory(exc):
+        return exc
+    where = (f" (the longest example, {longest[1][1]} of {longest[1][0]}, has {longest[0]:,} "
+             "source tokens)" if longest else "")
+    return UserError(f"out of memory in a training step{where}: lower -batch_size (or use "
+                     "-batch_type tokens), or cut long inputs with preprocess.py "
+                     "-src_seq_length_trunc N")
 
 
 def inputs(opt, data=None):
@@ -268,7 +283,7 @@ def _train_rank(opt, world, data):
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
                                           rank=world.rank, world_size=world.world_size)
     distributed.check_batches(train_data, world)
-    check_step_memory(opt, train_data, vocabs, device)
+    longest = check_step_memory(opt, train_data, vocabs, device)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
                                            seed=opt.seed, rank=world.rank,
                                            world_size=world.world_size, equal_shares=False)
@@ -287,7 +302,10 @@ def _train_rank(opt, world, data):
             profile_training(trainer, train_data, opt.profile, trace_path(opt, opt.save_model),
                              start_step=start_step, data_pos=data_pos)
             return
-        trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
+        try:
+            trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
+        except (MemoryError, RuntimeError) as e:
+            raise out_of_memory_error(e, longest) from e
     finally:
         if board is not None:
             board.close()

@@ -111,3 +111,27 @@ def test_a_second_signal_inside_a_long_native_call_stops_at_its_return(tmp_path,
     assert "Traceback" not in err and returned == []          # stopped right after a native call, mid-loop
     assert sorted(p.name for p in tmp_path.glob("m_step_*.pt")) == ["m_step_1.pt"]
     assert not (tmp_path / "m.lock").exists()
+
+
+def test_running_out_of_memory_in_a_training_step_is_one_line(tmp_path, capsys, monkeypatch):
+    """An allocation failure mid-training was a RuntimeError traceback; now one line naming the longest example
+    and what to cut, as translation's out-of-memory line names its longest input, the lock removed."""
+    from onmt.trainer import Trainer
+    src, tgt = _corpus(tmp_path)
+    data = _preprocess(tmp_path, src, tgt)
+    original = Trainer.train_step
+
+    def allocation_fails(self, group, step):
+        if step == 2:
+            raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 99999999999 bytes")
+        return original(self, group, step)
+    monkeypatch.setattr(Trainer, "train_step", allocation_fails)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        run_main(train_bin.main, ["-data", data, "-save_model", str(tmp_path / "m"), *TINY, "-train_steps", "3"])
+    err = capsys.readouterr().err.strip()
+    lines = [line for line in err.splitlines() if not LOG_LINE.match(line)]
+    assert exc.value.code == 1 and "Traceback" not in err and len(lines) == 1, err[-1000:]
+    assert re.search(r"error: out of memory in a training step \(the longest example, \d+ of .*data\.train\.0\.pt, "
+                     r"has \d+ source tokens\): lower -batch_size .*-src_seq_length_trunc N", lines[0]), lines[0]
+    assert not (tmp_path / "m.lock").exists()
