@@ -94,7 +94,8 @@ def signals_end_at_once(prog):
         line = "interrupted" if signum == signal.SIGINT else Terminated(signum).line
         os.write(2, f"{prog}: {line}\n".encode())
         os._exit(128 + signum)
-    previous = {s: signal.signal(s, end) for s in (*TERMINATING, signal.SIGINT)}
+    previous = {s: signal.signal(s, end) for s in (*TERMINATING, signal.SIGINT)
+                if signal.getsignal(s) is not signal.SIG_IGN or s != signal.SIGHUP}   # nohup's
     try:
         yield
     finally:

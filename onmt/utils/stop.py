@@ -22,6 +22,13 @@ from onmt.errors import Stopped
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def handled_signals():
+    """SIGNALS, less SIGHUP where it is ignored: `nohup train.py` asked the run to outlive its
+    terminal."""
+    return tuple(s for s in SIGNALS
+                 if not (s == signal.SIGHUP and signal.getsignal(s) is signal.SIG_IGN))
+
+
 class StopSignals:
     """Python runs a signal's handler between bytecodes, once however many times the signal came
     meanwhile: two SIGTERMs inside one long native call (a torch op) were one, and the run went on.
@@ -61,7 +68,7 @@ class StopSignals:
             for fd in self._pipe:
                 os.set_blocking(fd, False)
             self._previous_fd = signal.set_wakeup_fd(self._pipe[1], warn_on_full_buffer=False)
-            for s in SIGNALS:
+            for s in handled_signals():
                 self._previous[s] = signal.signal(s, self._handle)
         return self
 
@@ -98,7 +105,7 @@ def signals_deferred():
 
     def record(signum, frame):
         pending.append(signum)
-    for s in SIGNALS:
+    for s in handled_signals():
         previous[s] = signal.signal(s, record)
     try:
         yield
@@ -129,7 +136,7 @@ def forwarded_signals(pids):
                 os.kill(pid, signum)
             except (ProcessLookupError, TypeError):
                 pass
-    for s in SIGNALS:
+    for s in handled_signals():
         previous[s] = signal.signal(s, forward)
     try:
         yield received

@@ -135,3 +135,29 @@ def test_running_out_of_memory_in_a_training_step_is_one_line(tmp_path, capsys, 
     assert re.search(r"error: out of memory in a training step \(the longest example, \d+ of .*data\.train\.0\.pt, "
                      r"has \d+ source tokens\): lower -batch_size .*-src_seq_length_trunc N", lines[0]), lines[0]
     assert not (tmp_path / "m.lock").exists()
+
+
+def test_under_nohup_a_hangup_does_not_stop_training(tmp_path):
+    """SIGHUP now stops training as SIGTERM does, except where it is ignored (`nohup train.py ...`): the run
+    outlives its terminal as asked."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers.paths import ROOT
+    src, tgt = _corpus(tmp_path)
+    data = _preprocess(tmp_path, src, tgt)
+    log = tmp_path / "err.txt"
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "train.py"), "-data", data, "-save_model",
+                                 str(tmp_path / "m"), *TINY, "-train_steps", "30", "-report_every", "1"],
+                                stdout=subprocess.DEVNULL, stderr=err, env=dict(os.environ, OMP_NUM_THREADS="1"),
+                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and "Step 2/30" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGHUP)
+    assert proc.wait(timeout=120) == 0, log.read_text()[-1000:]
+    assert (tmp_path / "m_step_30.pt").exists() and not (tmp_path / "m.lock").exists()

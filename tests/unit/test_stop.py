@@ -85,3 +85,16 @@ def test_two_signals_inside_one_native_call_are_two(recorded):
             os.write(stop._pipe[1], bytes([signal.SIGTERM]))        # a delivery not yet handled
             signal.raise_signal(signal.SIGTERM)                     # two: stop now
     assert signal.set_wakeup_fd(outer) == outer                     # the previous wakeup fd is back
+
+
+def test_an_ignored_sighup_stays_ignored(recorded):
+    """`nohup train.py` asks the run to outlive its terminal: SIGHUP ignored is left ignored."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with StopSignals() as stop, signals_deferred():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGHUP)
+            assert stop.received is None
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, previous)
