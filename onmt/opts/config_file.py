@@ -7,6 +7,9 @@ keeps each key's line) and returns the one line that names the file, the line an
 first such key (or says the file holds no mapping of options at all), or None.
 """
 
+# the keys whose value is a mapping: an OpenNMT-py 3.x config's corpora and its dropped tokenizer
+# settings (opts/upstream_config.py)
+NESTED = ("data", "src_onmttok_kwargs", "tgt_onmttok_kwargs")
 STR, NULL, MERGE = "tag:yaml.org,2002:str", "tag:yaml.org,2002:null", "tag:yaml.org,2002:merge"
 KINDS = {"tag:yaml.org,2002:int": "a number", "tag:yaml.org,2002:float": "a number",
          "tag:yaml.org,2002:bool": "true/false", NULL: "null"}
@@ -40,6 +43,9 @@ def key_problem(yaml, loader, text, name):
         if isinstance(value, yaml.ScalarNode) and value.tag == NULL:
             return (f"{name}, line {line}: {key.value} has no value (give one, or drop the line "
                     "for the default)")
+        if isinstance(value, yaml.MappingNode) and key.value.lstrip("-") not in NESTED:
+            return (f"{name}, line {line}: {key.value} is given a mapping; an option's value is a "
+                    "word, a number or a list")
     return _duplicate(yaml, root, name)
 
 

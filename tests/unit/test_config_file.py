@@ -16,6 +16,7 @@ from onmt.opts.config_file import key_problem
     ("16: 32\n", 1, "key 16 is not an option name (YAML reads it as a number"),
     ("layers: 1\ntrue: x\n", 2, "key true is not an option name (YAML reads it as true/false"),
     ("layers: 1\n'': 3\n", 2, "an empty key ''"),
+    ("layers: 1\nrnn_size: {a: 1}\n", 2, "rnn_size is given a mapping; an option's value is"),
     ("layers: 1\n'--': 3\n", 2, "an empty key '--'"),
     ("", None, "no options in it (an empty file, or only comments)"),
     ("# nothing\n", None, "no options in it"),
@@ -39,8 +40,8 @@ def test_a_bad_key_is_one_line_naming_the_file_line_and_key(tmp_path, capsys, te
 def test_sound_keys_pass_and_aliases_are_walked_once():
     loader = yaml.SafeLoader
     assert key_problem(yaml, loader, "rnn_size: 64\nlayers: 2\ngpu_ranks: []\n", "c") is None
-    assert key_problem(yaml, loader, "base: &b {x: 1}\nother: *b\nmore: *b\n", "c") is None
-    assert key_problem(yaml, loader, "a: &a {x: 1}\nb:\n  <<: *a\n  y: 2\n", "c") is None
+    assert key_problem(yaml, loader, "data:\n  a: &b {x: 1}\n  b: *b\n  c: *b\n", "c") is None
+    assert key_problem(yaml, loader, "data:\n  a: &a {x: 1}\n  b:\n    <<: *a\n    y: 2\n", "c") is None
 
 
 @pytest.mark.parametrize("name", ["cnndm_reinforced", "cnndm_rl", "demo_train", "demo_rl", "gigaword_reinforced",
