@@ -34,5 +34,13 @@ class Stopped(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM turned into an interruption (preprocess.py, which unwinds as for ^C): exit status
-    143."""
+    """SIGTERM (or SIGHUP: a closed terminal, a dropped ssh session) turned into an interruption,
+    which unwinds as for ^C: `line` is what the entry point prints, exit status `code` (143 for
+    SIGTERM, 129 for SIGHUP)."""
+
+    NAMES = {15: "SIGTERM", 1: "SIGHUP"}
+
+    def __init__(self, signum=15):
+        super().__init__(signum)
+        self.signum, self.code = int(signum), 128 + int(signum)
+        self.line = f"terminated ({self.NAMES.get(self.signum, f'signal {self.signum}')})"

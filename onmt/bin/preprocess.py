@@ -13,7 +13,7 @@ from onmt.utils.memory import reuse_freed_memory
 
 def _terminate(signum, frame):
     # a KeyboardInterrupt: unwinds through the writers, which remove their temporary files
-    raise Terminated
+    raise Terminated(signum)
 
 
 def save_config_file(path, text):
@@ -38,8 +38,9 @@ def main(argv=None):
     for h in logger.handlers:           # progress and summary on stdout: stderr is for errors only
         if type(h) is logging.StreamHandler:
             h.setStream(sys.stdout)
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) is signal.SIG_DFL:
+            signal.signal(s, _terminate)
     preprocess(opt)
 
 

@@ -88,6 +88,47 @@ def check_training_examples(data, meta):
                     "drop)")
 
 
+def check_step_memory(opt, train_data, vocabs, device):
+    """UserError, before any step, when the batch of the longest training example cannot fit the
+    device's memory in one training step (utils/memory.py `training_step_bytes`, against all of
+    `memory_size`): one step of a 200,000-token article never ended, deaf to SIGTERM and ^C inside
+    one native call. Names the example and what to cut, as translation's out-of-memory line does."""
+    from onmt.utils.memory import memory_size, training_step_bytes
+    src, tgt, where, examples = train_data.longest()
+    total = memory_size(device)
+    if where is None or total is None:
+        return where and (src, where)
+    tgt = max(tgt, opt.max_gen_length if opt.rl_gamma else 0)
+    rows = (min(opt.batch_size, examples) if opt.batch_type == "sents"
+            else max(1, opt.batch_size // max(src, tgt, 1)))
+    need = training_step_bytes(rows, src, tgt, opt.rnn_size, opt.word_vec_size,
+                               max(opt.enc_layers, opt.dec_layers), len(vocabs.tgt))
+    if need > total:
+        (path, index), gib = where, 2 ** 30
+        raise UserError(f"-data {opt.data}: training example {index} of {path} has {src:,} source "
+                        f"tokens: one training step on its batch ({rows} rows padded to its "
+                        f"length) needs about {need / gib:,.0f} GiB, more than the "
+                        f"{total / gib:,.0f} GiB of {device.type} memory; cut long inputs with "
+                        "preprocess.py "
+                        "-src_seq_length_trunc N (or drop them with -src_seq_length N)"
+                        f"{' or lower -batch_size' if rows > 1 else ''}")
+    return src, where
+
+
+def out_of_memory_error(exc, longest):
+    """`exc` itself, or where it is an allocation failure a UserError naming the longest training
+    example (`longest`: (source tokens, (shard, index)) or None) and what to cut, as translation
+    names its longest input line."""
+    from onmt.utils.memory import is_out_of_memory
+    if not is_out_of_memory(exc):
+        return exc
+    where = (f" (the longest example, {longest[1][1]} of {longest[1][0]}, has {longest[0]:,} "
+             "source tokens)" if longest else "")
+    return UserError(f"out of memory in a training step{where}: lower -batch_size (or use "
+                     "-batch_type tokens), or cut long inputs with preprocess.py "
+                     "-src_seq_length_trunc N")
+
+
 def inputs(opt, data=None):
     """The files train.py reads, which none of its outputs may be (`data`: the dataset when not
     -data)."""
@@ -243,6 +284,7 @@ def _train_rank(opt, world, data):
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
                                           rank=world.rank, world_size=world.world_size)
     distributed.check_batches(train_data, world)
+    longest = check_step_memory(opt, train_data, vocabs, device)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
                                            seed=opt.seed, rank=world.rank,
                                            world_size=world.world_size, equal_shares=False)
@@ -261,7 +303,10 @@ def _train_rank(opt, world, data):
             profile_training(trainer, train_data, opt.profile, trace_path(opt, opt.save_model),
                              start_step=start_step, data_pos=data_pos)
             return
-        trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
+        try:
+            trainer.train(train_data, valid_data, start_step=start_step, data_pos=data_pos)
+        except (MemoryError, RuntimeError) as e:
+            raise out_of_memory_error(e, longest) from e
     finally:
         if board is not None:
             board.close()

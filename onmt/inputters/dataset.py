@@ -118,6 +118,22 @@ class ShardedDataset:
             return total // self.world_size
         return len(range(self.rank, total, self.world_size))
 
+    def longest(self):
+        """(longest source, longest target, (shard path, 1-based example index) of the longest
+        source, number of examples) over the shards; reads only the offsets (memory-mapped).
+        (0, 0, None, 0) when empty."""
+        src_max, tgt_max, where, examples = 0, 0, None, 0
+        for path in self.paths:
+            shard = load_shard(path, run_id=self.run_id)
+            src_len = np.diff(shard["src_offsets"].numpy())                  # (N,)
+            examples += len(src_len)
+            if len(src_len) and int(src_len.max()) > src_max:
+                src_max, where = int(src_len.max()), (path, int(src_len.argmax()) + 1)
+            if "tgt_offsets" in shard and len(src_len):
+                tgt_max = max(tgt_max, int(np.diff(shard["tgt_offsets"].numpy()).max()))
+            del shard
+        return src_max, tgt_max, where, examples
+
     # ------------------------------------------------------------------ iteration
     def iter_epoch(self, epoch, start=0):
         """Yield this rank's Batch objects of `epoch`, skipping its first `start` batches."""

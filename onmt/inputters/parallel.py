@@ -67,8 +67,9 @@ def ordered_map(fn, items, workers=1, window=None):
 def _serve(tasks, results, inherited, fn):
     """A worker: answer (True, fn(item)) or (False, exception) per (item,) message, in order; a None
     message or the end of the task pipe ends it."""
-    # The main process handles ^C and SIGTERM (it kills the workers).
+    # The main process handles ^C, SIGHUP (to the whole group) and SIGTERM (it kills the workers).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for conn in inherited:          # the main process's ends of the pipes: EOF must mean EOF
         conn.close()

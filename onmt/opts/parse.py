@@ -135,6 +135,10 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
         except Exception as e:
             raise configargparse.ConfigFileParserException(
                 f"{name}: not valid YAML ({e})") from None
+        from onmt.opts.config_file import key_problem
+        problem = key_problem(yaml, loader, text, name)   # twice, empty, not a name: one line
+        if problem:
+            raise configargparse.ConfigFileParserException(problem)
         if isinstance(obj, dict) and any(isinstance(k, str) and k.startswith("-") for k in obj):
             # `-reinforced: true`, as on the command line: the option's name without its dashes
             obj = {k.lstrip("-") if isinstance(k, str) else k: v for k, v in obj.items()}

@@ -178,6 +178,18 @@ BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "v
                     "seed", "rl_normalization")
 # the weights' moving average (-average_decay): the checkpoint's unless given again
 AVERAGE_OPTIONS = ("average_decay", "average_every")
+# the run's own schedule, stopping and reporting: the checkpoint's on a resume into its -save_model
+# (the run goes on) unless given again; a new phase (another -save_model) has its own
+RUN_OPTIONS = ("train_steps", "epochs", "valid_steps", "save_checkpoint_steps", "keep_checkpoint",
+               "report_every", "early_stopping", "early_stopping_criteria", "valid_rouge",
+               "sample_every")
+# options that say the same: one of them given, none is carried
+RUN_SAME = {"train_steps": ("train_steps", "epochs"), "epochs": ("train_steps", "epochs"),
+            "valid_rouge": ("valid_rouge", "early_stopping_criteria")}
+# what the objective implies: derived again, not carried, when -rl_gamma changes
+OBJECTIVE_DERIVED = ("early_stopping_criteria", "valid_rouge")
+# this process's choices, never carried: the log names those the checkpoint's run had on
+PROCESS_OPTIONS = ("amp", "compile", "tensorboard", "train_time_limit")
 
 
 def resolve_train_run(opt, saved=None, data=None, target_limit=100):
@@ -250,6 +262,7 @@ def _resume(run, saved):
                      f"{', '.join(taken)}")
     if changed:
         notes.append(f"-train_from {run.train_from}: changed here: {', '.join(changed)}")
+    notes += _run_options(run, saved)
     if run.copy_loss_by_seqlength and run.rl_gamma and not given(run, "copy_loss_by_seqlength"):
         # it would weigh the ML term by 1/length: not the -rl_gamma mix
         run.copy_loss_by_seqlength = False
@@ -257,6 +270,53 @@ def _resume(run, saved):
                      "objective (it would divide the ML term by each summary's length and shift "
                      "the mix from -rl_gamma)")
     return notes
+
+
+def _run_options(run, saved):
+    """-train_from into the checkpoint's own -save_model (the run goes on): its RUN_OPTIONS unless
+    given here (or one saying the same, RUN_SAME; the early-stopping criteria and -valid_rouge
+    derived again for a new -rl_gamma); into another (a new phase): none, the log naming those of
+    the checkpoint's that differ. Either way the log names the PROCESS_OPTIONS the checkpoint's run
+    had that this one has not. Returns the lines for the log."""
+    same_run = saved.get("save_model") == run.save_model
+    if run.valid_rouge is None:   # resolved as resolve_train_run does, to compare
+        run.valid_rouge = run.rl_gamma is not None
+    new_objective = given(run, "rl_gamma") and run.rl_gamma != saved.get("rl_gamma")
+    taken, kept = [], []
+    for name in RUN_OPTIONS:
+        if name not in saved or getattr(run, name) == saved[name]:
+            continue
+        if any(given(run, n) for n in RUN_SAME.get(name, (name,))):
+            continue   # the command line's: "changed here" when given itself
+        if same_run and not (new_objective and name in OBJECTIVE_DERIVED):
+            taken.append(f"-{name} {_shown(saved[name])}")
+            setattr(run, name, copy.deepcopy(saved[name]))
+        elif not same_run:
+            kept.append(f"-{name} {_shown(getattr(run, name))} (the checkpoint's: "
+                        f"{_shown(saved[name])})")
+    changed = [f"-{n} {_shown(getattr(run, n))} (the checkpoint's: {_shown(saved[n])})"
+               for n in RUN_OPTIONS if given(run, n) and n in saved and getattr(run, n) != saved[n]]
+    dropped = [f"-{n} {_shown(saved[n])}" for n in PROCESS_OPTIONS
+               if saved.get(n) and getattr(run, n) != saved[n]]
+    notes = []
+    if taken:
+        notes.append(f"-train_from {run.train_from}: the run's own options, from the checkpoint "
+                     f"(not given here): {', '.join(taken)}")
+    if changed:
+        notes.append(f"-train_from {run.train_from}: the run's options changed here: "
+                     f"{', '.join(changed)}")
+    if kept:
+        notes.append(f"-train_from {run.train_from} into another -save_model ({run.save_model}, "
+                     f"the checkpoint's: {saved.get('save_model')}): a new phase, its own "
+                     f"schedule and stopping: {', '.join(kept)}")
+    if dropped:
+        notes.append(f"-train_from {run.train_from}: not carried (this process's choices, give "
+                     f"them again): {', '.join(dropped)}")
+    return notes
+
+
+def _shown(value):
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def resume_adds_parameters(opt):

@@ -43,34 +43,40 @@ def run_main(main_fn, argv=None):
     except Stopped as e:
         print(f"{prog}: {e}", file=sys.stderr)
         sys.exit(e.code)
-    except Terminated:
-        print(f"{prog}: terminated (SIGTERM)", file=sys.stderr)
-        sys.exit(143)
+    except Terminated as e:
+        print(f"{prog}: {e.line}", file=sys.stderr)
+        sys.exit(e.code)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(130)
 
 
 def _terminate(signum, frame):
-    raise Terminated
+    raise Terminated(signum)
+
+
+# what ends a command as SIGTERM does: SIGHUP is a closed terminal or a dropped ssh session
+TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager
 def sigterm_unwinds():
-    """SIGTERM unwinds as ^C does (Terminated, a KeyboardInterrupt) while the block runs: the files
-    being written aside are removed (files.AtomicFile), run_main prints one line and exits 143.
-    Before, every command but preprocess.py and the prepare tools died at once, silently, leaving
-    its temporary files. A handler already set (training's utils/stop.py sets its own inside) or a
-    thread other than the main one: the block runs as it is."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+    """SIGTERM and SIGHUP unwind as ^C does (Terminated, a KeyboardInterrupt) while the block runs:
+    the files being written aside are removed (files.AtomicFile), run_main prints one line and
+    exits 143 (SIGHUP: 129). Before, every command but preprocess.py and the prepare tools died at
+    once, silently, leaving its temporary files (and SIGHUP everywhere). A signal whose handler is
+    already set (training's utils/stop.py sets its own inside) or a thread other than the main one:
+    left as it is."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = {s: signal.signal(s, _terminate) for s in TERMINATING
+                if signal.getsignal(s) is signal.SIG_DFL}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
@@ -85,10 +91,11 @@ def signals_end_at_once(prog):
         return
 
     def end(signum, frame):
-        term = signum == signal.SIGTERM
-        os.write(2, f"{prog}: {'terminated (SIGTERM)' if term else 'interrupted'}\n".encode())
-        os._exit(143 if term else 130)
-    previous = {s: signal.signal(s, end) for s in (signal.SIGTERM, signal.SIGINT)}
+        line = "interrupted" if signum == signal.SIGINT else Terminated(signum).line
+        os.write(2, f"{prog}: {line}\n".encode())
+        os._exit(128 + signum)
+    previous = {s: signal.signal(s, end) for s in (*TERMINATING, signal.SIGINT)
+                if signal.getsignal(s) is not signal.SIG_IGN or s != signal.SIGHUP}   # nohup's
     try:
         yield
     finally:
@@ -105,9 +112,9 @@ def launch(module):
         with signals_end_at_once(prog):
             main_fn = importlib.import_module(module).main
     except KeyboardInterrupt as e:
-        print(f"{prog}: {'terminated (SIGTERM)' if isinstance(e, Terminated) else 'interrupted'}",
+        print(f"{prog}: {e.line if isinstance(e, Terminated) else 'interrupted'}",
               file=sys.stderr)
-        sys.exit(143 if isinstance(e, Terminated) else 130)
+        sys.exit(e.code if isinstance(e, Terminated) else 130)
     run_main(main_fn)
 
 

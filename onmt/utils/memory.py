@@ -54,3 +54,29 @@ def is_out_of_memory(exc):
     text = str(exc)
     return (type(exc).__name__ == "OutOfMemoryError" or "can't allocate memory" in text
             or "out of memory" in text.lower())
+
+
+def training_step_bytes(rows, src_len, tgt_len, hidden, emb, layers, vocab):
+    """A rough size in bytes (float32) of what one training step keeps for its backward pass, for a
+    batch of `rows` examples padded to `src_len` source and `tgt_len` target tokens (decoded
+    sequences included), a model of `hidden` units, `emb`-dimensional embeddings, `layers` layers
+    and a `vocab`-word output: per source token the encoder's gates and states and, per target
+    step, the attention's tensors over it; per target token the output distribution. Meant to
+    catch what cannot fit at all (one 200,000-token article in a batch of 64: terabytes), not to
+    predict a peak: it is within a few times of the measured one."""
+    per_source_token = 16 * hidden * layers + emb + tgt_len * (8 + hidden)
+    per_row = src_len * per_source_token + tgt_len * (vocab + 16 * hidden)
+    return 4 * rows * per_row
+
+
+def memory_size(device):
+    """The bytes of memory of `device` (a torch.device): the machine's for the CPU, the GPU's own
+    for CUDA; None when unknown."""
+    import os
+    if device.type == "cuda":
+        import torch
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None

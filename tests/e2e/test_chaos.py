@@ -1,5 +1,5 @@
-"""Chaos: preprocess, train, the RL phase, translate and evaluate, each interrupted by SIGKILL, SIGTERM or
-^C at random moments. After each interruption every file the user had is byte-identical or the newer
+"""Chaos: preprocess, train, the RL phase, translate and evaluate, each interrupted by SIGKILL, SIGTERM,
+SIGHUP or ^C at random moments. After each interruption every file the user had is byte-identical or the newer
 complete version, every checkpoint loads, and going on from the last checkpoint ends bit for bit where
 an uninterrupted run ends. The default suite tries a few moments per command; `-m slow` tries 50+.
 """
@@ -18,7 +18,7 @@ from helpers.e2e import random_pair_data
 from helpers.paths import ROOT
 from onmt.utils.checkpoint import load_checkpoint, saved_steps
 
-SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT)
+SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 MODEL = ["-reinforced", "-rnn_size", "16", "-word_vec_size", "8", "-batch_size", "8", "-seed", "4",
          "-valid_steps", "0", "-save_checkpoint_steps", "2", "-report_every", "2", "-max_gen_length", "6"]
 STEPS = 16
@@ -225,3 +225,40 @@ def test_chaos_world_size_2_under_group_sigterm(world, tmp_path):
                      *(["-train_from", latest] if latest else [])))
     assert _same(torch.load(f"{prefix}_step_{STEPS}.pt", weights_only=True)["model"],
                  torch.load(f"{ref}_step_{STEPS}.pt", weights_only=True)["model"])
+
+
+def _hang_up_once_it_logs(cmd, words, log):
+    """Start `cmd` in a session of its own, its stderr into `log`; once `words` appear there, SIGHUP to its whole
+    group (what a closed terminal or a dropped ssh session sends); -> (exit status, the log's lines)."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, OMP_NUM_THREADS="1"), start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and words not in open(log).read() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGHUP)
+    rc = proc.wait(timeout=120)
+    return rc, open(log).read().strip().splitlines()
+
+
+def test_sighup_stops_training_as_sigterm_does(world, tmp_path):
+    """SIGHUP killed train.py with no save and no word, its lock left behind (50 steps lost): now it ends the
+    step, saves, says so in one line and exits 129, the lock removed; the resume ends bit for bit where the
+    uninterrupted run ends. translate.py stops in one line too, its output absent or complete."""
+    prefix = str(tmp_path / "ml")
+    rc, lines = _hang_up_once_it_logs(_python("train.py", "-data", world["prefix"], "-save_model", prefix, *MODEL,
+                                              "-train_steps", STEPS), f"Step 4/{STEPS}", tmp_path / "train.err")
+    assert rc == 129 and "Traceback" not in "\n".join(lines), lines[-5:]
+    step = int(lines[-1].split("stopped by SIGHUP at step ")[1].split(";")[0])
+    assert lines[-1] == f"train.py: stopped by SIGHUP at step {step}; saved {prefix}_step_{step}.pt"
+    assert not os.path.exists(f"{prefix}.lock")
+    _run(_python("train.py", "-data", world["prefix"], "-save_model", prefix, *MODEL, "-train_steps", STEPS,
+                 "-train_from", f"{prefix}_step_{step}.pt"))
+    assert _same(torch.load(f"{prefix}_step_{STEPS}.pt", weights_only=True)["model"], world["final_ml"])
+    out = tmp_path / "pred.txt"
+    rc, lines = _hang_up_once_it_logs(_python("translate.py", "-model", world["ml"], "-src", world["dir"] / "src.txt",
+                                              "-output", out, "-beam_size", "2", "-max_length", "6"),
+                                      "Model reinforced", tmp_path / "translate.err")
+    assert (rc, lines[-1]) == (129, "translate.py: terminated (SIGHUP)") or (rc == 0 and out.exists()), lines[-3:]
+    assert not out.exists() or out.read_bytes() == world["pred"]

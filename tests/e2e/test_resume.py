@@ -227,3 +227,47 @@ def test_epochs_not_above_the_checkpoints_epoch_is_one_clear_error(data, tmp_pat
     with pytest.raises(UserError, match=r"-epochs 1 is not above the epoch of .* \(2\): nothing to train"):
         _train(data, COPY, str(tmp_path / "e"), "-epochs", "1", "-train_from", str(last))
     assert not list(tmp_path.glob("e_best.pt"))
+
+
+def test_a_plain_resume_records_the_first_runs_options(data, tmp_path):
+    """A plain `-train_from X -train_steps N` into the same -save_model reset -early_stopping 3 -> 0, its criteria
+    ppl rougeL -> ppl, -valid_rouge on -> off and -keep_checkpoint 2 -> -1 (nothing pruned): now every run option
+    the checkpoint recorded goes on; given ones win and are logged; a new phase (another -save_model) has its own."""
+    first = ["-early_stopping", "3", "-early_stopping_criteria", "ppl", "rougeL", "-keep_checkpoint", "2",
+             "-valid_steps", "2", "-save_checkpoint_steps", "2", "-report_every", "1", "-max_gen_length", "5"]
+    _train(data, COPY, str(tmp_path / "a"), *first, "-train_steps", "4")
+    log = tmp_path / "b.log"
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "a"), "-train_from", str(tmp_path / "a_step_4.pt"),
+                    "-train_steps", "6", "-log_file", str(log)])
+    before, after = _ckpt(tmp_path / "a_step_4.pt")["opt"], _ckpt(tmp_path / "a_step_6.pt")["opt"]
+    assert (after["early_stopping"], after["early_stopping_criteria"], after["valid_rouge"],
+            after["keep_checkpoint"]) == (3, ["ppl", "rougeL"], True, 2)
+    differ = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    assert differ == {"train_from", "train_steps", "log_file"}, differ
+    assert sorted(p.name for p in tmp_path.glob("a_step_*.pt")) == ["a_step_4.pt", "a_step_6.pt"]   # pruned
+    assert re.search(r"the run's own options, from the checkpoint \(not given here\): .*-keep_checkpoint 2.*"
+                     r"-early_stopping 3, -early_stopping_criteria ppl rougeL", log.read_text())
+    # given again: the command line's, logged
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "a"), "-train_from", str(tmp_path / "a_step_6.pt"),
+                    "-train_steps", "8", "-keep_checkpoint", "3", "-log_file", str(log)])
+    assert _ckpt(tmp_path / "a_step_8.pt")["opt"]["keep_checkpoint"] == 3
+    assert re.search(r"the run's options changed here: -train_steps 8 \(the checkpoint's: 6\), -keep_checkpoint 3 "
+                     r"\(the checkpoint's: 2\)", log.read_text())
+    # a new phase into another prefix: its own schedule and stopping, named
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "n"), "-train_from", str(tmp_path / "a_step_8.pt"),
+                    "-train_steps", "9", "-log_file", str(log)])
+    new = _ckpt(tmp_path / "n_step_9.pt")["opt"]
+    assert (new["early_stopping"], new["keep_checkpoint"], new["early_stopping_criteria"]) == (0, -1, ["ppl"])
+    assert re.search(r"a new phase, its own schedule and stopping: .*-early_stopping 0 \(the checkpoint's: 3\)",
+                     log.read_text())
+
+
+def test_a_plain_resume_of_an_rl_run_keeps_its_rouge_criterion(data, tmp_path):
+    """-rl_gamma carried from the checkpoint but the criteria derived from the command line's (none): a plain
+    resume of an RL run chose its best checkpoint by perplexity, which RL raises by design."""
+    _train(data, COPY, str(tmp_path / "r"), "-rl_gamma", "0.5", "-max_gen_length", "5", "-train_steps", "4")
+    assert _ckpt(tmp_path / "r_step_4.pt")["opt"]["early_stopping_criteria"] == ["rougeL"]
+    train_bin.main(["-data", data, "-save_model", str(tmp_path / "r"), "-train_from", str(tmp_path / "r_step_4.pt"),
+                    "-train_steps", "6"])
+    after = _ckpt(tmp_path / "r_step_6.pt")["opt"]
+    assert (after["rl_gamma"], after["early_stopping_criteria"], after["valid_rouge"]) == (0.5, ["rougeL"], True)

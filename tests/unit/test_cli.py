@@ -14,6 +14,7 @@ CASES = {
         (1, "prog.py: error: rank 0 of 2: another process of this run stopped"),
     "Stopped('stopped by SIGUSR1 after saving', 138)": (138, "prog.py: stopped by SIGUSR1 after saving"),
     "Terminated()": (143, "prog.py: terminated (SIGTERM)"),
+    "Terminated(1)": (129, "prog.py: terminated (SIGHUP)"),
     "FileNotFoundError(2, 'No such file', 'x.txt')": (1, "prog.py: error: no such file: x.txt"),
 }
 
@@ -43,6 +44,7 @@ def test_a_failure_is_one_line_and_its_exit_status(raised, tmp_path):
 
 
 @pytest.mark.parametrize("signame, code, line", [("SIGTERM", 143, "prog.py: terminated (SIGTERM)"),
+                                                 ("SIGHUP", 129, "prog.py: terminated (SIGHUP)"),
                                                  ("SIGINT", 130, "prog.py: interrupted")])
 def test_a_signal_during_the_imports_ends_the_command_even_where_an_import_swallows_it(
         tmp_path, signame, code, line):
@@ -67,3 +69,27 @@ def test_a_signal_during_the_imports_ends_the_command_even_where_an_import_swall
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}"}
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
     assert (proc.returncode, proc.stderr.strip().splitlines(), proc.stdout) == (code, [line], "")
+
+
+@pytest.mark.parametrize("signame, code, line", [("SIGTERM", 143, "prog.py: terminated (SIGTERM)"),
+                                                 ("SIGHUP", 129, "prog.py: terminated (SIGHUP)")])
+def test_sighup_unwinds_a_command_as_sigterm_does(tmp_path, signame, code, line):
+    """SIGHUP (a closed terminal) ended every command at once, by its default action: no line, and a file being
+    written aside left as its temporary file. Now it unwinds as SIGTERM: the `finally` runs, one line."""
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(f"""
+        import os, signal, time
+        from onmt.utils.cli import run_main
+
+        def main(argv):
+            try:
+                os.kill(os.getpid(), signal.{signame})
+                time.sleep(5)
+            finally:
+                print("cleaned up")
+
+        run_main(main)
+    """))
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert (proc.returncode, proc.stderr.strip().splitlines(), proc.stdout) == (code, [line], "cleaned up\n")

@@ -155,3 +155,13 @@ def test_collate_direct_from_numericalizer():
     d = numpy_to_tensors(nz.numericalize_batch([["w1"], ["w2", "w3", "w4"]], [["w1"], []]))
     b = collate(d, torch.tensor([1, 0]), 20)
     assert b.src.tolist() == [[6, 7, 8], [5, PAD, PAD]] and b.tgt.tolist() == [[2, 3, PAD], [2, 5, 3]]
+
+
+def test_longest_reads_the_offsets_of_every_shard(tmp_path):
+    paths, exs, _ = make_shards(tmp_path)
+    src, tgt, (path, index), n = dataset(paths).longest()
+    i = max(range(len(exs)), key=lambda k: (len(exs[k][0]), -k))   # the first of the longest sources
+    shard = 0 if i < 37 else 1 if i < 87 else 2
+    assert (src, n, path, index) == (len(exs[i][0]), 100, paths[shard], i - (0, 37, 87)[shard] + 1)
+    assert tgt == max(len(t) for _, t in exs) + 2      # <s> and </s>
+    assert dataset([]).longest() == (0, 0, None, 0)

@@ -77,3 +77,13 @@ def test_allocation_failures_are_recognised():
     assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 bytes"))
     assert is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert not is_out_of_memory(RuntimeError("size mismatch")) and not is_out_of_memory(ValueError("memory"))
+
+
+def test_a_training_steps_memory_grows_with_the_padded_batch():
+    from onmt.utils.memory import memory_size, training_step_bytes
+    small = training_step_bytes(8, 400, 100, 256, 128, 1, 20000)
+    assert training_step_bytes(16, 400, 100, 256, 128, 1, 20000) == 2 * small
+    assert training_step_bytes(8, 800, 100, 256, 128, 1, 20000) > 1.5 * small
+    assert small < 2 ** 30                                          # CNN/DM-sized batches fit a laptop
+    assert training_step_bytes(64, 200_000, 100, 500, 500, 1, 50000) > 2 ** 40   # the 200,000-token article
+    assert memory_size(torch.device("cpu")) > 2 ** 28

@@ -55,3 +55,46 @@ def test_outside_the_main_thread_nothing_is_installed(recorded):
     t.start()
     t.join()
     assert seen == [(None, signal.getsignal(signal.SIGTERM))]   # the test's own handler throughout
+
+
+def test_sighup_is_a_stop_as_sigterm_is(recorded):
+    """A closed terminal's SIGHUP killed training with no save: it is recorded, the step finishes and saves."""
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGHUP)
+        assert stop.received == "SIGHUP"
+    e = stop.stopped(5, "m_step_5.pt")
+    assert e.code == 129 and str(e) == "stopped by SIGHUP at step 5; saved m_step_5.pt"
+    with signals_deferred():
+        signal.raise_signal(signal.SIGHUP)
+        assert recorded == []
+    assert recorded == [signal.SIGHUP]
+
+
+def test_two_signals_inside_one_native_call_are_two(recorded):
+    """Delivered while the main thread is inside native code, two SIGTERMs reach Python as one handler call; the
+    C-level handler writes a byte per delivery into the wakeup pipe, which counts them: the second stops at once.
+    (The byte of an earlier delivery is written here by hand, as that handler writes it.)"""
+    import os
+    outer = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(outer)
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGTERM)
+        assert stop.received == "SIGTERM"                           # one: recorded
+    with pytest.raises(KeyboardInterrupt):
+        with StopSignals() as stop:
+            os.write(stop._pipe[1], bytes([signal.SIGTERM]))        # a delivery not yet handled
+            signal.raise_signal(signal.SIGTERM)                     # two: stop now
+    assert signal.set_wakeup_fd(outer) == outer                     # the previous wakeup fd is back
+
+
+def test_an_ignored_sighup_stays_ignored(recorded):
+    """`nohup train.py` asks the run to outlive its terminal: SIGHUP ignored is left ignored."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with StopSignals() as stop, signals_deferred():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGHUP)
+            assert stop.received is None
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, previous)
