@@ -14,8 +14,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from onmt.evaluation.bootstrap import paired_test  # noqa: E402
+from onmt.evaluation.bootstrap import paired_test, pooled_difference  # noqa: E402
 from onmt.evaluation.breakdown import OVERLAP_EDGES, gain_by_bucket, reference_overlap  # noqa: E402
+from onmt.translate.length_grid import FLAGGED, axis_status  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "gigaword")
 CONTROLS = ("b{s}", "b{s}_steps", "m{s}", "p{s}", "v{s}")
@@ -183,6 +184,39 @@ def plot(by_overlap, path):
     plt.close(fig)
 
 
+def edge(r):
+    """Where the chosen alpha sits among the alphas the view's tuning tried ("top edge" flagged)."""
+    t = r["tuning"]
+    chosen = t["chosen"].get("alpha")
+    if chosen is None:
+        return ""
+    where = axis_status([row["setting"]["alpha"] for row in t["rows"]], chosen, 0.0, float("inf"))
+    return f"**alpha {chosen:g}: {where}**" if where in FLAGGED else ""
+
+
+def pooled(results):
+    """The mixed objective (a<s>) against each seed's strongest ML control, pooled over the seeds with a
+    two-level bootstrap 95 % interval (onmt/evaluation/bootstrap.py pooled_difference), test and development;
+    views chosen at a grid's edge named."""
+    seeds = sorted(v[1:] for v in results if v[0] == "a" and v[1:].isdigit())
+    pairs = [(f"a{s}", strongest_control(results, s)) for s in seeds]
+    pairs = [(x, c) for x, c in pairs if c]
+    if not pairs:
+        return ""
+    lines = ["| split | seeds (a − strongest control) | pooled ΔR-L (95 % CI) | p (one-sided) | per seed |",
+             "|---|---|---|---|---|"]
+    for split in ("test", "dev"):
+        d = pooled_difference([100 * (np.array(results[x][split]["rougeL_f_per_example"])
+                                      - np.array(results[c][split]["rougeL_f_per_example"])) for x, c in pairs])
+        lines.append(f"| {split} | {', '.join(f'{x} − {c}' for x, c in pairs)} | {d['mean']:+.2f} "
+                     f"({d['low']:+.2f} … {d['high']:+.2f}) | {d['p']:.3f} | "
+                     f"{', '.join(f'{v:+.2f}' for v in d['per_seed'])} |")
+    edges = [f"{v} ({edge(results[v])})" for x_c in pairs for v in x_c if edge(results[v])]
+    note = ("\nChosen at the alpha grid's top edge (0 ... 2; tuned before -widen): " + ", ".join(edges) + ".\n"
+            if edges else "")
+    return "\n".join(lines) + "\n" + note
+
+
 def write_report(results, data=SHARED):
     found = load(results)
     if not found:
@@ -193,6 +227,9 @@ def write_report(results, data=SHARED):
               + "\n## Development (validation pairs 1,001-4,000; built-in scorer)\n\n" + table(found, "dev"))
     if same_data(found):
         tables += "\n## The mixed objective against ML on the same resampled pairs\n\n" + same_data(found)
+    if pooled(found):
+        tables += ("\n## The mixed objective pooled over seeds (each seed against its strongest ML control)\n\n"
+                   + pooled(found))
     with open(os.path.join(results, "table.md"), "w", encoding="utf-8") as f:
         f.write(tables)
     if os.path.exists(os.path.join(data, "test.src.txt")):
