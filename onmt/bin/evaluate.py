@@ -98,7 +98,7 @@ def main(argv=None):
                      {"-pred": opt.pred, "-ref": opt.ref, "-config": vars(opt).get("config")})
     if opt.json:
         check_distinct_outputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")})
-        check_output(opt.json, f"-json {opt.json}")
+        check_output(opt.json, f"-json {opt.json}", "json", opt.overwrite)
     preds, refs = load(opt)
     if not refs:
         raise UserError(f"{opt.pred[0]} and the references are empty: no summary to score")

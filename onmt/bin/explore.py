@@ -53,7 +53,7 @@ def main(argv=None):
     check_not_inputs({"-output": opt.output},
                      {"-src": opt.src, "-ref": opt.ref, "-system": opt.system,
                       "-config": vars(opt).get("config")})
-    check_output(opt.output, f"-output {opt.output}")
+    check_output(opt.output, f"-output {opt.output}", "html", opt.overwrite)
     start = time.perf_counter()
     html = build_page(opt)
     size = write_page(opt.output, html)

@@ -256,6 +256,14 @@ def config_opts(parser):
                help=argparse.SUPPRESS)
 
 
+def overwrite_opts(parser):
+    """-overwrite: the one output rule's way out (utils/output_rule.py)."""
+    parser.add("-overwrite", "--overwrite", action="store_true",
+               help="replace an existing output file even when it is not this command's kind of "
+                    "output (a checkpoint, a dataset's file, a corpus, another kind of file), "
+                    "which is refused without it (OpenNMT-py's name)")
+
+
 def save_config_opts(parser):
     parser.add("-save_config", "--save_config", default=None,
                help="write the options of this command (given and defaults) to this YAML file, "
@@ -307,19 +315,23 @@ def build_vocab_parser():
     p = train_parser()
     p.add("-n_sample", "--n_sample", type=int, default=5000,
           help="OpenNMT-py's: lines of each corpus to count (-1: all)")
+    overwrite_opts(p)
     return p
 
 
-def _with_config(description, add_opts, *args):
-    """A tool's parser: -config / -save_config, then `add_opts(parser, *args)`."""
+def _with_config(description, add_opts, *args, overwrite=False):
+    """A tool's parser: -config / -save_config, then `add_opts(parser, *args)`; `overwrite`:
+    -overwrite too (a command that writes files)."""
     p = make_parser(description)
     config_opts(p)
     add_opts(p, *args)
+    if overwrite:
+        overwrite_opts(p)
     return p
 
 
 def translate_parser():
-    return _with_config("Checkpoint + source -> predictions", translate_opts)
+    return _with_config("Checkpoint + source -> predictions", translate_opts, overwrite=True)
 
 
 def tune_decoding_parser():
@@ -328,7 +340,7 @@ def tune_decoding_parser():
 
 
 def evaluate_parser():
-    return _with_config("Predictions + references -> ROUGE", evaluate_opts)
+    return _with_config("Predictions + references -> ROUGE", evaluate_opts, overwrite=True)
 
 
 def prepare_cnndm_parser():
@@ -343,7 +355,7 @@ def prepare_gigaword_parser():
 
 def explore_parser():
     return _with_config("Sources, references and systems' summaries -> "
-                        "one HTML page to explore them", explore_opts)
+                        "one HTML page to explore them", explore_opts, overwrite=True)
 
 
 def plot_attention_parser():
