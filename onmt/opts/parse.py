@@ -69,15 +69,34 @@ class _ExactParser(configargparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
     def _check_names(self, argv):
+        """Every option name known, and none given twice with different values (argparse would
+        silently take the last: `-beam_size 5 ... -beam_size 2`); an option that gathers its
+        values (-ref a -ref b, `action="extend"`) may be given again, and so may any option with
+        the same value."""
+        seen, current = {}, None     # dest -> [(the name as given, its words)]; the one being read
         for token in argv:
             if token == "--":
-                return
+                break
             if len(token) < 2 or token[0] != "-" or _is_number(token):
+                if current is not None:
+                    current[1].append(token)
                 continue
-            name = token.split("=", 1)[0]
-            if name not in self._option_string_actions:
+            name, eq, value = token.partition("=")
+            action = self._option_string_actions.get(name)
+            if action is None:
                 self.exit(2, f"{self.prog}: error: "
                              f"{unknown_option_message(name, self._option_string_actions)}\n")
+            current = None
+            if type(action).__name__ not in ("_ExtendAction", "_AppendAction", "_CountAction"):
+                current = (name, [value] if eq else [])
+                seen.setdefault(action.dest, []).append(current)
+        for (first, a), *others in seen.values():
+            for second, b in others:
+                if b != a:
+                    shown = [" ".join(v) or "(a flag)" for v in (a, b)]
+                    self.exit(2, f"{self.prog}: error: {first} given twice, as {shown[0]} and as "
+                                 f"{second} {shown[1]}: give it once (argparse would silently "
+                                 "take the last)\n")
 
 
 def _is_number(token):

@@ -346,3 +346,21 @@ def test_detokenize_replaces_unk_unless_keep_unk():
     assert not updated("-detokenize", "-keep_unk").replace_unk
     with pytest.raises(OptionError, match="-keep_unk and -replace_unk"):
         updated("-detokenize", "-keep_unk", "-replace_unk")
+
+
+@pytest.mark.parametrize("argv,first,second", [
+    (["-beam_size", "5", "-output", "x", "-beam_size", "2"], "-beam_size 5", "-beam_size 2"),
+    (["-output", "a.txt", "--output=b.txt"], "-output a.txt", "--output b.txt"),
+    (["-gpu", "-1", "-gpu", "0"], "-gpu -1", "-gpu 0"),
+])
+def test_an_option_given_twice_with_two_values_is_refused(capsys, argv, first, second):
+    """Issue 53: argparse silently took the last value."""
+    err = _unknown(capsys, opts.translate_parser(), ["-model", "m", "-src", "s", *argv])
+    assert f"{first.split()[0]} given twice, as {first.split()[1]} and as {second}" in err
+
+
+def test_an_option_given_twice_alike_or_gathering_its_values_is_accepted():
+    opt = opts.translate_parser().parse_args(["-model", "m", "-src", "s", "-verbose", "-verbose",
+                                              "-beam_size", "3", "--beam_size", "3"])
+    assert opt.beam_size == 3 and opt.verbose
+    assert opts.evaluate_parser().parse_args(["-pred", "p", "-ref", "a", "-ref", "b"]).ref == ["a", "b"]
