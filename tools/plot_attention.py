@@ -18,6 +18,8 @@ def main(argv=None):
     from onmt.utils.logging import init_logger
     opt = opts.parse_with_given(opts.plot_attention_parser(), argv)
     logger = init_logger(opt.log_file)
+    if opts.repeated_options(opt):
+        logger.warning(opts.repeated_options(opt))
     opts.update_plot_attention_opts(opt)
     opts.validate_plot_attention_opts(opt)
     check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")

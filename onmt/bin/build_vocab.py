@@ -39,6 +39,8 @@ def main(argv=None):
     spec = json.loads(opt.data_config)
     check_files(spec, opt)
     logger = init_logger(opt.log_file)
+    if opts.repeated_options(opt):
+        logger.warning(opts.repeated_options(opt))
     if opt._config_notes:
         logger.info(opt._config_notes)
     from onmt.inputters.upstream_data import build_vocab

@@ -30,7 +30,10 @@ def start(parser, update, validate, argv=None, inputs=None, outputs=None, before
         check_replaceable(opt.log_file, f"-log_file {opt.log_file}", "log")
     if before_log is not None:
         before_log(opt)
-    init_logger(opt.log_file)
+    logger = init_logger(opt.log_file)
+    from onmt.opts import repeated_options
+    if repeated_options(opt):
+        logger.warning(repeated_options(opt))
     validate(opt)
     device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
     reuse_freed_memory_for(device)

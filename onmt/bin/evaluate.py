@@ -10,6 +10,7 @@ script with -official. A second -pred is compared with the first: a paired boots
 metric for "the first file scores higher".
 """
 import json
+import sys
 
 import numpy as np
 
@@ -94,6 +95,8 @@ def main(argv=None):
     opt = opts.parse_with_given(opts.evaluate_parser(), argv)
     opts.update_evaluate_opts(opt)
     opts.validate_evaluate_opts(opt)
+    if opts.repeated_options(opt):
+        print(f"onmt_evaluate: {opts.repeated_options(opt)}", file=sys.stderr)
     check_not_inputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")},
                      {"-pred": opt.pred, "-ref": opt.ref, "-config": vars(opt).get("config")})
     if opt.json:

@@ -50,6 +50,8 @@ def main(argv=None):
     opt = opts.parse_with_given(opts.explore_parser(), argv)
     opts.update_explore_opts(opt)
     opts.validate_explore_opts(opt)
+    if opts.repeated_options(opt):
+        print(f"onmt_explore: {opts.repeated_options(opt)}", file=sys.stderr)
     check_not_inputs({"-output": opt.output},
                      {"-src": opt.src, "-ref": opt.ref, "-system": opt.system,
                       "-config": vars(opt).get("config")})

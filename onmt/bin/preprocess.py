@@ -25,11 +25,13 @@ def save_config_file(path, text):
 def main(argv=None):
     """Run preprocessing; returns None (console scripts exit with main()'s value). See
     load_vocabs."""
-    opt = opts.preprocess_parser().parse_args(argv)
+    opt = opts.parse_with_given(opts.preprocess_parser(), argv)
     opts.update_preprocess_opts(opt)
     opts.validate_preprocess_opts(opt)
     check_inputs_survive(opt)   # before the log is opened for appending
     logger = init_logger(opt.log_file)
+    if opts.repeated_options(opt):
+        logger.warning(opts.repeated_options(opt))
     if opt.save_config:
         opts.write_config(opt, opt.save_config, opts.preprocess_parser(), write=save_config_file)
         logger.info("wrote the options to %s", opt.save_config)

@@ -69,10 +69,11 @@ class _ExactParser(configargparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
     def _check_names(self, argv):
-        """Every option name known, and none given twice with different values (argparse would
-        silently take the last: `-beam_size 5 ... -beam_size 2`); an option that gathers its
-        values (-ref a -ref b, `action="extend"`) may be given again, and so may any option with
-        the same value."""
+        """Every option name known, and `self.repeated` the options given twice with different
+        values (argparse silently takes the last: `-beam_size 5 ... -beam_size 2`), which
+        `parse_with_given` hands to the entry point to name in its log (`repeated_options`);
+        an option that gathers its values (-ref a -ref b, `action="extend"`) may be given again,
+        and so may any option with the same value."""
         seen, current = {}, None     # dest -> [(the name as given, its words)]; the one being read
         for token in argv:
             if token == "--":
@@ -90,13 +91,12 @@ class _ExactParser(configargparse.ArgumentParser):
             if type(action).__name__ not in ("_ExtendAction", "_AppendAction", "_CountAction"):
                 current = (name, [value] if eq else [])
                 seen.setdefault(action.dest, []).append(current)
-        for (first, a), *others in seen.values():
-            for second, b in others:
-                if b != a:
-                    shown = [" ".join(v) or "(a flag)" for v in (a, b)]
-                    self.exit(2, f"{self.prog}: error: {first} given twice, as {shown[0]} and as "
-                                 f"{second} {shown[1]}: give it once (argparse would silently "
-                                 "take the last)\n")
+        self.repeated = []
+        for occurrences in seen.values():
+            words = [" ".join(v) or "(a flag)" for _, v in occurrences]
+            if len(set(words)) > 1:
+                self.repeated.append(f"{occurrences[0][0]} given {len(words)} times "
+                                     f"({', then '.join(words)}): the last, {words[-1]}, is used")
 
 
 def _is_number(token):
@@ -214,7 +214,16 @@ def parse_with_given(parser, argv=None):
         for a, d in saved:
             a.default = d
     opt._given = frozenset(vars(explicit)) - {"config", "_config_notes"}
+    opt._repeated = "; ".join(getattr(parser, "repeated", []))
     return opt
+
+
+def repeated_options(opt):
+    """The log line naming the options the command line gave twice with different values (the last
+    is used, as argparse and OpenNMT-py do: the experiments give a base command, then what an arm
+    changes), or "" when there is none."""
+    note = vars(opt).get("_repeated")
+    return f"options given more than once: {note}" if note else ""
 
 
 def parse_values(parser, values):
