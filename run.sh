@@ -8,8 +8,9 @@
 #   gigaword_path  Gigaword as published, read by `prepare_gigaword` (default: ../shared/data/gigaword)
 #   cnndm_small_data  CNN/DM {train,valid,test}.{src,tgt}.txt[.gz] for `cnndm_small` (default: $cnndm_path)
 #   cnndm_small_jobs  one-thread processes side by side in `cnndm_small` (default: 2)
-#   cnndm_small_workdir  `cnndm_small`'s data, checkpoints, predictions (default: runs/cnndm_small); its
-#               figures go to experiments/results/cnndm/ (commit them)
+#   cnndm_small_workdir  `cnndm_small`'s data, checkpoints, predictions (default: runs/cnndm_small)
+#   cnndm_small_results  where `cnndm_small`'s figures go (default: experiments/results/cnndm/, committed: the
+#               views whose figures are there are not trained again); a fresh folder trains everything
 #   train_config  YAML options for `train`                        (default: config/cnndm_reinforced.yaml)
 #   rl_config   YAML options for `rl`                             (default: config/cnndm_rl.yaml)
 #   rl_steps    steps of the mixed objective after the ML checkpoint (default: 20000)
@@ -33,6 +34,7 @@ gigaword_path=${gigaword_path:-$here/../shared/data/gigaword}
 cnndm_small_data=${cnndm_small_data:-$cnndm_path}
 cnndm_small_jobs=${cnndm_small_jobs:-2}
 cnndm_small_workdir=${cnndm_small_workdir:-$here/runs/cnndm_small}
+cnndm_small_results=${cnndm_small_results:-$here/experiments/results/cnndm}
 train_config=${train_config:-$here/config/cnndm_reinforced.yaml}
 rl_config=${rl_config:-$here/config/cnndm_rl.yaml}
 rl_steps=${rl_steps:-20000}
@@ -57,11 +59,12 @@ actions:
   demo        everything above on generated data, CPU, a few minutes
   cnndm_small CNN/DM at CPU scale (experiments/cnndm.py): lead-3, See et al.'s pointer-generator (+ coverage),
               the reinforced model, its ablations, the mixed objective against ML controls; resumable,
-              tens of CPU-hours (\$cnndm_small_data, \$cnndm_small_jobs, \$cnndm_small_workdir)
+              tens of CPU-hours; says first what it trains, what it skips (figures committed) and how long
+              (\$cnndm_small_data, \$cnndm_small_jobs, \$cnndm_small_workdir, \$cnndm_small_results)
   test        the test suite
   lint        ruff (lint, import order) and the import layering of onmt/ (tools/import_graph.py)
 variables: data root gpu cnndm_path gigaword_path train_config rl_config rl_steps model preprocess_config
-           cnndm_small_data cnndm_small_jobs cnndm_small_workdir beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
+           cnndm_small_data cnndm_small_jobs cnndm_small_workdir cnndm_small_results beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
            (see the top of run.sh)
 USAGE
 }
@@ -279,8 +282,10 @@ SUMMARY
 
 cnndm_small() {
   need_int cnndm_small_jobs 1
-  OMP_NUM_THREADS=1 "$PY" "$here/experiments/cnndm.py" -data "$cnndm_small_data" -jobs "$cnndm_small_jobs" \
-    -workdir "$cnndm_small_workdir" || die "cnndm_small failed (run it again: it goes on where it stopped)"
+  # through py: a signal to run.sh reaches the scheduler, which stops every job it started (experiments/common.py)
+  OMP_NUM_THREADS=1 py "$here/experiments/cnndm.py" -data "$cnndm_small_data" -jobs "$cnndm_small_jobs" \
+    -workdir "$cnndm_small_workdir" -results "$cnndm_small_results" \
+    || die "cnndm_small failed (run it again: it goes on where it stopped)"
 }
 
 lint() {
