@@ -40,6 +40,7 @@ def files(tmp_path):
     (tmp_path / "scores.json").write_text('{"rouge1": 1}\n')
     (tmp_path / "words.vocab").write_text("w1\t5\nw2\t3\n")
     (tmp_path / "page.html").write_text("<!DOCTYPE html><html></html>\n")
+    (tmp_path / "cfg.yaml").write_text("rnn_size: 8\n")
     (tmp_path / "ref.txt").write_text("the cat sat .\nthe dog sat .\n")
     return tmp_path
 
@@ -80,6 +81,31 @@ def explore(d, victim, *more):
                "-output", str(d / victim), *more])
 
 
+def translate_dump(d, victim, *more):
+    translate(d, victim, *more, option="-attn_debug")
+
+
+def translate_beam(d, victim, *more):
+    translate(d, victim, *more, option="-dump_beam")
+
+
+def train_save_config(d, victim, *more):
+    from onmt.bin import train as bin_
+    bin_.main(["-data", str(d / "data"), "-save_model", str(d / "run" / "m"), "-save_config", str(d / victim), *more])
+
+
+def preprocess_log(d, victim, *more):
+    from onmt.bin import preprocess as bin_
+    bin_.main(["-train_src", str(d / "train.src"), "-train_tgt", str(d / "train.tgt"), "-save_data",
+               str(d / "prep" / "p"), "-log_file", str(d / victim), *more])
+
+
+def preprocess_save_config(d, victim, *more):
+    from onmt.bin import preprocess as bin_
+    bin_.main(["-train_src", str(d / "train.src"), "-train_tgt", str(d / "train.tgt"), "-save_data",
+               str(d / "prep" / "p"), "-save_config", str(d / victim), *more])
+
+
 def lead_baseline(d, victim, *more):
     with pytest.raises(SystemExit) as e:
         _load_tool("lead_baseline").main(["-src", str(d / "train.src"), "-output", str(d / victim),
@@ -105,6 +131,13 @@ REFUSED = [
     (translate, "corpus/test.tgt.txt", "a corpus file"),
     (translate_log, "model_step_5.pt", "a checkpoint"),
     (explore, "model_step_5.pt", "a checkpoint"),
+    (translate_dump, "model_step_5.pt", "a checkpoint"),
+    (translate_dump, "other_pred.txt", "not an -attn_debug dump"),
+    (translate_beam, "data.meta.json", "a file of the dataset"),
+    (train_save_config, "model_step_5.pt", "a checkpoint"),
+    (train_save_config, "other_pred.txt", "not a YAML mapping"),
+    (preprocess_log, "model_step_5.pt", "a checkpoint"),
+    (preprocess_save_config, "data.vocab.txt", "a file of the dataset"),
     (lead_baseline, "model_step_5.pt", "a checkpoint"),
     (lead_baseline, "corpus/train.tgt.txt", "a corpus file"),
     (explore, "other_pred.txt", "not an HTML page"),
@@ -142,7 +175,8 @@ def test_overwrite_replaces_it(files, command, victim):
 
 
 @pytest.mark.parametrize("command,victim", [(build_vocab, "words.vocab"), (evaluate, "scores.json"),
-                                            (toy_data, "toy"), (toy_data, "toy")])
+                                            (toy_data, "toy"), (train_save_config, "cfg.yaml"),
+                                            (preprocess_save_config, "cfg.yaml")])
 def test_its_own_kind_of_output_is_replaced(files, command, victim):
     if command is toy_data:
         toy_data(files, victim)             # made by the tool: run again, replaced
