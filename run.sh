@@ -260,7 +260,9 @@ evaluate() {
 
 demo() {
   data="$here/runs/demo/data" root="$here/runs/demo"
-  py "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
+  # runs/demo is the demo's own folder (its models and plots are removed below): its data, toy.json or not
+  # (made before make_toy_data.py marked its corpora), is replaced
+  py "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 -overwrite || die "demo: data generation failed"
   rm -rf "$root/models" "$root/plots"
   preprocess_config="$here/config/demo_preprocess.yaml" preprocess
   train_config="$here/config/demo_train.yaml" train
