@@ -114,3 +114,21 @@ def test_a_pickled_shard_is_refused_in_one_line_without_torchs_advice(tmp_path, 
 def argparse_namespace():
     import argparse
     return argparse.Namespace(x=1)
+
+
+def test_plots_of_an_earlier_run_are_not_left_beside_the_new_ones(tmp_path):
+    """Issue 53: -attn_plot into a folder of an earlier run's plots left old plots 4-8 beside new 1-3."""
+    pytest.importorskip("matplotlib")
+    good = tmp_path / "good.npz"
+    write_dump(str(good), records())
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    for i in range(1, 9):
+        (plots / f"example_{i:05d}.png").write_bytes(b"old")
+    (plots / "notes.txt").write_text("mine")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "plot_attention.py"), "-attn_debug", str(good),
+                        "-attn_plot", str(plots), "-attn_plot_n", "3"], capture_output=True, text=True, env=ENV,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(plots)) == ["example_00001.png", "example_00002.png", "example_00003.png", "notes.txt"]
+    assert (plots / "example_00001.png").read_bytes() != b"old"
