@@ -170,27 +170,3 @@ def test_translate_refuses_its_log_on_its_output_before_writing_either(model, tm
     assert r.returncode != 0 and "-output and -log_file are both" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
 
-
-# --------------------------------------------------------------------------- the one output rule (issue 53)
-def test_the_output_rule_knows_a_checkpoint_by_its_content_and_through_a_link(tmp_path):
-    import torch
-
-    from onmt.utils.output_rule import check_replaceable
-    torch.save({"model": {}}, tmp_path / "weights.dat")
-    os.symlink(tmp_path / "weights.dat", tmp_path / "pred.txt")
-    for name in ("weights.dat", "pred.txt"):
-        with pytest.raises(UserError, match="is a checkpoint, not a text file: .* -overwrite to replace it"):
-            check_replaceable(str(tmp_path / name), f"-output {name}", "text")
-    check_output(str(tmp_path / "pred.txt"), "-output pred.txt", "text", overwrite=True)   # -overwrite: allowed
-
-
-def test_the_output_rule_lets_its_own_kind_and_new_paths_and_streams_through(tmp_path):
-    from onmt.utils.output_rule import check_replaceable
-    (tmp_path / "v.txt").write_text("the\t10\ncat\t3\n")
-    (tmp_path / "s.json").write_text('{"a": [1, 2]}')
-    check_replaceable(str(tmp_path / "v.txt"), "src_vocab", "vocabulary")
-    check_replaceable(str(tmp_path / "s.json"), "-json", "json")
-    check_replaceable(str(tmp_path / "new.json"), "-json", "json")
-    check_output("/dev/null", "-json /dev/null", "json")
-    with pytest.raises(UserError, match="is not a vocabulary"):
-        check_replaceable(str(tmp_path / "s.json"), "src_vocab", "vocabulary")
