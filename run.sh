@@ -8,8 +8,9 @@
 #   gigaword_path  Gigaword as published, read by `prepare_gigaword` (default: ../shared/data/gigaword)
 #   cnndm_small_data  CNN/DM {train,valid,test}.{src,tgt}.txt[.gz] for `cnndm_small` (default: $cnndm_path)
 #   cnndm_small_jobs  one-thread processes side by side in `cnndm_small` (default: 2)
-#   cnndm_small_workdir  `cnndm_small`'s data, checkpoints, predictions (default: runs/cnndm_small); its
-#               figures go to experiments/results/cnndm/ (commit them)
+#   cnndm_small_workdir  `cnndm_small`'s data, checkpoints, predictions (default: runs/cnndm_small)
+#   cnndm_small_results  where `cnndm_small`'s figures go (default: experiments/results/cnndm/, committed: the
+#               views whose figures are there are not trained again); a fresh folder trains everything
 #   train_config  YAML options for `train`                        (default: config/cnndm_reinforced.yaml)
 #   rl_config   YAML options for `rl`                             (default: config/cnndm_rl.yaml)
 #   rl_steps    steps of the mixed objective after the ML checkpoint (default: 20000)
@@ -19,7 +20,8 @@
 #   pred        predictions `translate` writes and `evaluate` scores (default: $root/pred.txt)
 #   pred2       a second predictions file `evaluate` compares with $pred (paired bootstrap)
 #   attn_plot   folder of `translate`'s attention plots (any path, spaces too)
-#   translate_args  more translate.py options, word-split, e.g. "-replace_unk -n_best 2"
+#   translate_args  more translate.py options, word-split, e.g. "-replace_unk -n_best 2"; its -output X is
+#               pred=X (the next `evaluate` scores X); an option run.sh sets from a variable is refused
 #   TORCH_SPEC / TORCH_INDEX_URL  how `setup` installs PyTorch     (default: torch==2.13.0, CPU wheel)
 set -uo pipefail
 
@@ -32,6 +34,7 @@ gigaword_path=${gigaword_path:-$here/../shared/data/gigaword}
 cnndm_small_data=${cnndm_small_data:-$cnndm_path}
 cnndm_small_jobs=${cnndm_small_jobs:-2}
 cnndm_small_workdir=${cnndm_small_workdir:-$here/runs/cnndm_small}
+cnndm_small_results=${cnndm_small_results:-$here/experiments/results/cnndm}
 train_config=${train_config:-$here/config/cnndm_reinforced.yaml}
 rl_config=${rl_config:-$here/config/cnndm_rl.yaml}
 rl_steps=${rl_steps:-20000}
@@ -56,16 +59,25 @@ actions:
   demo        everything above on generated data, CPU, a few minutes
   cnndm_small CNN/DM at CPU scale (experiments/cnndm.py): lead-3, See et al.'s pointer-generator (+ coverage),
               the reinforced model, its ablations, the mixed objective against ML controls; resumable,
-              tens of CPU-hours (\$cnndm_small_data, \$cnndm_small_jobs, \$cnndm_small_workdir)
+              tens of CPU-hours; says first what it trains, what it skips (figures committed) and how long
+              (\$cnndm_small_data, \$cnndm_small_jobs, \$cnndm_small_workdir, \$cnndm_small_results)
   test        the test suite
   lint        ruff (lint, import order) and the import layering of onmt/ (tools/import_graph.py)
 variables: data root gpu cnndm_path gigaword_path train_config rl_config rl_steps model preprocess_config
-           cnndm_small_data cnndm_small_jobs cnndm_small_workdir beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
+           cnndm_small_data cnndm_small_jobs cnndm_small_workdir cnndm_small_results beam_size max_length block_ngram_repeat pred pred2 attn_plot translate_args
            (see the top of run.sh)
 USAGE
 }
 
 die() { echo "run.sh: $*" >&2; exit 1; }
+
+# need_int NAME [MIN]: the variable NAME holds a whole number (>= MIN when given), else one line. Checked
+# before any use: bash arithmetic on raw text runs the commands inside it (rl_steps='x[$(touch f)]').
+need_int() {
+  local v=${!1:-}
+  [[ "$v" =~ ^-?[0-9]+$ ]] || die "$1='$v' is not a whole number"
+  [ -z "${2:-}" ] || [ "$v" -ge "$2" ] || die "$1=$v: must be at least $2"
+}
 
 # A signal to run.sh (a scheduler's SIGTERM to its process, ^C) goes to the command running, which stops as
 # it does on its own (its files whole, one line), then run.sh exits 143 / 130. Before, run.sh died alone and
@@ -151,6 +163,7 @@ preprocess() {
 }
 
 train() {
+  need_int gpu -1
   mkdir -p "$root/models"
   py "$here/train.py" -config "$train_config" -data "$root/prep/data" \
     -save_model "$root/models/model" -gpu "$gpu" || die "train failed"
@@ -168,17 +181,51 @@ latest_checkpoint() {  # latest_checkpoint PREFIX: the newest $root/models/PREFI
 }
 
 rl() {  # from the best ML checkpoint (the lowest validation perplexity), else the newest
+  need_int rl_steps 1; need_int gpu -1
   local ckpt step; ckpt="$root/models/model_best.pt"
   [ -f "$ckpt" ] || ckpt=$(latest_checkpoint model)
   [ -n "$ckpt" ] || die "rl: no ML checkpoint in $root/models (run train first)"
   step=$("$PY" -c 'import sys; from onmt.utils.checkpoint import checkpoint_step as s; n = s(sys.argv[1])
-sys.exit(1) if n is None else print(n)' "$ckpt" 2>/dev/null) \
+sys.exit(1) if n is None else print(n)' "$ckpt" 2>/dev/null) && [[ "$step" =~ ^[0-9]+$ ]] \
     || die "rl: $ckpt is damaged or no checkpoint (its step cannot be read): remove it to start from the newest step checkpoint"
   py "$here/train.py" -config "$rl_config" -data "$root/prep/data" -train_from "$ckpt" \
     -save_model "$root/models/rl" -train_steps "$((step + rl_steps))" -gpu "$gpu" || die "rl failed"
 }
 
+# translate_options: $translate_args, word-split, into the array `more`; its -output (if any) becomes
+# `pred`, so that the next `evaluate` scores the file translate wrote; an option run.sh sets from a
+# variable is refused with the variable's name (translate.py would refuse it given twice).
+translate_options() {
+  local words=() w i=0 var
+  read -r -a words <<< "${translate_args:-}"
+  more=()
+  while [ "$i" -lt "${#words[@]}" ]; do
+    w=${words[$i]}
+    case "$w" in
+      -output|--output|-output=*|--output=*)
+        local out=${w#*=}
+        if [ "$out" = "$w" ]; then i=$((i + 1)); out=${words[$i]:-}; fi
+        [ -n "$out" ] || die "translate_args: $w needs a file"
+        [ -z "${pred:-}" ] || [ "$pred" = "$out" ] \
+          || die "translate_args gives -output $out and pred=$pred: give the predictions' file once (pred=...)"
+        pred=$out ;;
+      -model|--model|-src|--src|-gpu|--gpu|-beam_size|--beam_size|-max_length|--max_length\
+      |-block_ngram_repeat|--block_ngram_repeat|-attn_plot|--attn_plot|-model=*|--model=*|-src=*|--src=*\
+      |-gpu=*|--gpu=*|-beam_size=*|--beam_size=*|-max_length=*|--max_length=*|-block_ngram_repeat=*\
+      |--block_ngram_repeat=*|-attn_plot=*|--attn_plot=*)
+        var=${w#-}; var=${var#-}; var=${var%%=*}
+        [ "$var" = src ] && var=data
+        die "translate_args gives $w, which run.sh sets itself: set the variable $var=... instead" ;;
+      *) more+=("$w") ;;
+    esac
+    i=$((i + 1))
+  done
+}
+
 translate() {
+  need_int gpu -1
+  local v; for v in beam_size max_length block_ngram_repeat; do [ -z "${!v:-}" ] || need_int "$v" 0; done
+  local more=(); translate_options
   local ckpt=${model:-}
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint rl)
   [ -n "$ckpt" ] || ckpt=$(latest_checkpoint model)
@@ -188,11 +235,10 @@ translate() {
   for f in "$data"/{train,valid,test}.{src,tgt}.txt; do   # the references too: evaluate would score them 100
     [ "$out" -ef "$f" ] && die "translate: pred=$out is $f, one of the data files: give pred another file"
   done
-  echo "run.sh translate: $ckpt on $src" >&2
-  # shellcheck disable=SC2086
+  echo "run.sh translate: $ckpt on $src -> $out" >&2
   py "$here/translate.py" -model "$ckpt" -src "$src" -output "$out" -gpu "$gpu" \
     -beam_size "${beam_size:-5}" ${block_ngram_repeat:+-block_ngram_repeat "$block_ngram_repeat"} \
-    ${max_length:+-max_length "$max_length"} ${attn_plot:+-attn_plot "$attn_plot"} ${translate_args:-} \
+    ${max_length:+-max_length "$max_length"} ${attn_plot:+-attn_plot "$attn_plot"} "${more[@]}" \
     || die "translate failed"
 }
 
@@ -214,7 +260,9 @@ evaluate() {
 
 demo() {
   data="$here/runs/demo/data" root="$here/runs/demo"
-  py "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 || die "demo: data generation failed"
+  # runs/demo is the demo's own folder (its models and plots are removed below): its data, toy.json or not
+  # (made before make_toy_data.py marked its corpora), is replaced
+  py "$here/tools/make_toy_data.py" -task summ -dir "$data" -seed 1 -overwrite || die "demo: data generation failed"
   rm -rf "$root/models" "$root/plots"
   preprocess_config="$here/config/demo_preprocess.yaml" preprocess
   train_config="$here/config/demo_train.yaml" train
@@ -235,8 +283,11 @@ SUMMARY
 }
 
 cnndm_small() {
-  OMP_NUM_THREADS=1 "$PY" "$here/experiments/cnndm.py" -data "$cnndm_small_data" -jobs "$cnndm_small_jobs" \
-    -workdir "$cnndm_small_workdir" || die "cnndm_small failed (run it again: it goes on where it stopped)"
+  need_int cnndm_small_jobs 1
+  # through py: a signal to run.sh reaches the scheduler, which stops every job it started (experiments/common.py)
+  OMP_NUM_THREADS=1 py "$here/experiments/cnndm.py" -data "$cnndm_small_data" -jobs "$cnndm_small_jobs" \
+    -workdir "$cnndm_small_workdir" -results "$cnndm_small_results" \
+    || die "cnndm_small failed (run it again: it goes on where it stopped)"
 }
 
 lint() {

@@ -91,7 +91,7 @@ if [ "$DEVICE" = cuda ]; then
   row "CUDA tests" "$(outcome $rc "$WORK/pytest.log"): $(tail -1 "$WORK/pytest.log"), $(took)"
 fi
 
-"$PY" tools/make_toy_data.py -task copy -dir "$WORK/data" -seed 1 -train_size 3000 -valid_size 200 -test_size 200 >/dev/null
+"$PY" tools/make_toy_data.py -task copy -dir "$WORK/data" -seed 1 -train_size 3000 -valid_size 200 -test_size 200 -overwrite >/dev/null
 "$PY" preprocess.py -train_src "$WORK/data/train.src.txt" -train_tgt "$WORK/data/train.tgt.txt" \
   -valid_src "$WORK/data/valid.src.txt" -valid_tgt "$WORK/data/valid.tgt.txt" -save_data "$WORK/prep/data" \
   -share_vocab -dynamic_dict -overwrite > "$WORK/preprocess.log" 2>&1 || { echo "gpu_suite: preprocess failed (see $WORK/preprocess.log)" >&2; exit 1; }

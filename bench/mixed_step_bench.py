@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from bench.reinforced_step_bench import add_size_args, build_model, make_batch, sync
+from bench.reinforced_step_bench import add_size_args, apply_tiny, build_model, make_batch, sync
 from onmt.losses import rl
 from onmt.losses.ml import MLLoss
 from onmt.losses.rl import MixedLoss
@@ -64,7 +64,7 @@ def step(model, optim, batch, loss_fn, apart=False):
 
 
 def main():
-    a = parse_args()
+    a = apply_tiny(parse_args())
     reuse_freed_memory()  # as train.py does
     model = build_model(a)
     optim = build_optimizer(model.parameters(), "adam", 1e-4)  # as train.py builds it (fused Adam)

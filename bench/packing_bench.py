@@ -35,17 +35,21 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("-threads", type=int, default=1)
     p.add_argument("-repeats", type=int, default=10)
+    p.add_argument("-tiny", action="store_true",
+                   help="one 16 x 64 weight, 4 rows, one repeat: the test suite's smoke run")
     a = p.parse_args(argv)
+    shapes, rows = ([(16, 64)], [4]) if a.tiny else (SHAPES, ROWS)
+    a.repeats = 1 if a.tiny else a.repeats
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     print(f"{a.threads} thread(s); milliseconds per product (mean of {a.repeats})")
     print("| D | V | N | pack + product | prepacked product | addmm | addmm / (pack + product) | column blocks "
           "| addmm / column blocks |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for D, V in SHAPES:
+    for D, V in shapes:
         w, b = torch.randn(V, D), torch.randn(V)  # (V, D), (V,)
         prepacked = PackedLinear(w, b)
-        for N in ROWS:
+        for N in rows:
             x = torch.randn(N, D)  # (N, D)
             once = _ms(lambda: PackedLinear(w, b, rows_hint=N)(x), a.repeats)
             packed = _ms(lambda: prepacked(x), a.repeats)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bench.lib.common import exp_seconds_per_element, matmul_peak_flops
+from bench.lib.common import TINY_HELP, exp_seconds_per_element, matmul_peak_flops, tiny_measurements
 from onmt import opts
 from onmt.evaluation import METRICS, score
 from onmt.evaluation.bootstrap import paired_test
@@ -117,7 +117,10 @@ def main(argv=None):
     p.add_argument("-device", default="cpu", help="cpu or cuda (bench/gpu_suite.sh)")
     p.add_argument("-translate_opts", default="",
                    help="more translate.py options, one string (e.g. '-min_length 20 -max_length 20')")
+    p.add_argument("-tiny", action="store_true", help=TINY_HELP)
     a = p.parse_args(argv)
+    if a.tiny:
+        tiny_measurements()
     torch.set_num_threads(a.threads)
     reuse_freed_memory()   # as translate.py does: each step's (rows x X) scores reuse freed memory, no page faults
     src = [line.rstrip("\n") for line in open(a.src, encoding="utf-8")]

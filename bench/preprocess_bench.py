@@ -128,26 +128,31 @@ def main():
     p.add_argument("-num_threads", type=int, default=2, help="preprocess -num_threads")
     p.add_argument("-seed", type=int, default=1)
     p.add_argument("-dir", default=None, help="work folder (default: a temporary one)")
+    p.add_argument("-tiny", action="store_true",
+                   help="10 pairs of 20 / 5 tokens, 100 types, one run (no fifth): the test suite's smoke run")
     opt = p.parse_args()
-    pairs = max(10, int(287000 * opt.scale))
+    pairs = 10 if opt.tiny else max(10, int(287000 * opt.scale))
+    src_len, tgt_len, types = (20, 5, 100) if opt.tiny else (400, 60, opt.types)
     with tempfile.TemporaryDirectory(dir=opt.dir) as tmp:
         t0 = time.perf_counter()
-        paths = generate(tmp, pairs, 400, 60, opt.types, opt.seed)
+        paths = generate(tmp, pairs, src_len, tgt_len, types, opt.seed)
         fifth = pairs // 5
         head(paths["src"], os.path.join(tmp, "fifth.src.txt"), fifth)
         head(paths["tgt"], os.path.join(tmp, "fifth.tgt.txt"), fifth)
         print(f"generated {pairs} pairs in {time.perf_counter() - t0:.1f}s (not measured)", flush=True)
         res = {}
-        for name, n, s, t in (("fifth", fifth, "fifth.src.txt", "fifth.tgt.txt"),
-                              ("full", pairs, "train.src.txt", "train.tgt.txt")):
+        runs = [("fifth", fifth, "fifth.src.txt", "fifth.tgt.txt"), ("full", pairs, "train.src.txt", "train.tgt.txt")]
+        for name, n, s, t in runs[1:] if opt.tiny else runs:
             wall, cpu, maxrss, tree = run_preprocess(os.path.join(tmp, s), os.path.join(tmp, t),
                                                 os.path.join(tmp, "out", name), opt.num_threads)
             res[name] = (maxrss, tree)
-            print(f"{name:>5}: {n} pairs, {n * 400 / 1e6:.1f}M source tokens in {wall:.1f}s = "
-                  f"{n * 400 / wall / 1e6:.2f}M source tokens/s (CPU {cpu:.0f}s: "
-                  f"{n * 400 / cpu / 1e6:.2f}M tokens per CPU-second); peak RSS largest process "
+            print(f"{name:>5}: {n} pairs, {n * src_len / 1e6:.1f}M source tokens in {wall:.1f}s = "
+                  f"{n * src_len / wall / 1e6:.2f}M source tokens/s (CPU {cpu:.0f}s: "
+                  f"{n * src_len / cpu / 1e6:.2f}M tokens per CPU-second); peak RSS largest process "
                   f"{maxrss / 2**20:.0f} MiB, process tree {tree / 2**20:.0f} MiB", flush=True)
         print(f"load average during the runs: {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores")
+        if opt.tiny:
+            return
         print(f"peak RSS ratio full / fifth: largest process {res['full'][0] / res['fifth'][0]:.2f}, "
               f"process tree {res['full'][1] / max(1, res['fifth'][1]):.2f}")
 

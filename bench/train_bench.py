@@ -12,6 +12,7 @@ import time
 import torch
 
 from bench.lib.common import (
+    TINY_HELP,
     exp_seconds_per_element,
     floor_line,
     matmul_peak_flops,
@@ -20,6 +21,7 @@ from bench.lib.common import (
     random_batch,
     sync,
     synthetic_vocabs,
+    tiny_measurements,
 )
 from onmt.losses import build_loss
 from onmt.model_builder import build_model
@@ -50,12 +52,16 @@ def main():
     p.add_argument("-steps", type=int, default=3)
     p.add_argument("-threads", type=int, default=0, help="torch threads (0: default)")
     p.add_argument("-device", default="cpu", help="cpu or cuda (bench/gpu_suite.sh)")
+    p.add_argument("-tiny", action="store_true", help=TINY_HELP)
     a = p.parse_args()
+    E, H = 128, 256
+    if a.tiny:
+        a.batch_size, a.src_len, a.tgt_len, a.tgt_vocab, a.steps, E, H = 2, 8, 5, 50, 1, 8, 16
+        tiny_measurements()
     reuse_freed_memory()  # as train.py does
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    E, H = 128, 256
     opt = model_opt(["-word_vec_size", str(E), "-rnn_size", str(H), "-brnn", "-layers", "1", "-copy_attn",
                      "-coverage_attn", "-global_attention", "mlp", "-dropout", "0", "-optim", "adam"])
     vocabs = synthetic_vocabs(a.tgt_vocab, a.tgt_vocab)

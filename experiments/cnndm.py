@@ -53,7 +53,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 from experiments import cnndm_views as cv  # noqa: E402
 from experiments.cnndm_arms import ARMS, SIZES, views  # noqa: E402
-from experiments.common import run, run_jobs, start_logged  # noqa: E402
+from experiments.common import duration, run, run_jobs, start_logged  # noqa: E402
 from experiments.rl_vs_ml import latest_checkpoint, read_json, train_seconds, write_json  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "cnndm")
@@ -269,10 +269,51 @@ def job_list(a, wanted):
     return [(n, [d for d in needs if d in known], cmd) for n, needs, cmd in jobs]
 
 
-def schedule(jobs, n_jobs, log, poll=5.0):
+def schedule(jobs, n_jobs, log, poll=5.0, estimate=None):
     """Run every job not done, up to `n_jobs` at a time, each when what it needs is done; the first
-    ready job in list order goes first (experiments/common.py run_jobs)."""
-    run_jobs(jobs, n_jobs, lambda name, cmd: start_logged(cmd, log), poll=poll, log_hint=f"{log} or its own log")
+    ready job in list order goes first (experiments/common.py run_jobs: a stop ends every job it started,
+    each train.py saving; an ETA per job from `estimate`)."""
+    run_jobs(jobs, n_jobs, lambda name, cmd: start_logged(cmd, log), poll=poll, log_hint=f"{log} or its own log",
+             estimate=estimate)
+
+
+def training_left(a, name):
+    """CPU seconds of training arm `name` has left: its budget less what its last checkpoint spent (a
+    regenerated ML phase: at most its budget). One thread a job: about as many wall seconds."""
+    last = latest_checkpoint(os.path.join(arm_folder(a, name), "model"))
+    if last is None:
+        return budget(a, name)
+    start = start_checkpoint(a, name)     # there: the arm trained from it
+    spent = train_seconds(last) - (train_seconds(start) if start else 0.0)
+    return max(0.0, budget(a, name) - spent)
+
+
+def plan(a, wanted, jobs):
+    """The lines that say, before anything runs, what the run trains, what it skips because its figures are
+    committed (in -results), and how long the training left should take."""
+    to_run = [n for n, _, cmd in jobs if cmd is not None]
+    trains = [n.split(":", 1)[1] for n in to_run if n.startswith("train:")]
+    committed = [v for v in wanted if scored(a, v)]
+    lines = [f"cnndm_small: figures in {a.results}, checkpoints in {a.workdir}"]
+    if committed:
+        again = [v for v in trains if v in committed]
+        lines.append(f"  skipped, their figures are committed: {', '.join(v for v in committed if v not in again)}"
+                     + (f"; trained again to their committed step, a later arm continues them: {', '.join(again)}"
+                        if again else "")
+                     + " (a fresh -results folder trains everything: cnndm_small_results=DIR ./run.sh cnndm_small)")
+    if not to_run:
+        lines.append("  nothing to train, tune or score: the tables are written again from the committed figures")
+        return lines
+    seconds = {v: training_left(a, v) for v in trains}
+    if trains:
+        lines.append("  to train: " + ", ".join(f"{v} (at most {duration(s)})" for v, s in seconds.items()))
+        total, side_by_side = sum(seconds.values()), max(1, min(a.jobs, len(trains)))
+        lines.append(f"  training: at most {duration(total)} of CPU time, about {duration(total / side_by_side)} "
+                     f"of wall time with -jobs {a.jobs}, plus the decoding of each view's tuning and scoring")
+    rest = [n for n in to_run if not n.startswith("train:")]
+    if rest:
+        lines.append(f"  to tune and score (decoding): {', '.join(rest)}")
+    return lines
 
 
 def wanted_views(a):
@@ -302,9 +343,14 @@ def main(argv=None):
         if what == "tune":
             return cv.tune_view(a, name, candidates(a, name))
         return cv.score_view(a, name, splits(a))
-    os.makedirs(a.workdir, exist_ok=True)
-    prepare_data(a)
-    schedule(job_list(a, wanted_views(a)), a.jobs, os.path.join(a.workdir, "jobs.log"), a.poll)
+    wanted = wanted_views(a)
+    jobs = job_list(a, wanted)
+    print("\n".join(plan(a, wanted, jobs)), flush=True)
+    if any(cmd is not None for _, _, cmd in jobs):
+        os.makedirs(a.workdir, exist_ok=True)
+        prepare_data(a)
+        schedule(jobs, a.jobs, os.path.join(a.workdir, "jobs.log"), a.poll, estimate=lambda name: (
+            training_left(a, name.split(":", 1)[1]) if name.startswith("train:") else None))
     write_report(a.results)
 
 

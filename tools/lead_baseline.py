@@ -15,7 +15,7 @@ import argparse
 
 from onmt.errors import UserError
 from onmt.inputters.corpus import read_lines
-from onmt.utils.files import check_not_inputs, write_atomic
+from onmt.utils.files import check_not_inputs, check_output, write_atomic
 
 
 def lead_sentences(tokens, k, ends=(".", "!", "?")):
@@ -52,6 +52,8 @@ def main(argv=None):
     g.add_argument("-words", type=int, help="keep the first K words")
     p.add_argument("-sentence_end", nargs="+", default=[".", "!", "?"], help="tokens that end a sentence")
     p.add_argument("-tag_sentences", action="store_true", help="write each sentence as <t> ... </t>")
+    p.add_argument("-overwrite", action="store_true",
+                   help="replace -output even when it is not a text file of summaries (a checkpoint, a corpus)")
     opt = p.parse_args(argv)
     k = opt.sentences if opt.sentences is not None else opt.words
     if k <= 0:
@@ -62,6 +64,7 @@ def main(argv=None):
                                opt.tag_sentences) + "\n")
     try:
         check_not_inputs({"-output": opt.output}, {"-src": opt.src})
+        check_output(opt.output, f"-output {opt.output}", "text", opt.overwrite)
         write_atomic(opt.output, write)
     except UserError as e:      # the source unreadable (a line not UTF-8...) or the output unwritable
         raise SystemExit(f"lead_baseline.py: error: {e}")

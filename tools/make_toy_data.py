@@ -1,5 +1,7 @@
 #!/usr/bin/env python
-"""Deterministic toy parallel data: DIR/{train,valid,test}.{src,tgt}.txt, tokens separated by one space.
+"""Deterministic toy parallel data: DIR/{train,valid,test}.{src,tgt}.txt, tokens separated by one space,
+and DIR/toy.json, which marks them as this tool's: split files without it (a real corpus) are
+replaced only with -overwrite.
 
 Tasks
   copy      target = source, words w0 .. w{vocab-1}
@@ -13,12 +15,14 @@ Tasks
 The same (-seed, sizes) always give the same files; each split draws from its own seeded generator.
 """
 import argparse
+import json
 import os
 import random
 import sys
 
 from onmt.errors import UserError
-from onmt.utils.files import AtomicFile
+from onmt.utils.files import AtomicFile, write_text_atomic
+from onmt.utils.output_rule import TOY_MARK, check_replaceable
 
 _CONS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
@@ -85,6 +89,17 @@ def write_split(task, split, size, opt):
             ft.write(" ".join(tgt) + "\n")
 
 
+def check_own_files(opt):
+    """UserError when -dir holds split files this tool did not make (no TOY_MARK beside them: a
+    real corpus, say) and -overwrite is not given (the one output rule, utils/output_rule.py)."""
+    if opt.overwrite:
+        return
+    for split in ("train", "valid", "test"):
+        for side in ("src", "tgt"):
+            path = os.path.join(opt.dir, f"{split}.{side}.txt")
+            check_replaceable(path, f"-dir {opt.dir}", "corpus")
+
+
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("-task", required=True, choices=["copy", "reverse", "sort", "copy_oov", "summ"])
@@ -98,6 +113,8 @@ def parse(argv):
     p.add_argument("-vocab", type=int, default=20, help="common words w0 .. w{vocab-1}")
     p.add_argument("-rare_types", type=int, default=5000, help="made-up word types (copy_oov, summ)")
     p.add_argument("-rare_prob", type=float, default=0.8, help="share of rare words (copy_oov)")
+    p.add_argument("-overwrite", action="store_true",
+                   help="replace split files of -dir that this tool did not make (a real corpus)")
     opt = p.parse_args(argv)
     if not 1 <= opt.min_len <= opt.max_len:
         p.error(f"need 1 <= -min_len <= -max_len, got {opt.min_len} and {opt.max_len}")
@@ -112,9 +129,13 @@ def main(argv=None):
         print(f"make_toy_data.py: error: -dir {opt.dir} exists and is not a folder", file=sys.stderr)
         sys.exit(1)
     try:
+        check_own_files(opt)
         os.makedirs(opt.dir, exist_ok=True)
         for split in ("train", "valid", "test"):
             write_split(opt.task, split, getattr(opt, f"{split}_size"), opt)
+        write_text_atomic(os.path.join(opt.dir, TOY_MARK),
+                          json.dumps({"tool": "tools/make_toy_data.py", "task": opt.task,
+                                      "seed": opt.seed}) + "\n")
     except OSError as e:
         print(f"make_toy_data.py: error: cannot write to {opt.dir}: {e.strerror or e}", file=sys.stderr)
         sys.exit(1)

@@ -12,22 +12,21 @@ import os
 def main(argv=None):
     from onmt import opts
     from onmt.errors import UserError
+    from onmt.explore.data import read_checked_dump
     from onmt.inspection.plots import plot_records, require_matplotlib
-    from onmt.translate.records import read_dump
     from onmt.utils.files import check_output_folder
     from onmt.utils.logging import init_logger
     opt = opts.parse_with_given(opts.plot_attention_parser(), argv)
     logger = init_logger(opt.log_file)
+    if opts.repeated_options(opt):
+        logger.warning(opts.repeated_options(opt))
     opts.update_plot_attention_opts(opt)
     opts.validate_plot_attention_opts(opt)
     check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")
     require_matplotlib("-attn_plot")
     if not os.path.isfile(opt.attn_debug):
         raise UserError(f"-attn_debug {opt.attn_debug}: no such file")
-    try:
-        records = read_dump(opt.attn_debug)
-    except ValueError as e:
-        raise UserError(f"-attn_debug: {e}") from None
+    records = read_checked_dump(opt.attn_debug, f"-attn_debug {opt.attn_debug}")   # the explorer's checks
     paths = plot_records(records, opt.attn_plot, opt.attn_plot_n or None)
     logger.info(f"Plotted {len(paths)} of the {len(records)} examples of {opt.attn_debug} into {opt.attn_plot}")
     return paths

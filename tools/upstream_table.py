@@ -41,7 +41,9 @@ def _cell(text):
 
 
 def _upstream_actions():
-    """(name, the action, the commands that have it) of every option a parser marks as OpenNMT-py's."""
+    """(name, the action, the commands that have it) of every option a parser marks as OpenNMT-py's; an
+    option that means something else in another command (-overwrite: ignored by preprocess.py, the output
+    rule's way out elsewhere) gets a row per meaning."""
     found = {}
     for command, make in COMMANDS:
         parser = make()
@@ -50,9 +52,9 @@ def _upstream_actions():
                 names = [s for s in action.option_strings if not s.startswith("--")]
                 if not names or not (UPSTREAM_GROUP in (group.title or "") or UPSTREAM_HELP.search(action.help or "")):
                     continue
-                entry = found.setdefault(names[0], [action, []])
+                entry = found.setdefault((names[0], action.help), [action, []])
                 entry[1].append(command)
-    for name, (action, commands) in found.items():
+    for (name, _), (action, commands) in found.items():
         if "onmt_build_vocab" in commands and "train.py" in commands:
             commands.remove("onmt_build_vocab")   # onmt_build_vocab reads train.py's options
         yield name, action, commands

@@ -45,12 +45,24 @@ def sync(device):
         torch.cuda.synchronize()
 
 
-def matmul_peak_flops(n=2048, repeats=10, device="cpu"):
+# the sizes of the machine's measurements; a benchmark's -tiny (the test suite's smoke run,
+# tests/e2e/test_bench_smoke.py) makes them small with `tiny_measurements`
+MEASURE = {"matmul": 2048, "exp": 1 << 22}
+TINY_HELP = "tiny sizes and measurements, seconds in all: the test suite's smoke run (tests/e2e/test_bench_smoke.py)"
+
+
+def tiny_measurements():
+    """The machine measurements of a -tiny run: small products, a short exp buffer."""
+    MEASURE.update(matmul=64, exp=4096)
+
+
+def matmul_peak_flops(n=None, repeats=10, device="cpu"):
     """Measured fp32 matmul FLOP/s on this machine's `device`: the best of `repeats` (n x n)(n x n)
     products (on a shared host one product can run at a fraction of the peak: the best is the peak, and
     a floor computed from it is the lowest, so a step / floor ratio is the least flattering). On the CPU
     the faster of two kernels: torch.mm (MKL's sgemm) and oneDNN's inner product, which the packed
     products of decoding and training run (on the AMD hosts ~110 GFLOP/s a core where sgemm stays ~90)."""
+    n = n or MEASURE["matmul"]
     a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
     kernels = [lambda: torch.mm(a, b)]
     onednn = getattr(torch.ops.mkldnn, "_linear_pointwise", None)
@@ -71,10 +83,11 @@ def matmul_peak_flops(n=2048, repeats=10, device="cpu"):
     return 2 * n ** 3 / best
 
 
-def exp_seconds_per_element(n=1 << 22, repeats=5, device="cpu"):
+def exp_seconds_per_element(n=None, repeats=5, device="cpu"):
     """Measured seconds per element of one exp pass in place (the fused softmax's, utils/fast_exp.py)
     over an n-element float32 buffer on `device` (best of `repeats`)."""
     from onmt.fused.fast_exp import exp_shifted_
+    n = n or MEASURE["exp"]
     x = torch.randn(n, device=device)
     best = float("inf")
     for _ in range(repeats):

@@ -12,7 +12,8 @@ from onmt.utils.logging import init_logger
 
 def check_files(spec, opt):
     """The vocabulary files and the log are none of the files the command reads (the corpora, the
-    validation pair, the config) and no two of them one file: one-line UserErrors."""
+    validation pair, the config), no two of them one file, and, without -overwrite, none an
+    existing file of another kind (the one output rule): one-line UserErrors."""
     from onmt.utils.files import check_distinct_outputs, check_not_inputs
     outputs = {"src_vocab": spec.get("src_vocab"), "-log_file": opt.log_file,
                "tgt_vocab": None if spec.get("share_vocab") else spec.get("tgt_vocab")}
@@ -21,6 +22,13 @@ def check_files(spec, opt):
               "-config": vars(opt).get("config")}
     check_not_inputs(outputs, inputs)
     check_distinct_outputs(outputs)
+    if not opt.overwrite:
+        from onmt.utils.output_rule import check_replaceable
+        # a vocabulary over a vocabulary only: never over a checkpoint or a dataset's files
+        for what, path in outputs.items():
+            if path:
+                kind = "log" if what == "-log_file" else "vocabulary"
+                check_replaceable(path, f"{what} {path}", kind)
 
 
 def main(argv=None):
@@ -31,6 +39,8 @@ def main(argv=None):
     spec = json.loads(opt.data_config)
     check_files(spec, opt)
     logger = init_logger(opt.log_file)
+    if opts.repeated_options(opt):
+        logger.warning(opts.repeated_options(opt))
     if opt._config_notes:
         logger.info(opt._config_notes)
     from onmt.inputters.upstream_data import build_vocab

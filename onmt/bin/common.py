@@ -6,7 +6,8 @@ def start(parser, update, validate, argv=None, inputs=None, outputs=None, before
     (onmt/opts/update.py) and `validate` them, start the log, and set the host allocator for a CPU
     run (memory.py). `inputs(opt)`: the files the command reads ({"-src": path, ...}), which
     -log_file may not be; `outputs(opt)`: the files it writes ({"-output": path, ...}, -log_file
-    among them), no two of which may be one file, checked before the log is opened;
+    among them), no two of which may be one file, checked before the log is opened (and -log_file,
+    appended to, by the one output rule: never a checkpoint, a dataset's file, a corpus);
     `before_log(opt)`: any other check to make before the log file is created. Returns (opt,
     torch.device of -gpu)."""
     import torch
@@ -23,9 +24,16 @@ def start(parser, update, validate, argv=None, inputs=None, outputs=None, before
     if outputs is not None:
         from onmt.utils.files import check_distinct_outputs
         check_distinct_outputs(outputs(opt))
+    if vars(opt).get("log_file") and not vars(opt).get("overwrite"):
+        from onmt.utils.output_rule import check_replaceable
+        # appended to: never to a checkpoint, a dataset's file, a corpus (the one output rule)
+        check_replaceable(opt.log_file, f"-log_file {opt.log_file}", "log")
     if before_log is not None:
         before_log(opt)
-    init_logger(opt.log_file)
+    logger = init_logger(opt.log_file)
+    from onmt.opts import repeated_options
+    if repeated_options(opt):
+        logger.warning(repeated_options(opt))
     validate(opt)
     device = torch.device(f"cuda:{opt.gpu}" if opt.gpu >= 0 else "cpu")
     reuse_freed_memory_for(device)

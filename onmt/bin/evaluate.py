@@ -10,6 +10,7 @@ script with -official. A second -pred is compared with the first: a paired boots
 metric for "the first file scores higher".
 """
 import json
+import sys
 
 import numpy as np
 
@@ -94,11 +95,13 @@ def main(argv=None):
     opt = opts.parse_with_given(opts.evaluate_parser(), argv)
     opts.update_evaluate_opts(opt)
     opts.validate_evaluate_opts(opt)
+    if opts.repeated_options(opt):
+        print(f"onmt_evaluate: {opts.repeated_options(opt)}", file=sys.stderr)
     check_not_inputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")},
                      {"-pred": opt.pred, "-ref": opt.ref, "-config": vars(opt).get("config")})
     if opt.json:
         check_distinct_outputs({"-json": opt.json, "-log_file": vars(opt).get("log_file")})
-        check_output(opt.json, f"-json {opt.json}")
+        check_output(opt.json, f"-json {opt.json}", "json", opt.overwrite)
     preds, refs = load(opt)
     if not refs:
         raise UserError(f"{opt.pred[0]} and the references are empty: no summary to score")

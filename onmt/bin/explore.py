@@ -50,10 +50,12 @@ def main(argv=None):
     opt = opts.parse_with_given(opts.explore_parser(), argv)
     opts.update_explore_opts(opt)
     opts.validate_explore_opts(opt)
+    if opts.repeated_options(opt):
+        print(f"onmt_explore: {opts.repeated_options(opt)}", file=sys.stderr)
     check_not_inputs({"-output": opt.output},
                      {"-src": opt.src, "-ref": opt.ref, "-system": opt.system,
                       "-config": vars(opt).get("config")})
-    check_output(opt.output, f"-output {opt.output}")
+    check_output(opt.output, f"-output {opt.output}", "html", opt.overwrite)
     start = time.perf_counter()
     html = build_page(opt)
     size = write_page(opt.output, html)

@@ -17,19 +17,26 @@ def _terminate(signum, frame):
 
 
 def save_config_file(path, text):
-    """-save_config: written whole or not at all (a stream written through)."""
-    from onmt.utils.files import write_text_atomic
+    """-save_config: written whole or not at all (a stream written through); over an existing file
+    only when it is a YAML mapping (the one output rule: never over a checkpoint, a dataset's file,
+    a corpus)."""
+    from onmt.utils.files import is_stream, write_text_atomic
+    from onmt.utils.output_rule import check_replaceable
+    if not is_stream(path):
+        check_replaceable(path, f"-save_config {path}", "yaml")
     write_text_atomic(path, text, f"-save_config {path}")
 
 
 def main(argv=None):
     """Run preprocessing; returns None (console scripts exit with main()'s value). See
     load_vocabs."""
-    opt = opts.preprocess_parser().parse_args(argv)
+    opt = opts.parse_with_given(opts.preprocess_parser(), argv)
     opts.update_preprocess_opts(opt)
     opts.validate_preprocess_opts(opt)
     check_inputs_survive(opt)   # before the log is opened for appending
     logger = init_logger(opt.log_file)
+    if opts.repeated_options(opt):
+        logger.warning(opts.repeated_options(opt))
     if opt.save_config:
         opts.write_config(opt, opt.save_config, opts.preprocess_parser(), write=save_config_file)
         logger.info("wrote the options to %s", opt.save_config)

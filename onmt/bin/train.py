@@ -162,8 +162,13 @@ def check_prefix_outputs(opt):
 
 
 def save_config_file(path, text):
-    """-save_config: written whole or not at all (a stream written through)."""
-    from onmt.utils.files import write_text_atomic
+    """-save_config: written whole or not at all (a stream written through); over an existing file
+    only when it is a YAML mapping (the one output rule: never over a checkpoint, a dataset's file,
+    a corpus)."""
+    from onmt.utils.files import is_stream, write_text_atomic
+    from onmt.utils.output_rule import check_replaceable
+    if not is_stream(path):
+        check_replaceable(path, f"-save_config {path}", "yaml")
     write_text_atomic(path, text, f"-save_config {path}")
 
 

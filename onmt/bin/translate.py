@@ -57,17 +57,18 @@ def check_outputs(opt):
     before any work."""
     check_not_inputs(outputs(opt), inputs(opt))
     check_distinct_outputs(outputs(opt))
-    check_output(opt.output, f"-output {opt.output}")
-    if opt.attn_debug:
-        check_output(opt.attn_debug, f"-attn_debug {opt.attn_debug}")
-    if opt.dump_beam:
-        check_output(opt.dump_beam, f"-dump_beam {opt.dump_beam}")
-    if opt.profile:
-        check_output(profile_trace(opt), f"-profile_trace {profile_trace(opt)}")
+    for what, path in outputs(opt).items():
+        if path:
+            check_output(path, f"{what} {path}", OUTPUT_KINDS[what], opt.overwrite)
     if opt.attn_plot:
         check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")
         from onmt.inspection.plots import require_matplotlib
         require_matplotlib("-attn_plot")
+
+
+# what each output is (utils/output_rule.py KINDS): an existing file of another kind is refused
+OUTPUT_KINDS = {"-output": "text", "-attn_debug": "dump", "-dump_beam": "json",
+                "-profile_trace": "json", "-log_file": "log"}
 
 
 def outputs(opt):

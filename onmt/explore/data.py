@@ -49,11 +49,7 @@ def read_system(path, sources):
         if len(lines) != len(sources):
             raise UserError(f"{what} has {len(lines)} lines but -src has {len(sources)}")
         return {"path": path, "preds": [line.split() for line in lines], "records": None}
-    from onmt.translate.records import read_dump
-    try:
-        records = read_dump(path)
-    except (ValueError, KeyError) as e:
-        raise UserError(f"{what}: {e}") from None
+    records = read_checked_dump(path, what)
     if len(records) != len(sources) or [r["line"] for r in records] != list(range(len(sources))):
         raise UserError(f"{what} holds {len(records)} examples (lines "
                         f"{records[0]['line'] if records else '-'}.."
@@ -65,12 +61,30 @@ def read_system(path, sources):
             raise UserError(f"{what}: line {r['line'] + 1}: the dump's source is not -src's line "
                             f"{r['line'] + 1} (give the -src the model translated, "
                             "prepared as it read it)")
+    return {"path": path, "preds": [list(r["pred"]) for r in records], "records": records}
+
+
+def read_checked_dump(path, what):
+    """The records of the -attn_debug dump `path` (translate/records.py read_dump), each array of
+    the shape its words give it; a file that is no dump, a missing key or a wrongly shaped array is
+    one UserError naming `what` (e.g. "-system d.npz"), the example's line and the key. The
+    explorer and tools/plot_attention.py read dumps through here."""
+    from onmt.translate.records import read_dump
+    try:
+        records = read_dump(path)
+    except KeyError as e:
+        key = str(e.args[0] if e.args else e).split(" ")[0]
+        raise UserError(f"{what}: not a complete -attn_debug dump: no {key}") from None
+    except (ValueError, TypeError, IndexError) as e:
+        raise UserError(f"{what}: {e}") from None
+    for r in records:
         n, s = len(r["pred"]), len(r["src"])
         for key, shape in (("attn", (n, s)), ("intra", (n, n)), ("p_copy", (n,)), ("copied", (n,))):
             if r[key] is not None and tuple(r[key].shape) != shape:
                 raise UserError(f"{what}: line {r['line'] + 1}: {key} has shape "
-                                f"{tuple(r[key].shape)}, expected {shape}")
-    return {"path": path, "preds": [list(r["pred"]) for r in records], "records": records}
+                                f"{tuple(r[key].shape)}, expected {shape} ({n} summary words, "
+                                f"{s} source words)")
+    return records
 
 
 def system_names(paths, names=None):

@@ -242,6 +242,10 @@ def check_inputs_survive(opt):
                         "tgt_vocab", "config") if vars(opt).get(n)}
     check_not_inputs({"-log_file": opt.log_file, "-save_config": opt.save_config}, inputs)
     check_outputs_apart(opt)
+    if opt.log_file:
+        from onmt.utils.output_rule import check_replaceable
+        # appended to: never a checkpoint, a dataset's file, a corpus (the one output rule)
+        check_replaceable(opt.log_file, f"-log_file {opt.log_file}", "log")
     folder = os.path.dirname(os.path.abspath(opt.save_data))
     for what, path in inputs.items():
         if os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder) and \

@@ -84,7 +84,9 @@ def load_shard(path, mmap=True, run_id=None):
     try:
         shard = torch.load(path, weights_only=True, mmap=mmap)
     except Exception as e:  # noqa: BLE001 - any unreadable shard is the user's data problem
-        raise UserError(f"cannot load shard {path} ({type(e).__name__}: {e})") from None
+        from onmt.utils.checkpoint import load_refusal
+        raise UserError(f"cannot load shard {path}: {load_refusal(e)}; run preprocess.py "
+                        "again") from None
     if run_id is not None and not torch.equal(
             shard.get("run_id", torch.zeros(0, dtype=torch.uint8)), run_id_tensor(run_id)):
         raise UserError(f"shard {path} was written by another preprocessing run than its "

@@ -214,9 +214,16 @@ def plot_record(record, path):
 
 def plot_records(records, folder, n=None):
     """The PNGs of the first `n` records by input line (all when n is None) into `folder` (created
-    if missing). Returns their paths."""
+    if missing); an earlier run's example_N.png that this run does not write is removed, so that
+    the folder holds this run's plots alone. Returns their paths."""
+    import re
     os.makedirs(folder, exist_ok=True)
     chosen = sorted(records, key=lambda r: r["line"])
     if n is not None:
         chosen = chosen[:n]
-    return [plot_record(r, example_path(folder, r["line"])) for r in chosen]
+    paths = [plot_record(r, example_path(folder, r["line"])) for r in chosen]
+    mine = {os.path.basename(p) for p in paths}
+    for name in os.listdir(folder):
+        if re.fullmatch(r"example_\d{5,}\.png", name) and name not in mine:
+            os.remove(os.path.join(folder, name))
+    return paths

@@ -75,15 +75,34 @@ class _ExactParser(configargparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see -h)\n")
 
     def _check_names(self, argv):
+        """Every option name known, and `self.repeated` the options given twice with different
+        values (argparse silently takes the last: `-beam_size 5 ... -beam_size 2`), which
+        `parse_with_given` hands to the entry point to name in its log (`repeated_options`);
+        an option that gathers its values (-ref a -ref b, `action="extend"`) may be given again,
+        and so may any option with the same value."""
+        seen, current = {}, None     # dest -> [(the name as given, its words)]; the one being read
         for token in argv:
             if token == "--":
-                return
+                break
             if len(token) < 2 or token[0] != "-" or _is_number(token):
+                if current is not None:
+                    current[1].append(token)
                 continue
-            name = token.split("=", 1)[0]
-            if name not in self._option_string_actions:
+            name, eq, value = token.partition("=")
+            action = self._option_string_actions.get(name)
+            if action is None:
                 self.exit(2, f"{self.prog}: error: "
                              f"{unknown_option_message(name, self._option_string_actions)}\n")
+            current = None
+            if type(action).__name__ not in ("_ExtendAction", "_AppendAction", "_CountAction"):
+                current = (name, [value] if eq else [])
+                seen.setdefault(action.dest, []).append(current)
+        self.repeated = []
+        for occurrences in seen.values():
+            words = [" ".join(v) or "(a flag)" for _, v in occurrences]
+            if len(set(words)) > 1:
+                self.repeated.append(f"{occurrences[0][0]} given {len(words)} times "
+                                     f"({', then '.join(words)}): the last, {words[-1]}, is used")
 
 
 def _is_number(token):
@@ -205,7 +224,16 @@ def parse_with_given(parser, argv=None):
         for a, d in saved:
             a.default = d
     opt._given = frozenset(vars(explicit)) - {"config", "_config_notes"}
+    opt._repeated = "; ".join(getattr(parser, "repeated", []))
     return opt
+
+
+def repeated_options(opt):
+    """The log line naming the options the command line gave twice with different values (the last
+    is used, as argparse and OpenNMT-py do: the experiments give a base command, then what an arm
+    changes), or "" when there is none."""
+    note = vars(opt).get("_repeated")
+    return f"options given more than once: {note}" if note else ""
 
 
 def parse_values(parser, values):
@@ -266,6 +294,14 @@ def config_opts(parser):
                help=argparse.SUPPRESS)
 
 
+def overwrite_opts(parser):
+    """-overwrite: the one output rule's way out (utils/output_rule.py)."""
+    parser.add("-overwrite", "--overwrite", action="store_true",
+               help="replace an existing output file even when it is not this command's kind of "
+                    "output (a checkpoint, a dataset's file, a corpus, another kind of file), "
+                    "which is refused without it (OpenNMT-py's name)")
+
+
 def save_config_opts(parser):
     parser.add("-save_config", "--save_config", default=None,
                help="write the options of this command (given and defaults) to this YAML file, "
@@ -317,19 +353,23 @@ def build_vocab_parser():
     p = train_parser()
     p.add("-n_sample", "--n_sample", type=int, default=5000,
           help="OpenNMT-py's: lines of each corpus to count (-1: all)")
+    overwrite_opts(p)
     return p
 
 
-def _with_config(description, add_opts, *args):
-    """A tool's parser: -config / -save_config, then `add_opts(parser, *args)`."""
+def _with_config(description, add_opts, *args, overwrite=False):
+    """A tool's parser: -config / -save_config, then `add_opts(parser, *args)`; `overwrite`:
+    -overwrite too (a command that writes files)."""
     p = make_parser(description)
     config_opts(p)
     add_opts(p, *args)
+    if overwrite:
+        overwrite_opts(p)
     return p
 
 
 def translate_parser():
-    return _with_config("Checkpoint + source -> predictions", translate_opts)
+    return _with_config("Checkpoint + source -> predictions", translate_opts, overwrite=True)
 
 
 def tune_decoding_parser():
@@ -338,7 +378,7 @@ def tune_decoding_parser():
 
 
 def evaluate_parser():
-    return _with_config("Predictions + references -> ROUGE", evaluate_opts)
+    return _with_config("Predictions + references -> ROUGE", evaluate_opts, overwrite=True)
 
 
 def prepare_cnndm_parser():
@@ -353,7 +393,7 @@ def prepare_gigaword_parser():
 
 def explore_parser():
     return _with_config("Sources, references and systems' summaries -> "
-                        "one HTML page to explore them", explore_opts)
+                        "one HTML page to explore them", explore_opts, overwrite=True)
 
 
 def server_parser():

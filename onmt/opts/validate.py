@@ -388,6 +388,8 @@ def validate_explore_opts(opt):
     if opt.names and len(opt.names) != len(opt.system):
         raise OptionError(f"-names gives {len(opt.names)} names for "
                           f"{len(opt.system)} -system files")
+    if any(not name.strip() for name in opt.names):
+        raise OptionError(f"-names: an empty name ({opt.names}); give each system a name to show")
     if len(set(opt.names)) != len(opt.names):
         raise OptionError(f"-names: each system needs its own name, got {' '.join(opt.names)}")
     if opt.bootstrap < MIN_BOOTSTRAP:

@@ -134,12 +134,19 @@ class Translator:
 
     def _memory_error(self, exc, lines, src_tokens):
         """`exc` itself, or where it is an allocation failure a UserError naming the longest input
-        line of the batch (1-based) and how to go on."""
+        line of the batch (1-based) and how to go on: a -max_length far beyond the input (the
+        search's states grow with the steps) is named, not the input's length."""
         from onmt.utils.memory import is_out_of_memory
         if not is_out_of_memory(exc):
             return exc
         from onmt.errors import UserError
         longest = max(lines, key=lambda line: len(src_tokens[line]))
+        limit, n = self.search.max_length, len(src_tokens[longest])
+        if limit > max(1000, 4 * n):
+            return UserError(f"out of memory translating input line {longest + 1} ({n:,} tokens) "
+                             f"with -max_length {limit:,}: the search keeps the states of up to "
+                             f"{limit:,} steps for each of its {self.search.beam_size} hypotheses; "
+                             "lower -max_length (the default is the checkpoint's own length rule)")
         return UserError(f"out of memory translating input line {longest + 1} "
                          f"({len(src_tokens[longest]):,} tokens"
                          f"{f', in a batch of {len(lines)} lines' if len(lines) > 1 else ''}): "

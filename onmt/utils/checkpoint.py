@@ -44,6 +44,27 @@ def set_rng_state(state):
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def load_refusal(error):
+    """One plain line on why torch.load(weights_only=True) refused a file (a checkpoint, a shard):
+    a file of pickled Python objects says which (an OpenNMT-py checkpoint holds its options as an
+    argparse.Namespace) and is never loaded, without torch's advice to load it unsafely, its
+    terminal escapes or its half sentences; any other error is its first line."""
+    import re
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    if found:
+        what = found.group(1)
+        what += ": an OpenNMT-py checkpoint?" if what == "argparse.Namespace" else ""
+        return f"it holds pickled Python objects ({what}), which are never loaded here"
+    if "weights_only" in text or "Weights only load failed" in text:
+        operand = re.search(r"Unsupported operand (\d+)", text)
+        return ("it is no file torch wrote" if operand else
+                "torch's safe loader refused it: it holds more than tensors and plain data")
+    if "mmap can only be used" in text:
+        return "it is not in torch's zip format (a plain pickle, or torch's legacy format)"
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def load_checkpoint(path, device="cpu"):
     """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours. A
     folder released by onmt_release_model -format safetensors (utils/release_format.py) is read as
@@ -66,11 +87,12 @@ def load_checkpoint(path, device="cpu"):
     try:
         ckpt = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # corrupt, truncated, or carrying pickled code
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        if "weights_only" in first:     # torch's advice (load it unsafely) is not ours to give
-            first = "it holds more than tensors and plain data"
+        reason = load_refusal(e)
+        if reason.startswith("it holds pickled"):    # torch's advice (load it unsafely) is not ours
+            raise UserError(f"cannot load checkpoint {path}: {reason}; it is not a checkpoint of "
+                            "this toolkit (train one with train.py)") from None
         raise UserError(f"cannot load checkpoint {path}: not a checkpoint or a damaged one "
-                        f"({first})") from None
+                        f"({reason})") from None
     if not isinstance(ckpt, dict) or any(k not in ckpt for k in REQUIRED_KEYS):
         raise UserError(f"{path} is not an onmt-reinforced checkpoint "
                         f"(needs keys {', '.join(REQUIRED_KEYS)})")

@@ -1,10 +1,12 @@
 """Output files: checked before the work starts, written whole or not at all.
 
-`check_output(path, what)` raises a one-line UserError when `path` cannot be written (its folder is
-missing, is not a folder or is read-only; the path itself is a folder), so that a command fails in
-its first second rather than after hours of work; `check_not_inputs` when an output is one of the
-command's inputs (by any spelling or link); `check_prefix` does the same for a prefix of files
-(train.py -save_model), `check_output_folder` for a folder of outputs (-attn_plot).
+`check_output(path, what, kind, overwrite)` raises a one-line UserError when `path` cannot be
+written (its folder is missing, is not a folder or is read-only; the path itself is a folder), so
+that a command fails in its first second rather than after hours of work, or when it is an existing
+file that is not the command's `kind` of output, or is a checkpoint, a dataset's file or a corpus,
+without -overwrite (the one output rule: utils/output_rule.py); `check_not_inputs` when an output
+is one of the command's inputs (by any spelling or link); `check_prefix` does the same for a prefix
+of files (train.py -save_model), `check_output_folder` for a folder of outputs (-attn_plot).
 
 Every file the toolkit writes goes through `AtomicFile` (a temporary file in the target's folder,
 renamed onto the target when complete), so a reader never sees a half-written file; a failure (a
@@ -60,9 +62,10 @@ def is_stream(path):
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
-def check_output(path, what):
+def check_output(path, what, kind=None, overwrite=False):
     """UserError naming `what` (e.g. "-output pred.txt") unless `path` could be created or replaced
-    (or, `is_stream`, written through)."""
+    (or, `is_stream`, written through); with a `kind` of output (output_rule.KINDS) and no
+    `overwrite`, an existing file must also be one the rule lets that kind replace."""
     if is_stream(path):
         if os.fspath(path) != "-" and not os.access(path, os.W_OK):
             raise UserError(f"{what}: {path} is not writable")
@@ -74,6 +77,9 @@ def check_output(path, what):
         raise UserError(f"{what}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{what}: folder {folder} is not writable")
+    if kind is not None and not overwrite:
+        from onmt.utils.output_rule import check_replaceable
+        check_replaceable(path, what, kind)
 
 
 def same_file(a, b):

@@ -241,3 +241,33 @@ def test_a_fresh_machine_trains_r_ml_again_to_the_same_weights(tiny_run, tmp_pat
     assert not os.path.exists(tmp_path / "work" / "tuned" / "r_ml" / "grid.json")     # not tuned again
     a1 = json.load(open(results / "a1.json"))
     assert a1["step"] > res["r_ml"]["step"] and "weights_sha256" in a1
+
+
+def test_the_plan_says_what_it_trains_skips_and_how_long(tmp_path, monkeypatch, capsys):
+    """Issue 53: `./run.sh cnndm_small` on a fresh clone preprocessed 39k pairs, reprinted the committed
+    tables and exited 0 having trained nothing, without saying so."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for view in ("lead3", "pg_ml", "pg_cov", "r_ml", "r_noid", "r_nota", "r_none", "a1", "b1", "m1", "c1"):
+        (results / f"{view}.json").write_text("{}")
+    a = exp.parse_args(["-workdir", str(tmp_path / "w"), "-results", str(results), "-jobs", "2"])
+    a.argv = []
+    wanted = exp.wanted_views(a)
+    lines = exp.plan(a, wanted, exp.job_list(a, wanted))
+    assert lines[0] == f"cnndm_small: figures in {results}, checkpoints in {tmp_path / 'w'}"
+    assert lines[1].startswith("  skipped, their figures are committed: lead3, pg_ml, pg_cov, a1, b1, m1, c1, r_none, "
+                               "r_noid, r_nota; ")
+    assert "trained again to their committed step, a later arm continues them: r_ml" in lines[1]
+    assert "cnndm_small_results=DIR" in lines[1]
+    assert lines[2] == ("  to train: r_ml (at most 90 min), a2 (at most 30 min), b2 (at most 30 min), "
+                        "m2 (at most 30 min), r_ss0 (at most 90 min), r_ssramp (at most 90 min)")
+    assert lines[3].startswith("  training: at most 6.0 h of CPU time, about 3.0 h of wall time with -jobs 2")
+    # everything committed: nothing preprocessed, the tables written again, and it says so
+    for view in wanted:
+        (results / f"{view}.json").write_text("{}")
+    monkeypatch.setattr(exp, "prepare_data", lambda a: pytest.fail("preprocessed with nothing to train"))
+    monkeypatch.setattr(report, "write_report", lambda folder: None)
+    exp.main(["-workdir", str(tmp_path / "w"), "-results", str(results)])
+    out = capsys.readouterr().out
+    assert "nothing to train, tune or score: the tables are written again from the committed figures" in out
+    assert not (tmp_path / "w").exists()

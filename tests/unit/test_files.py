@@ -169,3 +169,4 @@ def test_translate_refuses_its_log_on_its_output_before_writing_either(model, tm
                         "-output", str(out), "-log_file", str(out)], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "-output and -log_file are both" in r.stderr and "Traceback" not in r.stderr
     assert not out.exists()
+

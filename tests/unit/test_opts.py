@@ -351,3 +351,32 @@ def test_detokenize_replaces_unk_unless_keep_unk():
     assert not updated("-detokenize", "-keep_unk").replace_unk
     with pytest.raises(OptionError, match="-keep_unk and -replace_unk"):
         updated("-detokenize", "-keep_unk", "-replace_unk")
+
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["-beam_size", "5", "-output", "x", "-beam_size", "2"],
+     "-beam_size given 2 times (5, then 2): the last, 2, is used"),
+    (["-output", "a.txt", "--output=b.txt"], "-output given 2 times (a.txt, then b.txt): the last, b.txt, is used"),
+    (["-gpu", "-1", "-gpu", "0", "-gpu", "0"], "-gpu given 3 times (-1, then 0, then 0): the last, 0, is used"),
+])
+def test_an_option_given_twice_with_two_values_is_named(argv, line):
+    """Issue 53: argparse silently took the last value; now the log names it (`repeated_options`)."""
+    opt = opts.parse_with_given(opts.translate_parser(), ["-model", "m", "-src", "s", *argv])
+    assert opts.repeated_options(opt) == f"options given more than once: {line}"
+
+
+def test_an_option_given_twice_alike_or_gathering_its_values_is_not_named():
+    opt = opts.parse_with_given(opts.translate_parser(), ["-model", "m", "-src", "s", "-verbose", "-verbose",
+                                                          "-beam_size", "3", "--beam_size", "3"])
+    assert opt.beam_size == 3 and opt.verbose and opts.repeated_options(opt) == ""
+    opt = opts.parse_with_given(opts.evaluate_parser(), ["-pred", "p", "-ref", "a", "-ref", "b"])
+    assert opt.ref == ["a", "b"] and opts.repeated_options(opt) == ""
+
+
+def test_the_log_names_an_option_given_twice(tmp_path, capsys):
+    """Through an entry point: onmt_evaluate says it on standard error (no log), the last value used."""
+    from onmt.bin import evaluate
+    (tmp_path / "p.txt").write_text("a b\n")
+    evaluate.main(["-pred", str(tmp_path / "p.txt"), "-ref", str(tmp_path / "p.txt"), "-seed", "1", "-seed", "2"])
+    assert "onmt_evaluate: options given more than once: -seed given 2 times (1, then 2)" in capsys.readouterr().err

@@ -311,3 +311,15 @@ def test_a_line_too_long_for_memory_is_one_error_naming_it(monkeypatch, failure)
     monkeypatch.setattr(tr, "_search", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("shape mismatch")))
     with pytest.raises(RuntimeError, match="^shape mismatch$"):
         tr.translate(lines)
+
+
+def test_out_of_memory_with_a_huge_max_length_names_max_length_not_the_input(monkeypatch):
+    """Issue 53: a huge -max_length ran out of memory and was blamed on long inputs for a 22-token input."""
+    from onmt.errors import UserError
+    model = ToyModel(len(VOCABS.src), len(VOCABS.tgt), copy=True, seed=0)
+    tr = make(model, SearchSettings(beam_size=2, max_length=10_000_000), batch_size=8)
+    monkeypatch.setattr(tr, "_search", lambda *a, **k: (_ for _ in ()).throw(MemoryError()))
+    with pytest.raises(UserError) as e:
+        tr.translate(["w3 " * 22])
+    assert str(e.value).startswith("out of memory translating input line 1 (22 tokens) with -max_length 10,000,000")
+    assert "lower -max_length" in str(e.value) and "-src_seq_length_trunc" not in str(e.value)
