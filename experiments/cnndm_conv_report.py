@@ -102,6 +102,29 @@ def comparison_rows(r, splits=("dev", "test")):
     return "\n".join(rows)
 
 
+def breakdown_rows(r, split="test"):
+    """Each comparison's pooled difference per reference-overlap bucket and per reference-length third."""
+    from onmt.evaluation.breakdown import OVERLAP_EDGES, bucket_of, quantile_edges
+    rows = ["| comparison | split | bucket | articles | pooled Δ R-Lsum at tuned length (95 % CI) "
+            "| at matched length |", "|---|---|---|---|---|---|"]
+    for what, pairs in comparisons(r):
+        art = r[pairs[0][0]].get(split + "_articles")
+        if not art:
+            continue
+        for name, values, edges in (("overlap", art["overlap"], OVERLAP_EDGES),
+                                    ("reference length", art["ref_length"], quantile_edges(art["ref_length"], 3))):
+            buckets = bucket_of(values, edges)
+            for b in range(len(edges) - 1):
+                keep = buckets == b
+                if not keep.any():
+                    continue
+                cells = [pooled_difference([(per_example(r[x], sp) - per_example(r[y], sp))[keep]
+                                            for x, y in pairs]) for sp in (split, split + "_matched")]
+                rows.append(f"| {what} | {split} | {name} {edges[b]:.2f}–{edges[b + 1]:.2f} | {int(keep.sum())} | "
+                            f"{fmt_diff(cells[0])} | {fmt_diff(cells[1])} |")
+    return "\n".join(rows) if len(rows) > 2 else ""
+
+
 def gates(r):
     rows = ["| setting | ML best step | tuned R-Lsum of ML best | gates: end R-Lsum | passed | converged at |",
             "|---|---|---|---|---|---|"]
@@ -134,6 +157,8 @@ def report(r):
             lines += [f"## Views, {split}", "", views_table(r, split), ""]
     if comparisons(r):
         lines += ["## Comparisons", "", comparison_rows(r), ""]
+        if breakdown_rows(r):
+            lines += ["## Comparisons by article (test)", "", breakdown_rows(r), ""]
     if len(lines) == 7:
         lines += ["Nothing scored yet."]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ from experiments import cnndm_conv_stages as st
 from experiments.cnndm_views import decode, figures, head, read_lines, samples
 from experiments.common import run
 from experiments.rl_vs_ml import read_json, write_json
+from onmt.evaluation.breakdown import reference_overlap
 
 ROW_KEYS = ("setting", "rouge", "length")
 
@@ -84,6 +85,10 @@ def score_view(a, view, splits):
                                           official=split == "test" and not tag)
             if split == "test" and not tag:
                 result.update(samples=samples(preds), sample_refs=samples(read_lines(tgt)))
+        # per article, for the report's breakdown: how much its reference copies its source, its length
+        result[split + "_articles"] = {
+            "overlap": [round(reference_overlap(x, y), 4) for x, y in zip(read_lines(src), read_lines(tgt))],
+            "ref_length": [len(y.split()) for y in read_lines(tgt)]}
     n = min(a.cfg.noblock_pairs, len(read_lines(splits["test"][0])))
     src_head = head(splits["test"][0], n, os.path.join(a.workdir, "data", f"test_head{n}.src.txt"))
     decode(configs[""], src_head, f"{folder}/test_noblock.txt", ["-block_ngram_repeat", "0"])

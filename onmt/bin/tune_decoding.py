@@ -195,10 +195,9 @@ def main(argv=None):
     torch.manual_seed(opt.seed)
     check_not_inputs({"-output": opt.output, "-report": opt.report,
                       "-match_output": opt.match_output}, inputs(opt))
-    check_output(opt.output, f"-output {opt.output}")
-    for name in ("report", "match_output"):
+    for name, kind in (("output", "yaml"), ("report", "json"), ("match_output", "yaml")):
         if getattr(opt, name):
-            check_output(getattr(opt, name), f"-{name} {getattr(opt, name)}")
+            check_output(getattr(opt, name), f"-{name} {getattr(opt, name)}", kind, opt.overwrite)
     fixed = fixed_values(opt)
     runs = {}
 

@@ -374,7 +374,7 @@ def translate_parser():
 
 def tune_decoding_parser():
     return _with_config("Checkpoints + a tuning set -> the best checkpoint and length rule",
-                        tune_decoding_opts)
+                        tune_decoding_opts, overwrite=True)
 
 
 def evaluate_parser():

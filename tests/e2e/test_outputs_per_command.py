@@ -106,6 +106,22 @@ def preprocess_save_config(d, victim, *more):
                str(d / "prep" / "p"), "-save_config", str(d / victim), *more])
 
 
+def tune_decoding(d, victim, *more, option="-output"):
+    from onmt.bin import tune_decoding as bin_
+    others = {"-output": d / "t.yaml", "-report": d / "t.json", "-match_output": d / "m.yaml"}
+    others[option] = d / victim
+    bin_.main(["-model", str(d / "absent.pt"), "-src", str(d / "train.src"), "-tgt", str(d / "train.tgt"),
+               *[x for k, v in others.items() for x in (k, str(v))], *more])
+
+
+def tune_report(d, victim, *more):
+    tune_decoding(d, victim, *more, option="-report")
+
+
+def tune_matched(d, victim, *more):
+    tune_decoding(d, victim, *more, option="-match_output")
+
+
 def lead_baseline(d, victim, *more):
     with pytest.raises(SystemExit) as e:
         _load_tool("lead_baseline").main(["-src", str(d / "train.src"), "-output", str(d / victim),
@@ -141,6 +157,10 @@ REFUSED = [
     (lead_baseline, "model_step_5.pt", "a checkpoint"),
     (lead_baseline, "corpus/train.tgt.txt", "a corpus file"),
     (explore, "other_pred.txt", "not an HTML page"),
+    (tune_decoding, "model_step_5.pt", "a checkpoint"),
+    (tune_decoding, "other_pred.txt", "not a YAML mapping"),
+    (tune_report, "data.meta.json", "a file of the dataset"),
+    (tune_matched, "corpus/train.tgt.txt", "a corpus file"),
 ]
 
 
