@@ -273,8 +273,10 @@ def _spawned(index, fn, argv, world_size, addr, port):
     from onmt.utils.cli import run_main
     # out of the spawner's process group: a signal to the group reaches a rank once, forwarded
     os.setpgrp()
+    from onmt.utils.stop import LAUNCHER_PID
     os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
-                       "MASTER_ADDR": addr, "MASTER_PORT": str(port), SPAWNED: "1"})
+                       "MASTER_ADDR": addr, "MASTER_PORT": str(port), SPAWNED: "1",
+                       LAUNCHER_PID: str(os.getppid())})
     run_main(fn, argv)  # a user error: one line and exit code 1, which stops the other ranks
 
 

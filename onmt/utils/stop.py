@@ -22,6 +22,10 @@ from onmt.errors import Stopped
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+# the pid of the process that spawned this rank (utils/distributed.py), to tell its death from a ^C
+LAUNCHER_PID = "ONMT_LAUNCHER_PID"
+
+
 def handled_signals():
     """SIGNALS, less SIGHUP where it is ignored: `nohup train.py` asked the run to outlive its
     terminal."""
@@ -61,6 +65,10 @@ class StopSignals:
         if self.received is not None or self._arrived() > 1:
             raise KeyboardInterrupt   # a second signal: stop now, without saving
         self.received, self.signum = signal.Signals(signum).name, signum
+        launcher = os.environ.get(LAUNCHER_PID)
+        if signum == signal.SIGINT and launcher and os.getppid() != int(launcher):
+            # torch.multiprocessing sets SIGINT as a rank's parent-death signal: no ^C was pressed
+            self.received = f"SIGINT (sent as its launching process {launcher} ended)"
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():

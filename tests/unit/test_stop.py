@@ -98,3 +98,21 @@ def test_an_ignored_sighup_stays_ignored(recorded):
             assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
     finally:
         signal.signal(signal.SIGHUP, previous)
+
+
+def test_a_ranks_sigint_from_its_launchers_death_says_so(recorded, monkeypatch):
+    """torch.multiprocessing gives each rank SIGINT when its parent dies: after the launcher was SIGKILLed
+    the ranks said "stopped by SIGINT", as if ^C had been pressed."""
+    import os
+
+    from onmt.utils.stop import LAUNCHER_PID
+    monkeypatch.setenv(LAUNCHER_PID, str(os.getppid()))       # the launcher alive: a real ^C
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGINT)
+    assert str(stop.stopped(4, None)) == "stopped by SIGINT at step 4"
+    monkeypatch.setenv(LAUNCHER_PID, str(os.getppid() + 100000))   # another process spawned it, and is gone
+    with StopSignals() as stop:
+        signal.raise_signal(signal.SIGINT)
+    msg = str(stop.stopped(4, None))
+    assert msg.startswith("stopped by SIGINT (sent as its launching process") and "ended" in msg
+    assert stop.stopped(4, None).code == 130
