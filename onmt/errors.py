@@ -17,7 +17,11 @@ class UserError(Exception):
 class PeerStopped(UserError):
     """Another process of a distributed run is gone: printed as one line, then this process ends at
     once (its communication threads, waiting on the dead peer, would abort the interpreter's
-    exit)."""
+    exit), with PEER_EXIT, so that a launcher can tell the rank that failed from those it took
+    with it."""
+
+
+PEER_EXIT = 3
 
 
 class OptionError(ValueError):

@@ -5,7 +5,7 @@ import signal
 import sys
 import threading
 
-from onmt.errors import OptionError, PeerStopped, Stopped, Terminated, UserError
+from onmt.errors import PEER_EXIT, OptionError, PeerStopped, Stopped, Terminated, UserError
 
 
 def run_main(main_fn, argv=None):
@@ -21,7 +21,7 @@ def run_main(main_fn, argv=None):
         sys.stdout.flush()
         sys.stderr.flush()
         # not sys.exit: gloo's threads, still tied to the dead peer, abort a normal exit
-        os._exit(1)
+        os._exit(PEER_EXIT)
     except (UserError, OptionError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         sys.exit(1)

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import torch
 
-from onmt.errors import PeerStopped, UserError
+from onmt.errors import PEER_EXIT, PeerStopped, UserError
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 
@@ -310,18 +310,47 @@ def spawn(fn, argv, world_size, start_method="spawn"):
             while not received:
                 alive = [p.sentinel for p in procs if p.is_alive()]
                 ended = not alive or wait(alive, timeout=0.5)
-                if ended and not received and context.join(timeout=0):
-                    break
+                if ended and not received:
+                    _let_the_failed_rank_end(procs)
+                    if context.join(timeout=0):
+                        break
         except mp.ProcessExitedException as e:
             if not received:
-                raise UserError(f"rank {e.error_index} of {world_size} exited with code "
-                                f"{e.exit_code}; the other ranks were stopped") from None
+                index, code = _failed_rank(procs, e.error_index, e.exit_code)
+                raise UserError(f"rank {index} of {world_size} exited with code "
+                                f"{code}; the other ranks were stopped") from None
         except mp.ProcessRaisedException as e:
             last = str(e).strip().splitlines()[-1] if str(e).strip() else "an exception"
             raise UserError(f"rank {e.error_index} of {world_size} failed ({last}); "
                             "the other ranks were stopped") from None
         if received:
             _stopped(procs, received[0], world_size)
+
+
+# how long the other ranks may take to end on their own after one ended because a peer was gone
+PEER_GRACE_S = 10.0
+
+
+def _let_the_failed_rank_end(procs, grace_s=None):
+    """A rank that ended with PEER_EXIT was taken down by another's failure, which may still be on
+    its way out (printing its error, leaving the process group): wait up to PEER_GRACE_S for the
+    others before torch's join ends them, so that the rank that failed is the one named."""
+    import time
+    from multiprocessing.connection import wait
+    if not any(p.exitcode == PEER_EXIT for p in procs):
+        return
+    deadline = time.monotonic() + (PEER_GRACE_S if grace_s is None else grace_s)
+    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+        wait([p.sentinel for p in procs if p.is_alive()], timeout=0.1)
+
+
+def _failed_rank(procs, index, code):
+    """(rank, exit code) to name for a failed run: the first rank that failed on its own (an exit
+    code other than PEER_EXIT and not ended by a signal), else what torch's join reported."""
+    for i, p in enumerate(procs):
+        if p.exitcode not in (None, 0, PEER_EXIT) and p.exitcode > 0:
+            return i, p.exitcode
+    return index, code
 
 
 def _signal_all(procs, signum):

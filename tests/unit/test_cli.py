@@ -11,7 +11,7 @@ from helpers.paths import ROOT
 CASES = {
     "UserError('bad line 3')": (1, "prog.py: error: bad line 3"),
     "PeerStopped('rank 0 of 2: another process of this run stopped')":
-        (1, "prog.py: error: rank 0 of 2: another process of this run stopped"),
+        (3, "prog.py: error: rank 0 of 2: another process of this run stopped"),
     "Stopped('stopped by SIGUSR1 after saving', 138)": (138, "prog.py: stopped by SIGUSR1 after saving"),
     "Terminated()": (143, "prog.py: terminated (SIGTERM)"),
     "Terminated(1)": (129, "prog.py: terminated (SIGHUP)"),
