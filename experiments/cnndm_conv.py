@@ -188,6 +188,9 @@ def status(a):
     ready, todo = pending(a)
     done = [j for j in wanted(a) if j not in todo]
     scored = [v for v in P.VIEWS if st.figures_of(a, v) is not None]
+    running = [j for j in ready if j.startswith("train:") and os.path.exists(
+        os.path.join(st.arm_folder(a, j[6:]), "model.lock"))]
+    ready = [j if j not in running else j + " (training now: its lock is held)" for j in ready]
     return "\n".join([f"done: {', '.join(done) or 'nothing'}", f"ready: {', '.join(ready) or 'nothing'}",
                       f"waiting: {', '.join(j for j in todo if j not in ready) or 'nothing'}",
                       f"views scored: {', '.join(scored) or 'none'} of {', '.join(P.VIEWS)}"])
