@@ -25,6 +25,7 @@ from onmt.utils.optim import optimizer_from_opt
 SIZES = {   # the CNN/DM experiment's ML stage (experiments/cnndm_conv_arms.py) and Paulus et al.'s
     "cnndm_small": (["-word_vec_size", "64", "-rnn_size", "128"], 20000, 5000),
     "paper": (["-word_vec_size", "100", "-rnn_size", "400"], 150000, 50000),
+    "tiny": (["-word_vec_size", "8", "-rnn_size", "8"], 60, 40),          # the test suite's smoke run
 }
 
 

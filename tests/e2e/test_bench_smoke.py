@@ -39,6 +39,10 @@ RUNS = {
                           "-translate_opts", "-max_length 4 -beam_size 2"],
     "suite_parity": ["-work", "{d}", "-families", "rnn", "-amps", "bf16"],
     "explore_bench": ["-src", "{d}/src.txt", "-ref", "{d}/tgt.txt", "-system", "{d}/tgt.txt", "-repeat", "1"],
+    "release_size": ["-sizes", "tiny"],
+    "server_bench": ["-n_lines", "4", "-clients", "1,2", "-src_min", "3", "-src_max", "5", "-src_vocab", "50",
+                     "-tgt_vocab", "30", "-word_vec_size", "8", "-rnn_size", "8", "-beam_size", "2", "-length", "3",
+                     "-rounds", "1", "-threads", "1"],
     # runs upstream OpenNMT-py 3.5.1 (a venv of its own, installed on first use): its options here
     "compare_upstream": ["-h"],
 }
