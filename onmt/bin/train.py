@@ -287,12 +287,14 @@ def _train_rank(opt, world, data):
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size,
                                           batch_type=opt.batch_type,
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
-                                          rank=world.rank, world_size=world.world_size)
+                                          rank=world.rank, world_size=world.world_size,
+                                          length_buckets=opt.length_buckets)
     distributed.check_batches(train_data, world)
     longest = check_step_memory(opt, train_data, vocabs, device)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
                                            seed=opt.seed, rank=world.rank,
-                                           world_size=world.world_size, equal_shares=False)
+                                           world_size=world.world_size, equal_shares=False,
+                                           length_buckets=opt.length_buckets)
                   if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = build_loss(opt)
     meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(),

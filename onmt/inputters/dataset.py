@@ -30,7 +30,7 @@ from onmt.inputters.vocab_builder import load_vocabs, shard_paths
 class ShardedDataset:
     def __init__(self, shard_paths, batch_size, batch_type="sents", pool_factor=100, shuffle=True,
                  seed=0, rank=0, world_size=1, tgt_vocab_size=None, src_to_tgt=None, run_id=None,
-                 equal_shares=True):
+                 equal_shares=True, length_buckets=0):
         if batch_type not in ("sents", "tokens"):
             raise ValueError(f"batch_type must be sents or tokens, got {batch_type!r}")
         if batch_size <= 0 or pool_factor <= 0 or not 0 <= rank < world_size:
@@ -44,6 +44,8 @@ class ShardedDataset:
         self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
         # leave out the epoch's incomplete last group of world_size batches
         self.equal_shares = equal_shares
+        # -length_buckets: each batch's source and target padded to one of K lengths per octave
+        self.length_buckets = length_buckets
 
     @classmethod
     def from_data(cls, save_data, split, batch_size, **kwargs):
@@ -147,7 +149,7 @@ class ShardedDataset:
                 group, member = divmod(k, self.world_size)
                 if member == self.rank and group >= start:
                     held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)),
-                                   self.tgt_vocab_size, self.src_to_tgt)
+                                   self.tgt_vocab_size, self.src_to_tgt, self.length_buckets)
                 if held is not None and (member == self.world_size - 1 or not self.equal_shares):
                     yield held
                     held = None

@@ -60,6 +60,10 @@ def train_opts(parser):
           help="validation batch size (sentences)")
     g.add("-pool_factor", "--pool_factor", type=int, default=100,
           help="batches per length-sorted bucket pool")
+    g.add("-length_buckets", "--length_buckets", type=int, default=0,
+          help="pad each batch's source and target length up to the next of K lengths per octave "
+               "(m 2^e, K <= m < 2K): few batch shapes (what a CUDA graph needs), at most 1/K "
+               "padding added (0: off, each batch as long as its longest example)")
     g.add("-accum_count", "--accum_count", type=int, default=1,
           help="one optimizer step per N batches (per process): "
                "the update of one N times larger batch")

@@ -175,7 +175,7 @@ OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization",
 # what makes a resumed run the run it resumes (its batches, their order and size, its draws): the
 # checkpoint's unless given again
 BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "valid_batch_size",
-                    "seed", "rl_normalization")
+                    "seed", "rl_normalization", "length_buckets")
 # the weights' moving average (-average_decay): the checkpoint's unless given again
 AVERAGE_OPTIONS = ("average_decay", "average_every")
 # the run's own schedule, stopping and reporting: the checkpoint's on a resume into its -save_model
