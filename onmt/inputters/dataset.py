@@ -44,8 +44,9 @@ class ShardedDataset:
         self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
         # leave out the epoch's incomplete last group of world_size batches
         self.equal_shares = equal_shares
-        # -length_buckets: each batch's source and target padded to one of K lengths per octave
-        self.length_buckets = length_buckets
+        # -length_buckets: each batch's source and target padded to one of K lengths per octave,
+        # never beyond the data's longest (`caps`, read from the offsets on first use)
+        self.length_buckets, self._caps = length_buckets, None
 
     @classmethod
     def from_data(cls, save_data, split, batch_size, **kwargs):
@@ -136,6 +137,13 @@ class ShardedDataset:
             del shard
         return src_max, tgt_max, where, examples
 
+    def caps(self):
+        """(longest source, longest target) over the shards with -length_buckets (the bucket
+        lengths' caps: a truncation length is a shape of its own), else (None, None)."""
+        if self.length_buckets and self._caps is None:
+            self._caps = self.longest()[:2]
+        return self._caps or (None, None)
+
     # ------------------------------------------------------------------ iteration
     def iter_epoch(self, epoch, start=0):
         """Yield this rank's Batch objects of `epoch`, skipping its first `start` batches."""
@@ -149,7 +157,8 @@ class ShardedDataset:
                 group, member = divmod(k, self.world_size)
                 if member == self.rank and group >= start:
                     held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)),
-                                   self.tgt_vocab_size, self.src_to_tgt, self.length_buckets)
+                                   self.tgt_vocab_size, self.src_to_tgt, self.length_buckets,
+                                   self.caps())
                 if held is not None and (member == self.world_size - 1 or not self.equal_shares):
                     yield held
                     held = None

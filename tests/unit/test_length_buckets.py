@@ -48,6 +48,9 @@ def test_bucket_lengths(K):
     assert all(bucket_length(b, K) == b for b in lengths)   # a bucket length is its own bucket
     assert len(set(lengths)) <= _bound(K, 2000)
     assert [bucket_length(x, 0) for x in n] == n   # off
+    capped = [bucket_length(x, K, 1000) for x in n[:1000]]   # the data's longest: never beyond it
+    assert all(x <= b <= min(1000, x + x / K) for x, b in zip(n, capped)) and 1000 in capped
+    assert len(set(capped)) <= _bound(K, 1000) + 1
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +68,14 @@ def _shapes(data, K):
 def test_an_epoch_sees_few_shapes_all_bucket_lengths(data):
     plain, bucketed = _shapes(data, 0), _shapes(data, 4)
     assert len(plain) == len(bucketed)
+    src_cap, tgt_cap = max(s[1] for s, _, _ in plain), max(t[1] for _, t, _ in plain)
     for (s0, t0, b0), (s, t, b) in zip(plain, bucketed):
-        assert s[1] == bucket_length(s0[1], 4) and t[1] == bucket_length(t0[1], 4)
+        assert s[1] == bucket_length(s0[1], 4, src_cap) and t[1] == bucket_length(t0[1], 4, tgt_cap)
         assert torch.equal(b.src[:, :s0[1]], b0.src) and (b.src[:, s0[1]:] == PAD).all()
         assert torch.equal(b.tgt_ex[:, :t0[1]], b0.tgt_ex) and (b.tgt[:, t0[1]:] == PAD).all()
         assert b.n_tgt_tokens == b0.n_tgt_tokens and torch.equal(b.src_lengths, b0.src_lengths)
     src_lengths, tgt_lengths = {s[1] for s, _, _ in bucketed}, {t[1] for _, t, _ in bucketed}
-    assert len(src_lengths) <= _bound(4, 60) and len(tgt_lengths) <= _bound(4, 32)
+    assert len(src_lengths) <= _bound(4, 60) + 1 and len(tgt_lengths) <= _bound(4, 32) + 1
     assert len({s[1] for s, _, _ in plain}) > len(src_lengths)   # the buckets did merge shapes
 
 
