@@ -61,6 +61,8 @@ class MLLoss:
         # counted in n_words; OpenNMT-py counts <s> too).
         # The statistics keep the plain sums.
         self.by_seqlength = by_seqlength
+        # the teacher-forced pass and loss as run: `terms`, or its capture (capture_with)
+        self.region = None
 
     @classmethod
     def from_opt(cls, opt):
@@ -70,8 +72,16 @@ class MLLoss:
     def __call__(self, model, batch, enc=None):
         """-> (scalar loss to backpropagate, Statistics of this batch); `enc`: the batch's encoding
         when the caller has it (interface.py gold_log_likelihood)."""
-        loss, figures = self.terms(model, batch, enc)
+        if self.region is None:
+            loss, figures = self.terms(model, batch, enc)
+        else:  # captured: the encoder (its packing reads host lengths) outside the region
+            loss, figures = self.region(model, batch, model.encode(batch) if enc is None else enc)
         return loss, _statistics(*figures, batch.batch_size)
+
+    def capture_with(self, wrap):
+        """Run `terms` as wrap(terms) from now on (train.py -cuda_graphs:
+        onmt/fused/execution.py `captured`)."""
+        self.region = wrap(self.terms)
 
     def terms(self, model, batch, enc=None):
         """-> (scalar loss, the tensors its Statistics are made of): the teacher-forced pass and the
