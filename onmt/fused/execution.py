@@ -69,7 +69,7 @@ class Execution:
         import torch
         cuda = torch.device(device).type == "cuda"
         return cls(compile="decoder-step" if opt.compile else "off",
-                   capture="cuda-graphs" if getattr(opt, "cuda_graphs", False) and cuda else "off")
+                   capture="cuda-graphs" if opt.cuda_graphs and cuda else "off")
 
     @classmethod
     def for_decoding(cls, precision="fp32", compile=False):

@@ -189,7 +189,7 @@ RUN_SAME = {"train_steps": ("train_steps", "epochs"), "epochs": ("train_steps", 
 # what the objective implies: derived again, not carried, when -rl_gamma changes
 OBJECTIVE_DERIVED = ("early_stopping_criteria", "valid_rouge")
 # this process's choices, never carried: the log names those the checkpoint's run had on
-PROCESS_OPTIONS = ("amp", "compile", "tensorboard", "train_time_limit")
+PROCESS_OPTIONS = ("amp", "compile", "cuda_graphs", "tensorboard", "train_time_limit")
 
 
 def resolve_train_run(opt, saved=None, data=None, target_limit=100):
