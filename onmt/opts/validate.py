@@ -282,7 +282,7 @@ def validate_train_run(opt):
 def validate_translate_opts(opt):
     if opt.beam_size < 1:
         raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
-    _check_numbers(opt, positive=("max_length",),
+    _check_numbers(opt, positive=("max_length", "beam_sync_every"),
                    non_negative=("min_length", "alpha", "beta", "block_ngram_repeat"))
     if opt.profile < 0:
         raise OptionError(f"-profile must be >= 0, got {opt.profile}")
