@@ -137,8 +137,9 @@ def captured(fn):
     the loss and, through autograd, their backward) through torch.compile(mode="reduce-overhead",
     dynamic=False): CUDA graphs, one per batch shape (-length_buckets: a few dozen at CNN/DM
     lengths, bench/padding_bench.py), captured when a shape is first seen and replayed after. The
-    host syncs left inside (See et al.'s gold rows, tests/unit/test_length_buckets.py) break the
-    graph there; the encoder and the statistics run eagerly outside it (MLLoss.__call__)."""
+    region asks the host nothing (a model built with this capture: See et al.'s gold pass computes
+    every row, tests/unit/test_length_buckets.py); the encoder and the statistics run eagerly
+    outside it (MLLoss.__call__)."""
     import torch
     import torch._dynamo
 

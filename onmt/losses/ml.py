@@ -85,9 +85,10 @@ class MLLoss:
 
     def terms(self, model, batch, enc=None):
         """-> (scalar loss, the tensors its Statistics are made of): the teacher-forced pass and the
-        loss without a host synchronization in the rnn and reinforced families (what a CUDA graph
-        can capture, issue 56; tests/unit/test_length_buckets.py); the statistics' one copy to the
-        host comes after, in __call__."""
+        loss without a host synchronization in the rnn and reinforced families, and in See et al.'s
+        built to be captured (what a CUDA graph can capture, issue 56;
+        tests/unit/test_length_buckets.py); the statistics' one copy to the host comes after, in
+        __call__."""
         ll, pred, attns = model.gold_log_likelihood(batch, enc=enc)  # (B, T-1) x2
         gold, mask = gold_targets(batch, extended_size(model, batch))
         with float32_region(ll):

@@ -9,7 +9,7 @@ pass and loss free of host synchronizations (what a CUDA graph capture needs).
                        (helpers.syncs.counting_syncs; CUDA's torch.cuda.set_sync_debug_mode has no CPU
                        counterpart), the encoder (pack_padded_sequence's host lengths) and the
                        statistics' one copy outside it; See et al.'s gold pass keeps one nonzero (its
-                       real target rows), pinned here: what is left before it can be captured
+                       real target rows) unless the model is built to be captured, then none
 """
 import math
 from dataclasses import replace
@@ -129,3 +129,30 @@ def test_the_teacher_forced_pass_and_loss_do_not_sync(family):
             loss, figures = loss_fn.terms(model, batch, enc)
             loss.backward()
     assert _by_file(counts) == REGION[family]
+
+
+def test_see_et_al_captured_computes_every_row_without_a_sync():
+    """Built to be captured (Execution capture "cuda-graphs", onmt/fused/execution.py), See et al.'s gold
+    pass computes every row, padding included, instead of selecting the real ones (the nonzero): no sync
+    in the region, the same loss and gradients."""
+    from onmt.fused.execution import Execution
+    from onmt.model_builder import build_model
+    opt, vocabs = make_opt(**FAMILIES["copy"]), make_vocabs()
+    batch = _padded(make_batch(vocabs, B=3, S=7, T=6, copy_source=True), 1, 2)
+    out = {}
+    for capture in ("off", "cuda-graphs"):
+        torch.manual_seed(0)
+        model = build_model(opt, vocabs, execution=Execution(capture=capture)).eval()
+        loss_fn = build_loss(opt)
+        enc = model.encode(batch)
+        with counting_syncs() as counts:
+            loss, figures = loss_fn.terms(model, batch, enc)
+            loss.backward()
+        out[capture] = (loss.detach(), [p.grad for p in model.parameters()], _by_file(counts), figures)
+    assert out["cuda-graphs"][2] == {} and out["off"][2] == REGION["copy"]
+    torch.testing.assert_close(out["cuda-graphs"][0], out["off"][0], rtol=1e-6, atol=1e-6)
+    for a, b in zip(out["cuda-graphs"][1], out["off"][1]):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    mask = out["off"][3][4]
+    for a, b in zip(out["cuda-graphs"][3][2:3], out["off"][3][2:3]):   # the argmax at real tokens
+        assert torch.equal(a[mask], b[mask])
