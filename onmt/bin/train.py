@@ -208,6 +208,23 @@ def main(argv=None):
         train_rank(opt, world, data)
 
 
+def capture_note(opt, model, loss_fn):
+    """-cuda_graphs: the ML loss's teacher-forced pass captured where the model's execution says so
+    (CUDA), else one line saying why it runs eagerly."""
+    if not opt.cuda_graphs:
+        return
+    from onmt.fused.execution import captured
+    if model.execution.capture == "off":
+        logger.info("-cuda_graphs: CUDA only; the teacher-forced pass runs eagerly on this device")
+    elif not hasattr(loss_fn, "capture_with"):
+        logger.info("-cuda_graphs: the mixed objective runs eagerly (only the ML loss is captured)")
+    else:
+        loss_fn.capture_with(captured)
+        shapes = "" if opt.length_buckets else " (without -length_buckets: one per batch)"
+        logger.info("-cuda_graphs: the teacher-forced pass and the ML loss captured as CUDA "
+                    f"graphs, one per batch shape{shapes}")
+
+
 def train_rank(opt, world, data=None):
     """Train as rank `world.rank` of `world.world_size` (utils/distributed.py) on the dataset `data`
     (default -data): every rank builds the same model and reads its own batches; rank 0 logs, writes
@@ -266,7 +283,7 @@ def _train_rank(opt, world, data):
                         allow_new=opts.resume_adds_parameters(opt),
                         checkpoint_name=opt.train_from or None, device=device,
                         # -compile: the decoder's step, compiled on first call
-                        execution=Execution.for_training(opt))
+                        execution=Execution.for_training(opt, device))
     optimizer = build_optimizer(opt, model, ckpt)
     logger.info(describe_phase(opt, ckpt))
     distributed.broadcast_model(model, world)
@@ -287,14 +304,17 @@ def _train_rank(opt, world, data):
     train_data = ShardedDataset.from_data(opt.data, "train", opt.batch_size,
                                           batch_type=opt.batch_type,
                                           pool_factor=opt.pool_factor, shuffle=True, seed=opt.seed,
-                                          rank=world.rank, world_size=world.world_size)
+                                          rank=world.rank, world_size=world.world_size,
+                                          length_buckets=opt.length_buckets)
     distributed.check_batches(train_data, world)
     longest = check_step_memory(opt, train_data, vocabs, device)
     valid_data = (ShardedDataset.from_data(opt.data, "valid", opt.valid_batch_size, shuffle=False,
                                            seed=opt.seed, rank=world.rank,
-                                           world_size=world.world_size, equal_shares=False)
+                                           world_size=world.world_size, equal_shares=False,
+                                           length_buckets=opt.length_buckets)
                   if shard_paths(opt.data, meta, "valid") else None)
     loss_fn = build_loss(opt)
+    capture_note(opt, model, loss_fn)
     meta_ckpt = {"opt": opts.saved_options(opt), "vocab": vocabs.to_dict(),
                  "preprocess": input_options(meta),
                  "param_names": [n for n, _ in model.named_parameters()]}

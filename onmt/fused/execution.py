@@ -1,7 +1,7 @@
 """What runs: the one implementation selector of a model, made once and fixed when the model is
 built.
 
-    Execution(kernels="fused", precision=None, compile="off")
+    Execution(kernels="fused", precision=None, compile="off", capture="off")
 
     kernels    "fused" (onmt/fused's kernels wherever they apply) or "plain" (the equation-shaped
                reference code only): onmt/fused/kernels.py
@@ -15,6 +15,10 @@ built.
                set on the decoder when it is built); "mlp-scores" (translate.py -compile: the mlp
                attention's decoding scores through torch.compile, given to GlobalAttention when it
                is built; fused only)
+    capture    "off"; "cuda-graphs" (train.py -cuda_graphs on CUDA: the teacher-forced pass and the
+               ML loss, MLLoss.terms, through `captured`: torch.compile(mode="reduce-overhead"),
+               one CUDA graph per batch shape, which -length_buckets keeps few). Eager on every
+               other device: for_training gives "off" there
 
 The entry points make it from their options (`for_training`, `for_decoding`) and hand it to
 `build_model(..., execution=...)`, which gives it to every module it builds (each keeps it as
@@ -31,6 +35,7 @@ from onmt.fused import kernels as _kernels
 
 PRECISIONS = ("fp32", "bf16", "fp16", "int8")
 COMPILE = ("off", "decoder-step", "mlp-scores")
+CAPTURE = ("off", "cuda-graphs")
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class Execution:
     kernels: str = "fused"
     precision: Optional[str] = None
     compile: str = "off"
+    capture: str = "off"
 
     def __post_init__(self):
         _kernels.check_kernels(self.kernels)
@@ -46,6 +52,8 @@ class Execution:
                              f"got {self.precision!r}")
         if self.compile not in COMPILE:
             raise ValueError(f"compile must be one of {COMPILE}, got {self.compile!r}")
+        if self.capture not in CAPTURE:
+            raise ValueError(f"capture must be one of {CAPTURE}, got {self.capture!r}")
         if self.kernels == "plain" and self.precision not in (None, "fp32"):
             raise ValueError(f"decoding precision {self.precision} needs the fused kernels: "
                              "a model built with kernels='plain' decodes in fp32 only")
@@ -55,9 +63,13 @@ class Execution:
                              "a model built with kernels='plain' runs the plain mlp score")
 
     @classmethod
-    def for_training(cls, opt):
-        """train.py's: fused kernels, no decoding precision, -compile the decoder's step."""
-        return cls(compile="decoder-step" if opt.compile else "off")
+    def for_training(cls, opt, device="cpu"):
+        """train.py's: fused kernels, no decoding precision, -compile the decoder's step,
+        -cuda_graphs the captured teacher-forced pass where `device` is CUDA (eager elsewhere)."""
+        import torch
+        cuda = torch.device(device).type == "cuda"
+        return cls(compile="decoder-step" if opt.compile else "off",
+                   capture="cuda-graphs" if opt.cuda_graphs and cuda else "off")
 
     @classmethod
     def for_decoding(cls, precision="fp32", compile=False):
@@ -96,7 +108,8 @@ class Execution:
         says."""
         precision = (self.decoding_precision
                      + (" (prepared decoding)" if self.precision is not None else ""))
-        return f"kernels {self.kernels}, precision {precision}, compile {self.compile}"
+        capture = f", capture {self.capture}" if self.capture != "off" else ""
+        return f"kernels {self.kernels}, precision {precision}, compile {self.compile}{capture}"
 
 
 def as_execution(value):
@@ -117,3 +130,19 @@ def compile_step(decoder):
     run eagerly. torch.compile builds on the first call."""
     import torch
     decoder.step = torch.compile(type(decoder).step.__get__(decoder), dynamic=True)
+
+
+def captured(fn):
+    """capture "cuda-graphs": `fn` (MLLoss.terms: the teacher-forced decoder pass, the generator,
+    the loss and, through autograd, their backward) through torch.compile(mode="reduce-overhead",
+    dynamic=False): CUDA graphs, one per batch shape (-length_buckets: a few dozen at CNN/DM
+    lengths, bench/padding_bench.py), captured when a shape is first seen and replayed after. The
+    region asks the host nothing (a model built with this capture: See et al.'s gold pass computes
+    every row, tests/unit/test_length_buckets.py); the encoder and the statistics run eagerly
+    outside it (MLLoss.__call__)."""
+    import torch
+    import torch._dynamo
+
+    # a graph per shape: the default limit of 8 would fall back to eager after 8 shapes
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+    return torch.compile(fn, mode="reduce-overhead", dynamic=False)

@@ -30,7 +30,7 @@ from onmt.inputters.vocab_builder import load_vocabs, shard_paths
 class ShardedDataset:
     def __init__(self, shard_paths, batch_size, batch_type="sents", pool_factor=100, shuffle=True,
                  seed=0, rank=0, world_size=1, tgt_vocab_size=None, src_to_tgt=None, run_id=None,
-                 equal_shares=True):
+                 equal_shares=True, length_buckets=0):
         if batch_type not in ("sents", "tokens"):
             raise ValueError(f"batch_type must be sents or tokens, got {batch_type!r}")
         if batch_size <= 0 or pool_factor <= 0 or not 0 <= rank < world_size:
@@ -44,6 +44,9 @@ class ShardedDataset:
         self.run_id = run_id      # meta.json's: every shard must come from that preprocessing run
         # leave out the epoch's incomplete last group of world_size batches
         self.equal_shares = equal_shares
+        # -length_buckets: each batch's source and target padded to one of K lengths per octave,
+        # never beyond the data's longest (`caps`, read from the offsets on first use)
+        self.length_buckets, self._caps = length_buckets, None
 
     @classmethod
     def from_data(cls, save_data, split, batch_size, **kwargs):
@@ -134,6 +137,13 @@ class ShardedDataset:
             del shard
         return src_max, tgt_max, where, examples
 
+    def caps(self):
+        """(longest source, longest target) over the shards with -length_buckets (the bucket
+        lengths' caps: a truncation length is a shape of its own), else (None, None)."""
+        if self.length_buckets and self._caps is None:
+            self._caps = self.longest()[:2]
+        return self._caps or (None, None)
+
     # ------------------------------------------------------------------ iteration
     def iter_epoch(self, epoch, start=0):
         """Yield this rank's Batch objects of `epoch`, skipping its first `start` batches."""
@@ -147,7 +157,8 @@ class ShardedDataset:
                 group, member = divmod(k, self.world_size)
                 if member == self.rank and group >= start:
                     held = collate(shard, torch.from_numpy(np.ascontiguousarray(idx)),
-                                   self.tgt_vocab_size, self.src_to_tgt)
+                                   self.tgt_vocab_size, self.src_to_tgt, self.length_buckets,
+                                   self.caps())
                 if held is not None and (member == self.world_size - 1 or not self.equal_shares):
                     yield held
                     held = None

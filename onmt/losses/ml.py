@@ -61,6 +61,8 @@ class MLLoss:
         # counted in n_words; OpenNMT-py counts <s> too).
         # The statistics keep the plain sums.
         self.by_seqlength = by_seqlength
+        # the teacher-forced pass and loss as run: `terms`, or its capture (capture_with)
+        self.region = None
 
     @classmethod
     def from_opt(cls, opt):
@@ -70,6 +72,23 @@ class MLLoss:
     def __call__(self, model, batch, enc=None):
         """-> (scalar loss to backpropagate, Statistics of this batch); `enc`: the batch's encoding
         when the caller has it (interface.py gold_log_likelihood)."""
+        if self.region is None:
+            loss, figures = self.terms(model, batch, enc)
+        else:  # captured: the encoder (its packing reads host lengths) outside the region
+            loss, figures = self.region(model, batch, model.encode(batch) if enc is None else enc)
+        return loss, _statistics(*figures, batch.batch_size)
+
+    def capture_with(self, wrap):
+        """Run `terms` as wrap(terms) from now on (train.py -cuda_graphs:
+        onmt/fused/execution.py `captured`)."""
+        self.region = wrap(self.terms)
+
+    def terms(self, model, batch, enc=None):
+        """-> (scalar loss, the tensors its Statistics are made of): the teacher-forced pass and the
+        loss without a host synchronization in the rnn and reinforced families, and in See et al.'s
+        built to be captured (what a CUDA graph can capture, issue 56;
+        tests/unit/test_length_buckets.py); the statistics' one copy to the host comes after, in
+        __call__."""
         ll, pred, attns = model.gold_log_likelihood(batch, enc=enc)  # (B, T-1) x2
         gold, mask = gold_targets(batch, extended_size(model, batch))
         with float32_region(ll):
@@ -84,7 +103,7 @@ class MLLoss:
                 if cov is not None and self.lambda_coverage:
                     per_example = per_example + self.lambda_coverage * cov
                 loss = (per_example / mask.sum(-1).clamp_min(1)).sum()
-        return loss, _statistics(nll, cov_total, pred, gold, mask, attns, batch.batch_size)
+        return loss, (nll, cov_total, pred, gold, mask, attns)
 
     @torch.no_grad()
     def validate(self, model, batch):

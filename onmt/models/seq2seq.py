@@ -198,7 +198,9 @@ class CopyNMTModel(NMTModel):
         state = self.init_state(batch, enc if enc is not None else self.encode(batch))
         dec, state = self.decoder(self.embed_target(batch.tgt[:, :-1]), state)
         gold, mask = gold_targets(batch, self.tgt_vocab_size + state.n_oov)  # (B, T-1)
+        # captured (-cuda_graphs): every row, padding too, rather than a nonzero of the real ones
+        rows = None if self.execution.capture != "off" else mask
         ll, pred, p_copy = copy_generator_gold_log_prob(self.generator, dec, state.src_ex,
                                                         state.first_pos, gold, return_p_copy=True,
-                                                        mask=mask)  # (B, T-1) x3
+                                                        mask=rows)  # (B, T-1) x3
         return ll.masked_fill(~mask, 0.0), pred, self._attns(dec, p_copy)

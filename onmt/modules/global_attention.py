@@ -14,11 +14,19 @@ queries. The coverage cov = sum of the previous steps' a (See et al. eq. 10) is 
 (onmt/models/rnn_decoder.py), its loss (eqs. 12-13) onmt/losses/ml.py's. This is the plain formula;
 a decoder built with fused kernels gives the module a faster mlp score (`mlp_score`: row blocks, the
 sigmoid form without autograd, onmt/fused/step_attention.py) and a teacher-forced pass its `step`.
+
+Precision: the scores are a float32 island (onmt/modules/precision.py). Under autocast (-amp) the
+products W_q h, W_m m (and W_a m) run low, their results widened; the sum keys + q + w_c cov, its
+tanh, the dot with v and the scores themselves stay float32. In bfloat16 a score of 40 is known to
++-0.125, so a sharp copy attention (See et al.'s model copies by it) is off by e^0.125 per position,
+and its gradient with it: See et al.'s model did not train under -amp (issue 56; gradients of one
+batch 156 % off float32's with bfloat16 scores, 5 % with float32 ones, tests/unit/test_amp.py).
 """
 import torch
 import torch.nn as nn
 
 from onmt.modules.masked_softmax import masked_softmax
+from onmt.modules.precision import float32_region, widen
 
 ATTN_TYPES = ("dot", "general", "mlp")
 
@@ -55,21 +63,31 @@ class GlobalAttention(nn.Module):
         self.linear_out = nn.Linear(2 * dim, dim, bias=attn_type == "mlp")
 
     def precompute_keys(self, memory):
-        """The query-independent part of the scores, computed once per source: (B, S, H)."""
+        """The query-independent part of the scores, computed once per source: (B, S, H), float32
+        under autocast (the scores' island, module docstring)."""
         if self.attn_type == "general":
-            return self.linear_in(memory)  # (B, S, H)
+            return widen(self.linear_in(memory))  # (B, S, H)
         if self.attn_type == "mlp":
-            return self.linear_memory(memory)  # (B, S, H)
-        return memory
+            return widen(self.linear_memory(memory))  # (B, S, H)
+        return widen(memory)
 
     def score(self, query, keys, coverage=None):
         """query (B, H), keys (B, S, H) or (B/G, S, H): one source per G consecutive queries,
-        coverage (B, S) or None -> raw scores (B, S)."""
+        coverage (B, S) or None -> raw scores (B, S), float32 under autocast (module docstring)."""
         if self.attn_type == "mlp":
-            q = self.linear_query(query)  # (B, H)
+            q = self.linear_query(query)  # (B, H), autocast's precision
             cov = coverage if self.coverage else None
             w_c = self.linear_cover.weight.view(-1) if cov is not None else None  # (H,)
-            return self._mlp_score(q, keys, cov, self.v.weight.view(-1), w_c)  # (B, S)
+            with float32_region(q):
+                # (B, S)
+                return self._mlp_score(widen(q), widen(keys), widen(cov), self.v.weight.view(-1),
+                                       w_c)
+        with float32_region(query):
+            return self._product_score(widen(query), widen(keys), widen(coverage))
+
+    def _product_score(self, query, keys, coverage):
+        """dot / general scores: query (B, H), keys (B, S, H) or (B/G, S, H), coverage (B, S) or
+        None -> (B, S)."""
         N, S, H = keys.shape
         if N == query.size(0):
             scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)  # (B, S)

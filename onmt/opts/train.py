@@ -26,6 +26,11 @@ def train_opts(parser):
                "rollouts, the step-loop decoders; See et al.'s fused decoder pass is not "
                "compiled), on first use (~30 s on the CPU). Measured no faster on the CPU "
                "(docs/benchmarks.md, Lower precision); for GPUs (bench/gpu_suite.sh)")
+    g.add("-cuda_graphs", "--cuda_graphs", action="store_true",
+          help="on CUDA: the teacher-forced pass and the ML loss captured as CUDA graphs "
+               "(torch.compile mode reduce-overhead), one per batch shape: give -length_buckets; "
+               "eager on the CPU and for the mixed objective (logged). Not yet measured on a GPU "
+               "(docs/GPU.md)")
     g = parser.add_argument_group("Schedule")
     g.add("-train_steps", "--train_steps", type=int, default=100000,
           help="stop after this many steps")
@@ -60,6 +65,10 @@ def train_opts(parser):
           help="validation batch size (sentences)")
     g.add("-pool_factor", "--pool_factor", type=int, default=100,
           help="batches per length-sorted bucket pool")
+    g.add("-length_buckets", "--length_buckets", type=int, default=0,
+          help="pad each batch's source and target length up to the next of K lengths per octave "
+               "(m 2^e, K <= m < 2K): few batch shapes (what a CUDA graph needs), at most 1/K "
+               "padding added (0: off, each batch as long as its longest example)")
     g.add("-accum_count", "--accum_count", type=int, default=1,
           help="one optimizer step per N batches (per process): "
                "the update of one N times larger batch")

@@ -115,6 +115,12 @@ def device_opts(g):
 
 def search_opts(g):
     """The search settings that onmt_tune_decoding holds fixed while it tunes the length rule."""
+    g.add("-beam_sync_every", "--beam_sync_every", type=int, default=1,
+          help="ask the host whether hypotheses ended and how many examples are live every N "
+               "search steps instead of every step (one transfer for N; a done example's rows "
+               "decode up to N-1 steps more, masked: the same outputs). For CUDA, where each "
+               "check waits for the device; not yet measured there (docs/GPU.md); -dump_beam "
+               "and sampling check every step")
     g.add("-coverage_penalty", "--coverage_penalty", default="none",
           choices=["none", "wu", "summary"],
           help="coverage penalty of a hypothesis's summed attention cov_i: "

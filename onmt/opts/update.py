@@ -175,7 +175,7 @@ OBJECTIVE_OPTIONS = ("rl_gamma", "rl_reward", "max_gen_length", "normalization",
 # what makes a resumed run the run it resumes (its batches, their order and size, its draws): the
 # checkpoint's unless given again
 BATCHING_OPTIONS = ("batch_size", "batch_type", "accum_count", "pool_factor", "valid_batch_size",
-                    "seed", "rl_normalization")
+                    "seed", "rl_normalization", "length_buckets")
 # the weights' moving average (-average_decay): the checkpoint's unless given again
 AVERAGE_OPTIONS = ("average_decay", "average_every")
 # the run's own schedule, stopping and reporting: the checkpoint's on a resume into its -save_model
@@ -189,7 +189,7 @@ RUN_SAME = {"train_steps": ("train_steps", "epochs"), "epochs": ("train_steps", 
 # what the objective implies: derived again, not carried, when -rl_gamma changes
 OBJECTIVE_DERIVED = ("early_stopping_criteria", "valid_rouge")
 # this process's choices, never carried: the log names those the checkpoint's run had on
-PROCESS_OPTIONS = ("amp", "compile", "tensorboard", "train_time_limit")
+PROCESS_OPTIONS = ("amp", "compile", "cuda_graphs", "tensorboard", "train_time_limit")
 
 
 def resolve_train_run(opt, saved=None, data=None, target_limit=100):

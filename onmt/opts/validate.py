@@ -195,7 +195,7 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every",
                                   "learning_rate", "accum_count", "world_size"),
                    non_negative=("train_steps", "epochs", "max_grad_norm",
-                                 "adagrad_accumulator_init"),
+                                 "adagrad_accumulator_init", "length_buckets"),
                    unit_open=("adam_beta1", "adam_beta2"))
     check_model_numbers(opt)
     if opt.profile < 0:
@@ -282,7 +282,7 @@ def validate_train_run(opt):
 def validate_translate_opts(opt):
     if opt.beam_size < 1:
         raise OptionError(f"-beam_size must be >= 1, got {opt.beam_size}")
-    _check_numbers(opt, positive=("max_length",),
+    _check_numbers(opt, positive=("max_length", "beam_sync_every"),
                    non_negative=("min_length", "alpha", "beta", "block_ngram_repeat"))
     if opt.profile < 0:
         raise OptionError(f"-profile must be >= 0, got {opt.profile}")

@@ -26,6 +26,16 @@ With a coverage penalty (`decoding.CoverageScorer`) each row keeps the running s
 attention, (rows, S), which follows the backpointers; the stopping bound then subtracts the least
 penalty the live hypothesis can still get (0 for wu, its current penalty for summary).
 
+Host checks (-beam_sync_every N, `settings.beam_sync_every`): a step asks the host two things,
+whether a hypothesis ended (to set it aside as a Python Hypothesis) and how many examples are still
+live (to shrink the batch): on CUDA each waits for the device. With N > 1 the step keeps its n-best
+scores (`kept`) on the device, holds its ended hypotheses' tensors (no copy: each step makes new
+ones), and every N steps (and at the last) one transfer says how many examples are live and which
+held steps ended any; those are then set aside in step order. A done example stays in the batch
+until then, its rows decoded but masked (nothing of it is set aside after it is done), so the
+outputs are the same as N = 1's (tests/unit/test_beam_sync.py). -dump_beam checks every step, and so
+does sampling (a done example's rows would draw from the generator: other draws for the others).
+
 `beam_history` (a list, -dump_beam) receives, per example of the batch, the list of its steps:
 {"tokens": [K ids], "backpointers": [K beam indices of the previous step], "scores": [K running
 scores, None for -inf]}: the K hypotheses kept after the step's topk (a finished one included, with
@@ -88,14 +98,32 @@ class BeamSearch:
         self.dump = [] if dump else None
         # per example: its finished Hypothesis
         self.finished = [[] for _ in range(batch.batch_size)]
+        # host checks every `every` steps (module docstring); the steps' ended hypotheses held till
+        # then, and (B,) which examples of the batch are still live (None: all)
+        self.every = 1 if dump or self.sampler is not None else settings.beam_sync_every
+        self.held, self.live = [], None
 
     def run(self):
         beam = self.start()
-        for step in range(self.settings.max_length + 1):
+        last = self.settings.max_length
+        for step in range(last + 1):
             beam, bound = self.advance(beam, step)
             # (B,) False where bound is -inf: nothing left to extend
             live = beam.kept[:, -1] < bound
-            n_live = int(live.sum())
+            if self.every > 1:
+                self.live = live if self.live is None else self.live & live   # (B,)
+                if (step + 1) % self.every and step < last:
+                    continue
+                live, self.live = self.live, None
+                # ONE transfer: the live examples, and whether each held step ended any
+                counts = [live.sum()] + [held[0].sum() for held in self.held]
+                n_live, *ended = torch.stack(counts).tolist()
+                for held, any_ended in zip(self.held, ended):
+                    if any_ended:
+                        self._record(*held)
+                self.held = []
+            else:
+                n_live = int(live.sum())
             if n_live == 0:
                 break
             if n_live < live.size(0):   # drop the finished examples from the batch
@@ -155,7 +183,15 @@ class BeamSearch:
         beam = self._extend(beam, token, attns, rows)
         is_eos = (token == EOS) & (top_scores > NEG_INF)                               # (B, K)
         kept = beam.kept
-        if bool(is_eos.any()):
+        if self.every > 1:   # on the device; the host hears of them every `every` steps
+            if self.live is not None:   # a done example sets nothing more aside
+                is_eos = is_eos & self.live.unsqueeze(1)                               # (B, K)
+            penalized = self._penalized(top_scores, pen, step)                         # (B, K)
+            self.held.append((is_eos, beam, raw, penalized))
+            kept = self._kept(beam, is_eos, penalized)
+            top_scores = top_scores.masked_fill(is_eos, NEG_INF)
+            raw = raw.masked_fill(is_eos, NEG_INF)
+        elif bool(is_eos.any()):
             kept = self._set_aside(beam, is_eos, top_scores, raw, pen, step)
             top_scores = top_scores.masked_fill(is_eos, NEG_INF)
             raw = raw.masked_fill(is_eos, NEG_INF)
@@ -236,12 +272,27 @@ class BeamSearch:
             changes["inspected"] = extend_inspection(beam.inspected, step_values)
         return beam.changed(**changes)
 
-    def _set_aside(self, beam, is_eos, top_scores, raw, pen, step):
-        """Record the hypotheses that just produced </s> (is_eos (B, K); a loop over those only);
-        returns the new kept (B, n_best)."""
+    def _penalized(self, top_scores, pen, step):
+        """(B, K) the final scores of the step's hypotheses were they to end now."""
         penalized = top_scores / self.lengths(step + 1)                                # (B, K)
         if self.coverage.active:
             penalized = self.coverage.finished(penalized, pen)
+        return penalized
+
+    def _kept(self, beam, is_eos, penalized):
+        """(B, n_best) the best final scores so far with those of is_eos (B, K)."""
+        return torch.cat([beam.kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
+            self.settings.n_best, dim=1).values                                        # (B, n_best)
+
+    def _set_aside(self, beam, is_eos, top_scores, raw, pen, step):
+        """Record the hypotheses that just produced </s> (is_eos (B, K); a loop over those only);
+        returns the new kept (B, n_best)."""
+        penalized = self._penalized(top_scores, pen, step)                             # (B, K)
+        self._record(is_eos, beam, raw, penalized)
+        return self._kept(beam, is_eos, penalized)
+
+    def _record(self, is_eos, beam, raw, penalized):
+        """Each hypothesis of is_eos (B, K) of the step's `beam` as a Hypothesis of its example."""
         idx = is_eos.nonzero()                                 # [[b, k], ...] in the current batch
         # their examples in the original batch
         ex = beam.example[idx[:, 0]].tolist()
@@ -252,8 +303,6 @@ class BeamSearch:
             attn = beam.attn[row, :-1].cpu() if beam.attn is not None else None
             extras = hypothesis_extras(beam.inspected, row, len(tokens))
             self.finished[e].append(Hypothesis(tokens, p, s, attn, extras))
-        return torch.cat([beam.kept, penalized.masked_fill(~is_eos, NEG_INF)], dim=1).topk(
-            self.settings.n_best, dim=1).values                                        # (B, n_best)
 
 
 def _history(dump, n_examples):

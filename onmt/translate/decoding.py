@@ -58,6 +58,8 @@ class SearchSettings:
     random_sampling_topk: int = 1
     random_sampling_topp: float = 0.0
     random_sampling_temp: float = 1.0
+    # the beam's host checks every N steps (beam_search.py, Host checks)
+    beam_sync_every: int = 1
 
     @classmethod
     def from_opt(cls, opt):

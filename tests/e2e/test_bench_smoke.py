@@ -20,6 +20,7 @@ RUNS = {
     "mixed_step_bench": TINY_STEP,
     "train_bench": ["-tiny", "-threads", "1"],
     "packing_bench": ["-tiny"],
+    "padding_bench": ["-tiny"],
     "preprocess_bench": ["-tiny", "-num_threads", "1"],
     "decoder_pass_bench": ["-batch_size", "2", "-steps", "3", "-src_len", "4", "-word_vec_size", "8",
                            "-rnn_size", "8", "-repeats", "1", "-threads", "1"],
