@@ -327,26 +327,23 @@ def spawn(fn, argv, world_size, start_method="spawn"):
             _stopped(procs, received[0], world_size)
 
 
-# how long the other ranks may take to end on their own after one ended because a peer was gone
-PEER_GRACE_S = 10.0
+PEER_GRACE_S = 10.0   # how long the others may take to end after a rank ended with PEER_EXIT
 
 
-def _let_the_failed_rank_end(procs, grace_s=None):
+def _let_the_failed_rank_end(procs):
     """A rank that ended with PEER_EXIT was taken down by another's failure, which may still be on
-    its way out (printing its error, leaving the process group): wait up to PEER_GRACE_S for the
-    others before torch's join ends them, so that the rank that failed is the one named."""
+    its way out: wait up to PEER_GRACE_S for the others before torch's join ends them."""
     import time
     from multiprocessing.connection import wait
     if not any(p.exitcode == PEER_EXIT for p in procs):
         return
-    deadline = time.monotonic() + (PEER_GRACE_S if grace_s is None else grace_s)
+    deadline = time.monotonic() + PEER_GRACE_S
     while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
         wait([p.sentinel for p in procs if p.is_alive()], timeout=0.1)
 
 
 def _failed_rank(procs, index, code):
-    """(rank, exit code) to name for a failed run: the first rank that failed on its own (an exit
-    code other than PEER_EXIT and not ended by a signal), else what torch's join reported."""
+    """(rank, exit code) to name: the first that failed on its own, else what join reported."""
     for i, p in enumerate(procs):
         if p.exitcode not in (None, 0, PEER_EXIT) and p.exitcode > 0:
             return i, p.exitcode

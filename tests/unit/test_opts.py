@@ -380,3 +380,4 @@ def test_the_log_names_an_option_given_twice(tmp_path, capsys):
     (tmp_path / "p.txt").write_text("a b\n")
     evaluate.main(["-pred", str(tmp_path / "p.txt"), "-ref", str(tmp_path / "p.txt"), "-seed", "1", "-seed", "2"])
     assert "onmt_evaluate: options given more than once: -seed given 2 times (1, then 2)" in capsys.readouterr().err
+
