@@ -27,15 +27,21 @@ from onmt import opts
 from onmt.bin.common import start
 from onmt.errors import UserError
 from onmt.inputters.corpus import check_line_counts, read_lines
+from onmt.opts.translate import input_rule_opts, tune_fixed_opts
 from onmt.translate import length_grid as lg
 from onmt.utils.cli import run_main
 from onmt.utils.files import check_not_inputs, check_output, write_text_atomic
 from onmt.utils.logging import logger
 
-# translate.py's options held fixed over the grid (copied into each setting when given here)
-FIXED = ("beam_size", "max_length", "coverage_penalty", "beta", "stepwise_penalty",
-         "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
-         "src_seq_length_trunc", "tgt_seq_length_trunc")
+
+def fixed_options():
+    """translate.py's options held fixed over the grid (copied into each setting when given here):
+    those its declarations put in the fixed group (onmt/opts/translate.py tune_fixed_opts), then the
+    input rules, in declaration order."""
+    return opts.option_names(tune_fixed_opts) + opts.option_names(input_rule_opts)
+
+
+FIXED = fixed_options()
 RUN = ("batch_size",)     # given to every decoding, never written: the output does not depend on it
 
 
