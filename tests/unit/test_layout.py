@@ -80,7 +80,6 @@ TESTED_IN = {
 MAX_LINES = 400
 # files longer than MAX_LINES, each with why it may be: a new long file fails test_no_file_over_max_lines
 LONG_FILES = {
-    "tests/e2e/test_hostile_inputs.py": "one hostile input per test across every command; to split by command",
     "tests/unit/test_properties.py": "property tests of several modules; to split by module",
     "tests/unit/test_prepare.py": "every published CNN/DM and Gigaword form; to split by corpus",
 }
