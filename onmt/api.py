@@ -37,6 +37,7 @@ A library leaves the process as it found it: loading sets no allocator option (t
 stderr handler for the call only.
 """
 import contextlib
+import itertools
 import os
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
@@ -260,7 +261,6 @@ class Summarizer:
 
     def _stream(self, texts, opt, return_details, progress, detokenize):
         """The results of an iterator of texts, `opt.batch_size` texts at a time."""
-        import itertools
         with _progress_logging(progress):
             start = 0
             while True:

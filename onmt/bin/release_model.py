@@ -12,6 +12,7 @@ and the API (Summarizer.load) read either format as a checkpoint (utils/release_
 writes a model card with YAML metadata (task, data, metrics of an onmt_evaluate -json file, the
 options): README.md in the safetensors folder, X.md beside a released X.pt.
 """
+import json
 import os
 
 from onmt.errors import UserError
@@ -31,7 +32,6 @@ METRIC_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L",
 def read_metrics(path):
     """The ROUGE F1 scores of an onmt_evaluate -json file: [(metric, name, value)], its line count
     and its scorer; one UserError line naming -metrics when it is not one."""
-    import json
     try:
         with open(path, encoding="utf-8") as f:
             scores = json.load(f)

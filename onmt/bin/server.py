@@ -6,6 +6,8 @@
 
 Needs the `server` extra (aiohttp): without it, one line says how to install it.
 """
+import asyncio
+
 from onmt import opts
 from onmt.errors import UserError
 from onmt.utils.cli import run_main
@@ -20,7 +22,6 @@ def require_aiohttp():
 
 
 def main(argv=None):
-    import asyncio
 
     from onmt.utils.logging import init_logger, logger
     opt = opts.parse_with_given(opts.server_parser(), argv)

@@ -5,7 +5,12 @@ The options are parsed, updated and validated at start (onmt/opts/); once the da
 checkpoint are read, `opts.resolve_train_run` makes the run's options (the checkpoint's model on
 -train_from, the data's defaults) and `opts.validate_train_run` checks them: nothing here writes an
 option."""
+import contextlib
+import glob
+import json
+import os
 import random
+import re
 import sys
 
 import torch
@@ -132,7 +137,6 @@ def out_of_memory_error(exc, longest):
 def inputs(opt, data=None):
     """The files train.py reads, which none of its outputs may be (`data`: the dataset when not
     -data)."""
-    import glob
     prefix = data or opt.data
     return {"-train_from": opt.train_from, "-config": vars(opt).get("config"),
             "-data": ([f"{prefix}.meta.json"] + sorted(glob.glob(glob.escape(prefix) + ".*"))
@@ -152,8 +156,6 @@ def outputs(opt):
 def check_prefix_outputs(opt):
     """UserError when -log_file, -save_config or -profile_trace is a checkpoint of -save_model, its
     best checkpoint or its lock: a save, a pruning or the lock's removal would lose it."""
-    import os
-    import re
 
     from onmt.utils.files import check_not_prefix_files
     base = re.escape(os.path.basename(opt.save_model))
@@ -180,7 +182,6 @@ def main(argv=None):
         logger.info(opt._config_notes)
     # an OpenNMT-py 3.x config: its dataset, built or found
     if opt.data_config and not opt.save_config:
-        import json
 
         from onmt.bin import preprocess as preprocess_bin
         from onmt.inputters.upstream_data import ensure_dataset
@@ -213,7 +214,6 @@ def train_rank(opt, world, data=None):
     (default -data): every rank builds the same model and reads its own batches; rank 0 logs, writes
     TensorBoard and saves, holding the lock of -save_model (a second run writing the same
     checkpoints is refused)."""
-    import contextlib
 
     from onmt.utils.files import prefix_lock
     lock = (prefix_lock(opt.save_model, f"-save_model {opt.save_model}") if world.rank == 0

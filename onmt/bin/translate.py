@@ -7,6 +7,7 @@ lines are plotted into DIR (onmt/inspection/plots.py). With -dump_beam FILE, the
 history goes into FILE (`write_beam_dump`). Output paths are checked before any work.
 The Python API (onmt/api.py) shares this path: onmt/translate/session.py.
 """
+import json
 import os
 import random
 import sys
@@ -157,7 +158,6 @@ def write_beam_dump(path, opt, examples):
     Step t holds the K hypotheses kept after the t-th topk (a hypothesis ending in </s> at step t
     appears there, then its slot is emptied); an empty input line has no steps. Scores are sums of
     log-probabilities (minus the coverage penalty with -stepwise_penalty), before length penalty."""
-    import json
     write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best,
                                         "examples": examples}),
                       f"-dump_beam {path}")

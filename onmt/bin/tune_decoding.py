@@ -21,6 +21,7 @@ bound (-max_alpha, -max_min_length; alpha 0 and minimum length 0 are the lowest 
 -match_output writes a length-matched rule: the best checkpoint and alpha with the minimum (or
 maximum) length found by bisection whose mean output length comes nearest the references'.
 """
+import json
 import os
 
 from onmt import opts
@@ -189,7 +190,6 @@ def chosen_config(row, fixed):
 
 
 def main(argv=None):
-    import json
 
     import torch
     import yaml

@@ -17,6 +17,7 @@ Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and
 import logging
 import multiprocessing as mp
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -259,7 +260,6 @@ def check_outputs_apart(opt):
     """UserError when -log_file and -save_config are one file, or one of them is a file of
     -save_data (a vocabulary, a shard, meta.json, the lock): the dataset's swap or the lock's
     removal would lose it."""
-    import re
 
     from onmt.utils.files import check_distinct_outputs, check_not_prefix_files
     outputs = {"-log_file": opt.log_file, "-save_config": opt.save_config}

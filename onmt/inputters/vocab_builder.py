@@ -7,6 +7,7 @@ vocabulary is its first `src_vocab_size` entries and the target vocabulary its f
 `tgt_vocab_size` entries (a prefix: same ids in both). Min-frequency cuts are prefix cuts of the
 same list.
 """
+import hashlib
 import json
 import os
 from collections import Counter
@@ -141,7 +142,6 @@ def save_vocabs(save_data, vocabs, counts):
 
 def file_sha1(path):
     """The SHA-1 of a file's bytes (hex): meta.json records its vocabulary files' (`vocab_sha1`)."""
-    import hashlib
     h = hashlib.sha1()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

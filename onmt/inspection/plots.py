@@ -17,6 +17,7 @@ made (`require_matplotlib` checks it up front: translate.py calls it before tran
 """
 import math
 import os
+import re
 
 import numpy as np
 
@@ -216,7 +217,6 @@ def plot_records(records, folder, n=None):
     """The PNGs of the first `n` records by input line (all when n is None) into `folder` (created
     if missing); an earlier run's example_N.png that this run does not write is removed, so that
     the folder holds this run's plots alone. Returns their paths."""
-    import re
     os.makedirs(folder, exist_ok=True)
     chosen = sorted(records, key=lambda r: r["line"])
     if n is not None:

@@ -1,5 +1,10 @@
 """Parsing: the exact-name parser, the one-line message of an unknown option (with what an upstream
 OpenNMT-py option is here), which options the user gave, and the parser of each command."""
+import argparse
+import difflib
+import io
+import sys
+
 import configargparse
 
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
@@ -55,7 +60,6 @@ class _ExactParser(configargparse.ArgumentParser):
     it is here, else the closest names."""
 
     def parse_known_args(self, args=None, namespace=None, **kwargs):
-        import sys
         self._check_names(sys.argv[1:] if args is None else list(args))
         return super().parse_known_args(args=args, namespace=namespace, **kwargs)
 
@@ -116,7 +120,6 @@ def _is_number(token):
 def unknown_option_message(name, known):
     """One line about an option `name` (e.g. "-hidden_size") that the parser with options `known`
     lacks."""
-    import difflib
     bare = name.lstrip("-")
     if bare in UPSTREAM_OPTIONS:
         here, what = UPSTREAM_OPTIONS[bare]
@@ -134,7 +137,6 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
     the values become option strings."""
 
     def parse(self, stream):
-        import io
         name = self.last_file = getattr(stream, "name", "the config file")
         try:
             text = stream.read()
@@ -213,7 +215,6 @@ def make_parser(description):
 def parse_with_given(parser, argv=None):
     """Parse `argv` (sys.argv when None) -> opt, with `opt._given`: the dests of the options given
     on the command line or in a -config file, as opposed to defaults (see `given`)."""
-    import argparse
     opt = parser.parse_args(argv)
     saved = [(a, a.default) for a in parser._actions]
     try:
@@ -243,7 +244,6 @@ def parse_values(parser, values):
     the others their defaults (a required option None), `opt._given` the names of `values`. A flag
     is given by a true value; a None value, a false flag and an empty list are not given (as an
     option left off a command line)."""
-    import argparse
     opt = argparse.Namespace()
     for action in parser._actions:
         if action.dest != "help" and not hasattr(opt, action.dest):
@@ -286,7 +286,6 @@ def saved_options(opt):
 
 
 def config_opts(parser):
-    import argparse
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
     # what reading the -config file found worth one log line (the upstream keys it dropped); set by
     # the YAML parser, logged by the entry point once it logs

@@ -1,5 +1,8 @@
 """Validation: the cross-option checks of each group, run after the update step (update.py). A check
 never changes `opt`; an impossible option is one OptionError whose one line names it."""
+import math
+import os
+
 from onmt.errors import OptionError
 from onmt.opts.families import FAMILIES, family_name
 from onmt.opts.parse import given
@@ -10,7 +13,6 @@ def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
     """One-line OptionErrors for impossible numbers: each name of `positive` must be > 0, of
     `non_negative` >= 0, of `unit` in [0, 1], of `unit_open` in [0, 1); NaN and infinity never
     pass."""
-    import math
     rules = [(positive, lambda v: v > 0, "must be positive"),
              (non_negative, lambda v: v >= 0, "must be >= 0"),
              (unit, lambda v: 0 <= v <= 1, "must be in [0, 1]"),
@@ -32,7 +34,6 @@ def _check_gpu(gpu):
 
 
 def validate_prepare_opts(opt):
-    import os
     if opt.report_every <= 0:
         raise OptionError(f"-report_every must be positive, got {opt.report_every}")
     if os.path.realpath(opt.input) == os.path.realpath(opt.output):

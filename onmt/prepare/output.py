@@ -5,6 +5,7 @@ Every output file is written to a temporary name and all of them are renamed tog
 split is complete; on an error or ^C / SIGTERM the temporary files are removed (and the -output
 folder too when this run created it and it is still empty), so a failed run leaves nothing behind.
 """
+import json
 import logging
 import os
 import signal
@@ -172,7 +173,6 @@ def write_text_record(folder, opt, extra=None):
     preprocess.py carries into meta.json and the checkpoints, so that translate.py and the API
     prepare raw input the same way. Every published form of CNN/DM and Gigaword is PTB-style
     tokenized (by its authors or here), so "ptb" unless -tokenize none."""
-    import json
 
     from onmt.utils.files import write_text_atomic
     record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower),

@@ -6,6 +6,7 @@ the translation of text lines with the checkpoint's test-time input rules (input
     results = translate_lines(opt, session, src_lines)     # opt: translate.py's options
 """
 import argparse
+from functools import partial
 from typing import NamedTuple, Optional
 
 from onmt import opts
@@ -23,7 +24,6 @@ class Session(NamedTuple):
     def readable(self):
         """tokens -> text for a reader (onmt/prepare/detokenize.py), sentence-cased when the model
         writes lowercased text (its target vocabulary has no capital letter); decided once, here."""
-        from functools import partial
 
         from onmt.prepare.detokenize import detokenize
         return partial(detokenize, sentence_case=self.lowercased())

@@ -1,7 +1,11 @@
 """Checkpoints: atomic save, safe load (weights_only), validation against data and options."""
+import glob
 import hashlib
+import math
 import os
 import random
+import re
+import shutil
 
 import torch
 
@@ -49,7 +53,6 @@ def load_refusal(error):
     a file of pickled Python objects says which (an OpenNMT-py checkpoint holds its options as an
     argparse.Namespace) and is never loaded, without torch's advice to load it unsafely, its
     terminal escapes or its half sentences; any other error is its first line."""
-    import re
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
     found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
     if found:
@@ -145,7 +148,6 @@ def _check_resume_state(ckpt, path):
     """What a resume reads besides the counters (RNG states, ranks, the run's checkpoints, the
     early-stopping state), where present: UserError naming the first that is not what training
     saves."""
-    import math
     es = ckpt.get("early_stopping")
     problems = [
         ("rng", not _rng_ok(ckpt.get("rng")), "an RNG state"),
@@ -177,7 +179,6 @@ def _check_counters(ckpt, path):
     """The training counters a resume reads: `step` a non-negative integer, `data_pos` two of them
     (epoch, batches), `train_seconds` a finite non-negative number; UserError naming the first that
     is not."""
-    import math
     step, pos, secs = ckpt["step"], ckpt.get("data_pos", (0, 0)), ckpt.get("train_seconds", 0.0)
     if not (_is_int(step) and step >= 0):
         raise UserError(f"checkpoint {path} is damaged: its step is {step!r}, "
@@ -198,8 +199,6 @@ def checkpoint_path(save_model, step):
 
 def saved_steps(save_model):
     """{step: path} of the `{save_model}_step_{N}.pt` files that exist."""
-    import glob
-    import re
     found = {}
     for path in glob.glob(glob.escape(save_model) + "_step_*.pt"):
         m = re.fullmatch(r"_step_(\d+)\.pt", path[len(save_model):])
@@ -231,7 +230,6 @@ def link_best(path, best):
     """Make `best` the checkpoint `path`, atomically: a hard link (no copy; it survives the pruning
     of `path`), or a copy where the file system has no links. A reader sees the old or the new
     best."""
-    import shutil
     tmp = f"{best}.tmp{os.getpid()}"
     try:
         if os.path.lexists(tmp):

@@ -19,7 +19,10 @@ import contextlib
 import datetime
 import os
 import random
+import signal
 import socket
+import time
+from multiprocessing.connection import wait
 from typing import NamedTuple
 
 import torch
@@ -265,7 +268,6 @@ def free_port():
 
 
 def signal_name(signum):
-    import signal
     return signal.Signals(signum).name
 
 
@@ -283,7 +285,6 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     torchrun's variables set (MASTER_ADDR / MASTER_PORT: the environment's, else localhost and a
     free port). When one rank fails the others are stopped, and this raises a one-line UserError.
     start_method "spawn" starts fresh interpreters (what CUDA needs); the CPU tests fork."""
-    from multiprocessing.connection import wait
 
     import torch.multiprocessing as mp
 
@@ -341,8 +342,6 @@ def _stopped(procs, signum, world_size):
     STOP_GRACE_S after another stopped are ended too (one stopped in order while a peer waited on it
     at start-up, for ever).
     -> Stopped (exit 128 + signum), or a UserError for any other failure."""
-    import signal
-    import time
 
     from onmt.errors import Stopped
     in_order = (0, 128 + signum)

@@ -20,6 +20,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 
 from onmt.errors import UserError
@@ -52,7 +53,6 @@ def is_stream(path):
     output), a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, even redirected into
     a regular file: `descriptor_of`), or an existing path (links followed) that is not a regular
     file or a folder (a FIFO, a character device, a socket: /dev/null)."""
-    import stat
     if descriptor_of(path) is not None:
         return True
     try:

@@ -13,6 +13,7 @@ A no-op where the C library is not glibc.
 """
 import ctypes
 import ctypes.util
+import os
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -72,7 +73,6 @@ def training_step_bytes(rows, src_len, tgt_len, hidden, emb, layers, vocab):
 def memory_size(device):
     """The bytes of memory of `device` (a torch.device): the machine's for the CPU, the GPU's own
     for CUDA; None when unknown."""
-    import os
     if device.type == "cuda":
         import torch
         return int(torch.cuda.get_device_properties(device).total_memory)

@@ -13,6 +13,8 @@ float32 (build_model's load_state_dict), so the model decodes the rounded weight
 """
 import json
 import os
+import shutil
+import tempfile
 
 import torch
 
@@ -95,8 +97,6 @@ def write_folder(release, folder, card=None):
     """Write `release` as a safetensors folder at `folder` (and `card`, README.md text, with it):
     staged beside it, then swapped in, so a reader finds the old folder or the new one whole. An
     existing `folder` must be a release folder (or empty)."""
-    import shutil
-    import tempfile
     st = safetensors_module()
     folder = os.path.normpath(folder)   # "rel/" is the folder rel
     if os.path.exists(folder):

@@ -13,6 +13,7 @@ folder that cannot be written. The event file itself is opened at the first scal
 fails before training leaves none. Writing reads no random numbers and touches no tensor of the
 model: training is the same bit for bit with or without it.
 """
+import contextlib
 import os
 
 from onmt.errors import UserError
@@ -53,7 +54,6 @@ class TensorBoard:
     failed = False
 
     def _soft(self, doing):
-        import contextlib
 
         @contextlib.contextmanager
         def guard():
