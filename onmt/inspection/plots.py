@@ -131,6 +131,7 @@ def _intra_panel(ax, record, colors):
         return
     lower = np.tril(np.ones((n, n), dtype=bool), k=-1)       # row t: steps 0..t-1
     shown = np.ma.masked_array(intra[:n, :n], mask=~lower)
+    # matplotlib is optional (pip install .[plot]): only the plots need it
     from matplotlib import colormaps
     image = ax.imshow(shown, aspect="auto", cmap=colormaps["Oranges"].with_extremes(bad="white"),
                       interpolation="nearest", vmin=0.0, vmax=1.0)
@@ -168,6 +169,7 @@ def _copy_panel(ax, record, colors):
 
 def figure(record):
     """The matplotlib Figure of a record (records.py), on an Agg canvas; nothing is saved."""
+    # matplotlib is optional (pip install .[plot]): only the plots need it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.gridspec import GridSpec

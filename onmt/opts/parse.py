@@ -314,7 +314,7 @@ def write_config(opt, path, parser, write=None):
     -decay_method noam is refused). `write(path, text)` writes it (the entry points give
     files.write_text_atomic: whole or not at all, a stream written through: DESIGN §5 keeps utils/
     out of opts/)."""
-    import yaml
+    import yaml  # only for a -config file (start-up time)
     defaults = {}
     for action in parser._actions:
         defaults.setdefault(action.dest, action.default)

@@ -28,7 +28,7 @@ def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
 
 def _check_gpu(gpu):
     if gpu >= 0:
-        import torch
+        import torch  # onmt/opts/ imports no torch (start-up time)
         if not torch.cuda.is_available():
             raise OptionError(f"-gpu {gpu} given but CUDA is not available")
 
@@ -263,7 +263,7 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
                           "or use torchrun")
     _check_gpu(opt.gpu)
     if opt.gpu_ranks:
-        import torch
+        import torch  # onmt/opts/ imports no torch (start-up time)
         if not torch.cuda.is_available():
             raise OptionError("-gpu_ranks given but CUDA is not available")
     if opt.compile:

@@ -293,7 +293,6 @@ def owned_checkpoints(ckpt, save_model, path=None):
 
 def checkpoint_step(path):
     """The step a checkpoint file holds, or None where it is missing or unreadable."""
-    import torch
     try:
         return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
     except Exception:   # missing, truncated, not a checkpoint: no step to trust

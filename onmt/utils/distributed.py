@@ -107,6 +107,7 @@ def process_group(world, timeout_s=1800):
     if not world.distributed:
         yield
         return
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     if world.device.type == "cuda":
         torch.cuda.set_device(world.device)
@@ -130,6 +131,7 @@ def process_group(world, timeout_s=1800):
 def _peer_failure(e):
     """Whether exception `e` of a collective says a peer process is gone (a dead rank under
     torchrun), rather than a fault of this process."""
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     if isinstance(e, getattr(dist, "DistError", ())):
         return True
@@ -144,6 +146,7 @@ def broadcast_model(model, world):
     """Rank 0's parameters and buffers on every rank (they are built from the same seed anyway)."""
     if not world.distributed:
         return
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     with torch.no_grad():
         for t in list(model.parameters()) + list(model.buffers()):
@@ -194,6 +197,7 @@ def check_batches(train_data, world):
 # ------------------------------------------------------------------- collectives of a training step
 def all_reduce_sum(value, device):
     """The sum over ranks of the number `value` (int) of this rank."""
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     t = torch.tensor([value], dtype=torch.int64, device=device)
     dist.all_reduce(t)
@@ -206,6 +210,7 @@ def sum_gradients(params):
     A parameter without a gradient on a rank counts as zero there; it is left without one only when
     no rank has one (so an optimizer skips it exactly as one process would). Flags of who has a
     gradient travel at the end of the first flat buffer."""
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     params = [p for p in params if p.requires_grad]
     if not params:
@@ -243,6 +248,7 @@ def gather_objects(obj, world):
     """[obj of rank 0, obj of rank 1, ...] on every rank ([obj] for one process)."""
     if not world.distributed:
         return [obj]
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     out = [None] * world.world_size
     dist.all_gather_object(out, obj)
@@ -286,6 +292,7 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     free port). When one rank fails the others are stopped, and this raises a one-line UserError.
     start_method "spawn" starts fresh interpreters (what CUDA needs); the CPU tests fork."""
 
+    # torch.multiprocessing only to launch several processes
     import torch.multiprocessing as mp
 
     from onmt.utils.stop import forwarded_signals

@@ -41,6 +41,7 @@ def reuse_freed_memory(threshold=1 << 30):
 def reuse_freed_memory_for(device):
     """`reuse_freed_memory()` where the large tensors live in host memory (a CPU `device`); False,
     with nothing changed, for any other device."""
+    # this module imports no torch at its top (start-up time): only these calls need it
     import torch
     return torch.device(device).type == "cpu" and reuse_freed_memory()
 
@@ -74,6 +75,7 @@ def memory_size(device):
     """The bytes of memory of `device` (a torch.device): the machine's for the CPU, the GPU's own
     for CUDA; None when unknown."""
     if device.type == "cuda":
+        # this module imports no torch at its top (start-up time): only these calls need it
         import torch
         return int(torch.cuda.get_device_properties(device).total_memory)
     try:

@@ -75,6 +75,7 @@ def tied_again(weights, aliases):
 def safetensors_module(what="-format safetensors"):
     """The safetensors.torch module, or a one-line UserError saying how to install it."""
     try:
+        # safetensors is optional (pip install .[release]): only a release folder needs it
         import safetensors.torch
     except ImportError:
         raise UserError(f"{what} needs the safetensors package, which is not installed: "

@@ -25,6 +25,7 @@ class TensorBoard:
 
     def __init__(self, log_dir):
         try:
+            # tensorboard is optional (pip install .[tensorboard]): only -tensorboard needs it
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise UserError("-tensorboard needs the tensorboard package: "
