@@ -45,6 +45,7 @@ import torch
 
 from onmt import opts
 from onmt.opts import api_names
+from onmt.utils.logging import init_logger, logger
 
 # keyword -> translate.py option of that name (derived from its declarations: onmt/opts/
 # api_names.py); store_true options take a bool, nargs="+" ones a list; Hugging Face's names too
@@ -131,7 +132,6 @@ def _not_text(t):
 def _progress_logging(progress):
     """With `progress`, the toolkit's logger writes to stderr for the block when it has no handler
     of its own; its handlers, level and propagation are as before after the block."""
-    from onmt.utils.logging import init_logger, logger
     if not progress or logger.handlers:
         yield
         return

@@ -1,4 +1,5 @@
 """What the entry points train.py and translate.py share at start-up."""
+from onmt.utils.logging import init_logger
 
 
 def start(parser, update, validate, argv=None, inputs=None, outputs=None, before_log=None):
@@ -13,7 +14,6 @@ def start(parser, update, validate, argv=None, inputs=None, outputs=None, before
     import torch
 
     from onmt.opts import parse_with_given
-    from onmt.utils.logging import init_logger
     from onmt.utils.memory import reuse_freed_memory_for
     opt = parse_with_given(parser, argv)
     update(opt)

@@ -11,6 +11,7 @@ import asyncio
 from onmt import opts
 from onmt.errors import UserError
 from onmt.utils.cli import run_main
+from onmt.utils.logging import init_logger, logger
 
 
 def require_aiohttp():
@@ -23,7 +24,6 @@ def require_aiohttp():
 
 def main(argv=None):
 
-    from onmt.utils.logging import init_logger, logger
     opt = opts.parse_with_given(opts.server_parser(), argv)
     opts.validate_server_opts(opt)
     require_aiohttp()

@@ -17,6 +17,7 @@ import torch
 
 from onmt import opts
 from onmt.bin.common import start
+from onmt.errors import UserError
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.translate.session import (  # noqa: F401 (re-exported)
     load_session,
@@ -131,7 +132,6 @@ def main(argv=None):
 def read_stdin_lines():
     """-src -: the lines of the standard input (UTF-8 text, split on "\n" as files are); one
     UserError for bytes that are no text."""
-    from onmt.errors import UserError
     data = sys.stdin.buffer.read()
     try:
         text = data.decode("utf-8")

@@ -21,6 +21,7 @@ import re
 import shutil
 
 from onmt.utils.files import process_alive, write_text_atomic
+from onmt.utils.logging import logger
 
 MANIFEST = "manifest.json"
 
@@ -83,7 +84,6 @@ def finish_or_remove_dead_stages(save_data):
             continue
         if (os.path.exists(os.path.join(path, MANIFEST))
                 and os.path.exists(os.path.join(path, f"{base}.meta.json"))):
-            from onmt.utils.logging import logger
             logger.warning("finishing the dataset swap of a preprocessing run killed inside it "
                            f"({path})")
             _swap(path, os.path.join(folder, base))

@@ -7,6 +7,7 @@ import sys
 
 import configargparse
 
+from onmt.errors import OptionError
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
 from onmt.opts.model import model_opts
 from onmt.opts.server import server_opts
@@ -260,7 +261,6 @@ def parse_values(parser, values):
         try:
             action(parser, opt, parser._get_values(action, words) if words else None, f"-{name}")
         except argparse.ArgumentError as e:
-            from onmt.errors import OptionError
             raise OptionError(str(e)) from None
         named.add(action.dest)
     opt._given = frozenset(named)

@@ -3,7 +3,8 @@ never changes `opt`; an impossible option is one OptionError whose one line name
 import math
 import os
 
-from onmt.errors import OptionError
+from onmt.constants import N_SPECIALS
+from onmt.errors import OptionError, UserError
 from onmt.opts.families import FAMILIES, family_name
 from onmt.opts.parse import given
 from onmt.opts.search_rules import check_search
@@ -41,7 +42,6 @@ def validate_prepare_opts(opt):
 
 
 def validate_preprocess_opts(opt):
-    from onmt.constants import N_SPECIALS
     for name in ("src_vocab_size", "tgt_vocab_size"):
         if getattr(opt, name) <= N_SPECIALS:
             raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the "
@@ -276,7 +276,6 @@ def validate_train_run(opt):
     (UserError: the checkpoint's family may be the cause)."""
     validate_model_opts(opt)
     if opt.copy_loss_by_seqlength and not opt.copy_attn:
-        from onmt.errors import UserError
         raise UserError("-copy_loss_by_seqlength needs a copy model (-copy_attn or -reinforced)")
 
 
@@ -323,7 +322,6 @@ def validate_translate_run(opt):
     (update.resolve_translate_run): a -min_length above the checkpoint's prediction length limit
     (UserError: the checkpoint's rule)."""
     if opt.min_length > opt.max_length:
-        from onmt.errors import UserError
         raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length "
                         f"{opt.max_length} (the checkpoint's rule: give -max_length)")
 

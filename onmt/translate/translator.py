@@ -10,6 +10,7 @@ from typing import Callable, Container, List, NamedTuple, Optional
 import torch
 
 from onmt.constants import PAD, UNK, UNK_WORD
+from onmt.errors import UserError
 from onmt.translate.beam_search import beam_search
 from onmt.translate.decoding import SearchSettings
 from onmt.utils.logging import logger
@@ -99,7 +100,6 @@ class Translator:
         """
         callbacks = callbacks or Callbacks()
         if tgt_lines is not None and len(tgt_lines) != len(src_lines):
-            from onmt.errors import UserError
             raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
         src_tokens = [line.split() for line in src_lines]
         results = [[Translation([], 0.0, None)] * self.search.n_best for _ in src_lines]
@@ -139,7 +139,6 @@ class Translator:
         from onmt.utils.memory import is_out_of_memory
         if not is_out_of_memory(exc):
             return exc
-        from onmt.errors import UserError
         longest = max(lines, key=lambda line: len(src_tokens[line]))
         limit, n = self.search.max_length, len(src_tokens[longest])
         if limit > max(1000, 4 * n):

@@ -11,6 +11,7 @@ import torch
 
 from onmt.errors import UserError
 from onmt.utils.files import write_atomic
+from onmt.utils.logging import logger
 
 REQUIRED_KEYS = ("model", "opt", "vocab", "step")
 
@@ -305,7 +306,6 @@ def restore_best(save_model, best_step):
     made that step's checkpoint again where that file exists (a hard link), kept where it already
     holds that step, and otherwise one log line says why it cannot be."""
     from onmt.utils.files import same_file
-    from onmt.utils.logging import logger
     if best_step is None:
         return
     best, step_file = best_checkpoint_path(save_model), checkpoint_path(save_model, best_step)

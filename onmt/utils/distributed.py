@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 import torch
 
-from onmt.errors import PeerStopped, UserError
+from onmt.errors import PeerStopped, Stopped, UserError
+from onmt.utils.logging import logger
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 
@@ -168,7 +169,6 @@ def resume_state(ckpt, world):
     by another number of ranks, it is converted through the global batch count (exact when that
     count divides); the RNG state is this rank's when the checkpoint has one per rank, rank 0's for
     rank 0, else None (the rank keeps its own seed)."""
-    from onmt.utils.logging import logger
     epoch, pos = (int(x) for x in ckpt.get("data_pos", (0, 0)))
     saved = int(ckpt.get("world_size", 1))
     if saved != world.world_size:
@@ -350,7 +350,6 @@ def _stopped(procs, signum, world_size):
     at start-up, for ever).
     -> Stopped (exit 128 + signum), or a UserError for any other failure."""
 
-    from onmt.errors import Stopped
     in_order = (0, 128 + signum)
     first_exit, ended = None, False
     while any(p.is_alive() for p in procs):

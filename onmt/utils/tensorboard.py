@@ -17,6 +17,7 @@ import contextlib
 import os
 
 from onmt.errors import UserError
+from onmt.utils.logging import logger
 
 
 class TensorBoard:
@@ -62,7 +63,6 @@ class TensorBoard:
                 yield
             except Exception as e:   # any failure of the writer: reporting must never stop training
                 self.failed = True
-                from onmt.utils.logging import logger
                 logger.warning(f"-tensorboard: cannot {doing} {self.log_dir} ({type(e).__name__}: "
                                f"{str(e).splitlines()[0] if str(e) else ''}); "
                                "training goes on without TensorBoard")
