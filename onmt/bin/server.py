@@ -10,6 +10,8 @@ import asyncio
 
 from onmt import opts
 from onmt.errors import UserError
+from onmt.server.models import ServedModel, read_conf
+from onmt.server.serve import serve
 from onmt.utils.cli import run_main
 from onmt.utils.logging import init_logger, logger
 
@@ -27,8 +29,6 @@ def main(argv=None):
     opt = opts.parse_with_given(opts.server_parser(), argv)
     opts.validate_server_opts(opt)
     require_aiohttp()
-    from onmt.server.models import ServedModel, read_conf
-    from onmt.server.serve import serve
     specs = read_conf(opt.config)
     init_logger(opt.log_file)
     models = {}

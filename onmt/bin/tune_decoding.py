@@ -89,7 +89,7 @@ def best_index(rows, metric):
 
 def score_row(preds, refs):
     """{"rouge": {metric: F1 in points}, "length": mean words per prediction, "ref_length"}."""
-    from onmt.evaluation import METRICS, score, summarize
+    from onmt.evaluation import METRICS, score, summarize  # start-up time: the scorer imports numpy
     res = summarize(score(preds, refs))
     n = max(len(preds), 1)
     return {"rouge": {m: round(res[m]["f"], 4) for m in METRICS},
@@ -191,6 +191,7 @@ def chosen_config(row, fixed):
 
 def main(argv=None):
 
+    # start-up time: this module imports neither at its top
     import torch
     import yaml
     opt, device = start(opts.tune_decoding_parser(), opts.update_tune_decoding_opts,
@@ -225,6 +226,7 @@ def main(argv=None):
     sessions = {}
 
     def decode(model, setting):
+        # looked up on its module when called: the tests replace it there
         from onmt.translate.session import load_session, translate_lines
         if model not in sessions:
             sessions.clear()                 # one checkpoint in memory at a time

@@ -22,6 +22,7 @@ import shutil
 
 from onmt.utils.files import process_alive, write_text_atomic
 from onmt.utils.logging import logger
+from onmt.utils.stop import signals_deferred
 
 MANIFEST = "manifest.json"
 
@@ -42,7 +43,6 @@ def outputs(save_data):
 def swap_in(stage, save_data):
     """Replace the dataset of `save_data` by the complete one in `stage` (module docstring). SIGTERM
     and ^C wait until the swap is done (utils/stop.py `signals_deferred`)."""
-    from onmt.utils.stop import signals_deferred
     base = os.path.basename(save_data)
     manifest = os.path.join(stage, MANIFEST)
     if not os.path.exists(manifest):

@@ -14,6 +14,7 @@ from collections import Counter
 
 from onmt.constants import N_SPECIALS, SPECIALS
 from onmt.errors import UserError
+from onmt.inputters.dataset_swap import finish_or_remove_dead_stages
 from onmt.inputters.vocab import Vocab, Vocabs, read_vocab_file, write_vocab_file
 from onmt.utils.files import write_text_atomic
 
@@ -158,7 +159,6 @@ def load_meta(save_data):
     path = meta_path(save_data)
     # a preprocessing run killed inside its swap: finish it (dataset_swap.py)
     if not os.path.isfile(path):
-        from onmt.inputters.dataset_swap import finish_or_remove_dead_stages
         if os.path.isdir(os.path.dirname(os.path.abspath(save_data))):
             finish_or_remove_dead_stages(save_data)
     if not os.path.isfile(path) and os.path.isdir(save_data):

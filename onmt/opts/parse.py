@@ -157,7 +157,7 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
         except Exception as e:
             raise configargparse.ConfigFileParserException(
                 f"{name}: not valid YAML ({e})") from None
-        from onmt.opts.config_file import key_problem
+        from onmt.opts.config_file import key_problem  # a cycle: config_file imports parse
         problem = key_problem(yaml, loader, text, name)   # twice, empty, not a name: one line
         if problem:
             raise configargparse.ConfigFileParserException(problem)
@@ -170,7 +170,7 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
             raise configargparse.ConfigFileParserException(
                 f"{name}: its values expand to more than {MAX_CONFIG_ITEMS} items (nested YAML "
                 "aliases?); an options file holds options")
-        from onmt.opts import upstream_config
+        from onmt.opts import upstream_config  # a cycle: onmt.opts imports parse
         # an OpenNMT-py 3.x config: its data: mapping of corpora
         if upstream_config.is_upstream(obj):
             try:

@@ -218,6 +218,7 @@ def _resume(run, saved):
     model option the checkpoint lacks must be given here (a default could silently change the
     model); one contradicting it is refused, but for the family's `resume_may_change`. UserError
     naming the checkpoint otherwise."""
+    # a cycle: onmt.opts, validate's package, imports update
     from onmt.opts.validate import check_saved_model_types
     try:
         check_saved_model_types(saved)

@@ -6,7 +6,7 @@ import os
 from onmt.constants import N_SPECIALS
 from onmt.errors import OptionError, UserError
 from onmt.opts.families import FAMILIES, family_name
-from onmt.opts.parse import given
+from onmt.opts.parse import given, make_parser
 from onmt.opts.search_rules import check_search
 
 
@@ -147,8 +147,7 @@ def check_saved_model_types(saved):
     dict) has a value its command-line option could have given: the right type (value_type_problem:
     an int for -rnn_size, a bool for a flag) and one of its choices (a damaged or hand-edited
     checkpoint would otherwise crash later, far from the cause)."""
-    from onmt.opts.model import model_opts
-    from onmt.opts.parse import make_parser
+    from onmt.opts.model import model_opts  # a cycle: onmt.opts imports validate
     parser = make_parser("")
     model_opts(parser)
     seen = set()
@@ -208,7 +207,7 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     if opt.early_stopping < 0:
         raise OptionError(f"-early_stopping must be >= 0, got {opt.early_stopping}")
     _check_numbers(opt, non_negative=("valid_steps", "save_checkpoint_steps"))
-    from onmt.opts.upstream_config import PLACEHOLDER
+    from onmt.opts.upstream_config import PLACEHOLDER  # a cycle: onmt.opts imports validate
     if vars(opt).get("data_config") and opt.data != PLACEHOLDER:
         raise OptionError(f"-data {opt.data} and the -config's data: mapping both name the "
                           "training data: give one (drop -data to train on the config's corpora)")
@@ -329,7 +328,7 @@ def validate_translate_run(opt):
 def check_precision(precision, device_type):
     """-precision on a device of `device_type`: one OptionError saying why where it would not run
     fast."""
-    from onmt.hardware import precision_problem
+    from onmt.hardware import precision_problem  # onmt/opts/ imports no torch (start-up time)
     problem = precision_problem(precision, device_type)
     if problem:
         raise OptionError(f"-precision {precision}: {problem}")
@@ -338,7 +337,7 @@ def check_precision(precision, device_type):
 def check_compile(device_type):
     """-compile on a device of `device_type`: one OptionError saying why where torch.compile cannot
     build."""
-    from onmt.hardware import compile_problem
+    from onmt.hardware import compile_problem  # onmt/opts/ imports no torch (start-up time)
     problem = compile_problem(device_type)
     if problem:
         raise OptionError(f"-compile: {problem}")

@@ -124,7 +124,7 @@ class Routes:
 def parse_items(body, opt):
     """The Items of a /translate body: [(src as one line, src as sent)], their ids in `.ids`;
     RequestError (400, 413) in one line for anything else."""
-    from onmt.api import check_texts
+    from onmt.api import check_texts  # start-up time: onmt.api imports torch
     try:
         data = json.loads(body)
     except UnicodeDecodeError as e:

@@ -10,8 +10,9 @@ import shutil
 import torch
 
 from onmt.errors import UserError
-from onmt.utils.files import write_atomic
+from onmt.utils.files import same_file, write_atomic
 from onmt.utils.logging import logger
+from onmt.utils.release_format import is_release_folder, read_folder
 
 REQUIRED_KEYS = ("model", "opt", "vocab", "step")
 
@@ -73,7 +74,6 @@ def load_checkpoint(path, device="cpu"):
     """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours. A
     folder released by onmt_release_model -format safetensors (utils/release_format.py) is read as
     the checkpoint it holds."""
-    from onmt.utils.release_format import is_release_folder, read_folder
     if is_release_folder(path):
         ckpt = read_folder(path)
         if any(k not in ckpt for k in REQUIRED_KEYS):
@@ -278,7 +278,6 @@ def owned_checkpoints(ckpt, save_model, path=None):
     `save_model` (resolved here) and still the file written (its recorded identity, or the
     checkpoint resumed from itself). A relative path (older checkpoints, another working directory),
     another prefix or a file replaced since is never pruned."""
-    from onmt.utils.files import same_file
     mine = os.path.abspath(save_model) + "_step_"
     recorded = {p: tuple(v) for p, v in (ckpt.get("saved_identities") or {}).items()}
     saved, identities = [], {}
@@ -305,7 +304,6 @@ def restore_best(save_model, best_step):
     After a kill and a resume it may hold a later, forgotten best, or be missing or damaged: it is
     made that step's checkpoint again where that file exists (a hard link), kept where it already
     holds that step, and otherwise one log line says why it cannot be."""
-    from onmt.utils.files import same_file
     if best_step is None:
         return
     best, step_file = best_checkpoint_path(save_model), checkpoint_path(save_model, best_step)

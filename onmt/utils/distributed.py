@@ -28,7 +28,10 @@ from typing import NamedTuple
 import torch
 
 from onmt.errors import PeerStopped, Stopped, UserError
+from onmt.utils.cli import run_main
 from onmt.utils.logging import logger
+from onmt.utils.statistics import Statistics
+from onmt.utils.stop import forwarded_signals
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 
@@ -259,7 +262,6 @@ def sum_statistics(stats, world):
     """The Statistics of every rank summed (`stats` itself for one process)."""
     if not world.distributed:
         return stats
-    from onmt.utils.statistics import Statistics
     total = Statistics()
     for s in gather_objects(stats, world):
         total.update(s)
@@ -278,7 +280,6 @@ def signal_name(signum):
 
 
 def _spawned(index, fn, argv, world_size, addr, port):
-    from onmt.utils.cli import run_main
     # out of the spawner's process group: a signal to the group reaches a rank once, forwarded
     os.setpgrp()
     os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
@@ -295,7 +296,6 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     # torch.multiprocessing only to launch several processes
     import torch.multiprocessing as mp
 
-    from onmt.utils.stop import forwarded_signals
     addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
     port = os.environ.get("MASTER_PORT") or free_port()
     procs = []

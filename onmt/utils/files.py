@@ -24,6 +24,7 @@ import stat
 import tempfile
 
 from onmt.errors import UserError
+from onmt.utils.output_rule import check_replaceable
 
 
 def descriptor_of(path):
@@ -78,7 +79,6 @@ def check_output(path, what, kind=None, overwrite=False):
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{what}: folder {folder} is not writable")
     if kind is not None and not overwrite:
-        from onmt.utils.output_rule import check_replaceable
         check_replaceable(path, what, kind)
 
 
