@@ -10,8 +10,6 @@ import asyncio
 
 from onmt import opts
 from onmt.errors import UserError
-from onmt.server.models import ServedModel, read_conf
-from onmt.server.serve import serve
 from onmt.utils.cli import run_main
 from onmt.utils.logging import init_logger, logger
 
@@ -25,10 +23,12 @@ def require_aiohttp():
 
 
 def main(argv=None):
-
     opt = opts.parse_with_given(opts.server_parser(), argv)
     opts.validate_server_opts(opt)
     require_aiohttp()
+    # after require_aiohttp: the server imports aiohttp (the optional server extra)
+    from onmt.server.models import ServedModel, read_conf
+    from onmt.server.serve import serve
     specs = read_conf(opt.config)
     init_logger(opt.log_file)
     models = {}
