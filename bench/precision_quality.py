@@ -64,9 +64,8 @@ def counted_run(model, src, batch_size, device, more=()):
     session, opt = _session(model, "fp32", batch_size, device, more)
     translate_lines(opt, session, src[:batch_size], show_progress=False)
     rows = []   # whichever step the search calls
-    name = "decode_step_scores" if hasattr(session.model, "decode_step_scores") else "decode_step"
-    step = getattr(session.model, name)
-    setattr(session.model, name, lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state))
+    step = session.model.decode_step_scores
+    session.model.decode_step_scores = lambda inputs, state: rows.append(inputs.size(0)) or step(inputs, state)
     packed = getattr(torch.ops.mkldnn, "_linear_pointwise", None)   # absent from a build without oneDNN
     counter = FlopCounterMode(display=False, custom_mapping={packed: _packed_flops} if packed is not None else {})
     with counter:

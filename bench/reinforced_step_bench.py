@@ -22,7 +22,6 @@ variant first (the default order).
 import argparse
 import os
 import resource
-import sys
 import time
 from types import SimpleNamespace
 
@@ -36,6 +35,7 @@ from bench.lib.common import (
     sync,
     tiny_measurements,
 )
+from bench.lib.per_step import per_step_forward  # the tests' reference is this benchmark's baseline
 from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
 from onmt.fused.execution import compile_step
 from onmt.inputters.batch import Batch
@@ -46,9 +46,6 @@ from onmt.opts import fill_defaults, model_opts
 from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.memory import reuse_freed_memory
 from onmt.utils.optim import build_optimizer
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from helpers.reinforced import per_step_forward  # noqa: E402  the tests' reference is this benchmark's baseline
 
 
 def add_size_args(p):

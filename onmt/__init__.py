@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     if name == "Summarizer":
+        # `import onmt` imports nothing (start-up time): the API on first use
         from onmt.api import Summarizer
         return Summarizer
     raise AttributeError(f"module 'onmt' has no attribute {name!r}")

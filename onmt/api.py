@@ -37,6 +37,7 @@ A library leaves the process as it found it: loading sets no allocator option (t
 stderr handler for the call only.
 """
 import contextlib
+import itertools
 import os
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
@@ -44,6 +45,9 @@ import torch
 
 from onmt import opts
 from onmt.opts import api_names
+from onmt.translate.translator import Callbacks
+from onmt.utils.logging import init_logger, logger
+from onmt.utils.memory import reuse_freed_memory_for
 
 # keyword -> translate.py option of that name (derived from its declarations: onmt/opts/
 # api_names.py); store_true options take a bool, nargs="+" ones a list; Hugging Face's names too
@@ -130,7 +134,6 @@ def _not_text(t):
 def _progress_logging(progress):
     """With `progress`, the toolkit's logger writes to stderr for the block when it has no handler
     of its own; its handlers, level and propagation are as before after the block."""
-    from onmt.utils.logging import init_logger, logger
     if not progress or logger.handlers:
         yield
         return
@@ -177,8 +180,8 @@ class Summarizer:
         have the C library keep freed memory for reuse (onmt/utils/memory.py: each decoding step's
         (rows x X) scores are not mapped afresh; without it int8 decoding ran ~15 % slower here); a
         setting of the whole process, so off unless asked for."""
+        # looked up on its module when called: the tests replace it there
         from onmt.translate.session import load_session
-        from onmt.utils.memory import reuse_freed_memory_for
         several = isinstance(path, (list, tuple))
         if not all(isinstance(p, (str, os.PathLike)) for p in (path if several else [path])) or (
                 several and not path):
@@ -260,7 +263,6 @@ class Summarizer:
 
     def _stream(self, texts, opt, return_details, progress, detokenize):
         """The results of an iterator of texts, `opt.batch_size` texts at a time."""
-        import itertools
         with _progress_logging(progress):
             start = 0
             while True:
@@ -273,8 +275,8 @@ class Summarizer:
     def _summarize(self, lines, opt, return_details, progress, detokenize, start=0):
         """The results of `lines` (a list of one-line texts; `start`: the index of the first, for
         the details' "line" and for logging the input rules once)."""
+        # looked up on its module when called: the tests replace it there
         from onmt.translate.session import translate_lines
-        from onmt.translate.translator import Callbacks
         records = {}
 
         def keep(record):

@@ -8,6 +8,9 @@ int8 on CUDA (PyTorch's dynamic quantization is a CPU kernel), bf16 on a CPU wit
 AMX (oneDNN would emulate it, slower than float32). Training's `-compile` asks here whether
 torch.compile can build kernels (a C++ compiler on the CPU, Triton on CUDA).
 """
+import os
+import shutil
+
 import torch
 
 PRECISIONS = ("fp32", "bf16", "fp16", "int8")
@@ -32,7 +35,6 @@ SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx
 def cpu_description():
     """'<model name>, <n> cores, flags <those of SPEED_FLAGS it has>': the host line of a benchmark
     or an experiment's figures (the precisions' speed depends on these flags)."""
-    import os
     name = "?"
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
@@ -100,8 +102,6 @@ def compile_problem(device_type):
     """None if torch.compile can build kernels for a device of `device_type` here, else why not (a
     sentence without the option's name): inductor compiles C++ on the CPU and Triton kernels on
     CUDA."""
-    import os
-    import shutil
     if device_type == "cuda":
         try:
             import triton  # noqa: F401

@@ -23,9 +23,9 @@
              log p as "step scores" (onmt/modules/step_scores.py: bans, a beam's top K, each row's
              best, the full (B, X) on demand) that need not write the (B, X) tensor (the fused
              decodings: onmt/fused/mixture_scores.py). Same state and attns; scores.full() equals
-             decode_step's logp. Default (models/generic.py ModelDefaults): decode_step's logp as a
-             DenseScores; the searches do the same for a model outside the registry that lacks it
-             (translate/decoding.py `decode_step_scores`).
+             decode_step's logp. Default (models/generic.py ModelDefaults, which every model,
+             the ensemble and the tests' toy models inherit): decode_step's logp as a
+             DenseScores.
     logp, attns = model(batch)                         teacher forcing on batch.tgt
              logp:   (B, T-1, X) predicting batch.tgt[:, 1:]; attns: "std" (B, T-1, S),
              "coverage" (B, T-1, S) for coverage models (the coverage before each step),
@@ -148,6 +148,27 @@ class Model(Protocol):
 
     # before each training step (1-based)
     def begin_training_step(self, step) -> None: ...
+
+
+@runtime_checkable
+class Loss(Protocol):
+    """The contract of every training objective (onmt/losses/: MLLoss, MixedLoss), all that the
+    trainer (onmt/trainer.py) and its Reporter ask of one; the sums are Statistics
+    (onmt/utils/statistics.py)."""
+
+    def __call__(self, model, batch) -> tuple: ...             # (scalar loss, Statistics)
+
+    # ({name: scalar loss}, Statistics): the terms adding up to the loss ({"loss": it} for one)
+    def parts(self, model, batch) -> tuple: ...
+
+    def validate(self, model, batch): ...                      # Statistics, without gradient
+
+    # from a window's sums: (figures of the step line, lines of their own)
+    def report(self, stats) -> tuple: ...
+
+    def scalars(self, stats) -> dict: ...                      # TensorBoard's name -> value
+
+    def valid_report(self, stats) -> list: ...                 # the validation's own lines
 
 
 def gold_targets(batch, extended_size):

@@ -8,9 +8,9 @@ Every family trains with the one Trainer (onmt/trainer.py), which knows no model
 objective (onmt/losses: `build_loss(opt)`, ML or mixed with self-critical RL by -rl_gamma), which
 reads the model interface alone.
 
-`model_type(opt)` is the family the options resolved (-model_family, its aliases -reinforced and
+`opt.model_family` is the family the options resolved (-model_family, its aliases -reinforced and
 -copy_attn resolved by onmt/opts/update.py) and `model_entry(opt)` its entry; nothing else in the
-toolkit branches on the model type.
+toolkit branches on the model family.
 """
 import logging
 from typing import NamedTuple
@@ -56,14 +56,9 @@ MODEL_REGISTRY = {
 }
 
 
-def model_type(opt):
-    """The registry name for these (updated) options."""
-    return opt.model_family
-
-
 def model_entry(opt):
     """The registry entry for these options."""
-    return MODEL_REGISTRY[model_type(opt)]
+    return MODEL_REGISTRY[opt.model_family]
 
 
 def init_parameters(model, param_init):
@@ -125,7 +120,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     `checkpoint_name` and says "its options" (`own_options`: the checkpoint's own) or
     "these options".
     """
-    name = model_type(opt)
+    name = opt.model_family
     execution = as_execution(execution)
     model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs, execution=execution)
     init_parameters(model, opt.param_init)

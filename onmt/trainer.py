@@ -1,6 +1,6 @@
 """The training loop. It knows nothing about the model: it calls `loss_fn(model, batch)` to train
-and `loss_fn.validate(model, batch)` to validate, and the loss names its own figures
-(trainer_reporting.py).
+and `loss_fn.validate(model, batch)` to validate, and the loss names its own figures; its
+`Reporter` (trainer_reporting.py) writes the validation, report and early-stopping lines.
 
 Exact resume: a checkpoint holds the model, optimizer, RNG states, step and the data position
 (epoch, batches consumed), so N steps + N resumed steps equal 2N steps bit for bit on CPU; also the
@@ -15,12 +15,13 @@ import contextlib
 import time
 
 import torch
+import torch.distributed as dist
 
 from onmt.errors import UserError
 from onmt.hardware import native_bf16_cpu
 from onmt.inputters.batch import Batch
 from onmt.trainer_checkpoints import CheckpointKeeper
-from onmt.trainer_reporting import Reporting
+from onmt.trainer_reporting import Reporter
 from onmt.utils.checkpoint import best_checkpoint_path, checkpoint_path, link_best, restore_best
 from onmt.utils.distributed import World, all_reduce_sum, sum_gradients, sum_statistics
 from onmt.utils.early_stopping import EarlyStopping
@@ -28,6 +29,7 @@ from onmt.utils.logging import logger
 from onmt.utils.moving_average import MovingAverage, applied
 from onmt.utils.optim import learning_rate_schedule
 from onmt.utils.statistics import Statistics
+from onmt.utils.stop import StopSignals
 from onmt.utils.update_norms import PartNorms, as_sums
 
 
@@ -35,7 +37,7 @@ class TrainingError(UserError):
     """Training cannot go on (e.g. a NaN loss); reported in one line."""
 
 
-class Trainer(Reporting):
+class Trainer:
     def __init__(self, model, loss_fn, optimizer, *, save_model, train_steps=100000, epochs=0,
                  valid_steps=10000, save_checkpoint_steps=5000, keep_checkpoint=-1, report_every=50,
                  max_grad_norm=5.0, device="cpu", amp=False, checkpoint_meta=None, rank=0,
@@ -75,10 +77,6 @@ class Trainer(Reporting):
         # this run's step checkpoints: written, pruned (-keep_checkpoint), which steps are saved
         self.checkpoints = CheckpointKeeper(save_model, keep_checkpoint, self.world,
                                             self.checkpoint_meta)
-        # log a validation example's greedy prediction every N steps
-        self.sample_every = sample_every
-        self.sample_max_length = sample_max_length  # the sample's greedy search stops there
-        self._sample_batch = None
         # -decay_method & co. (utils/optim.py learning_rate_schedule): step -> multiplier of
         # `learning_rate`, set before each optimizer step; None: the optimizer's rate is left alone
         self.lr_schedule, self.learning_rate = lr_schedule, learning_rate
@@ -98,6 +96,15 @@ class Trainer(Reporting):
         self._profile = None   # a ProfileRun while train(profile=...) runs
         # -average_decay: the weights' moving average (utils/moving_average.py), validated and saved
         self.moving_average = moving_average
+        self._stop = None   # the StopSignals while train() runs (utils/stop.py)
+        # the validation, report and early-stopping lines; -sample_every's sample (its greedy
+        # search stops at sample_max_length)
+        self.reporter = Reporter(model, loss_fn, optimizer, device=self.device, rank=rank,
+                                 world=self.world, tensorboard=tensorboard,
+                                 autocast=self._autocast, clock_name=self.clock_name,
+                                 report_every=report_every, early_stopping=self.early_stopping,
+                                 sample_every=sample_every, sample_max_length=sample_max_length,
+                                 vocab=self.checkpoint_meta.get("vocab"))
 
     @classmethod
     def from_opt(cls, opt, model, loss_fn, optimizer, device, checkpoint_meta, tensorboard=None,
@@ -162,7 +169,6 @@ class Trainer(Reporting):
             return False
         out = self._run_seconds >= self.train_time_limit
         if self.world.distributed:
-            import torch.distributed as dist
             flag = torch.tensor([int(out)], device=self.device)
             dist.broadcast(flag, 0)
             out = bool(flag.item())
@@ -173,7 +179,6 @@ class Trainer(Reporting):
         step. A SIGTERM or ^C (utils/stop.py) ends the step in progress, saves it and raises
         Stopped. `profile` (-profile, onmt/utils/profiling.py ProfileRun): the loop runs the
         profiled steps, then stops with no report line, sample or checkpoint."""
-        from onmt.utils.stop import StopSignals
         self._profile = profile
         try:
             with StopSignals() as self._stop:
@@ -199,17 +204,16 @@ class Trainer(Reporting):
                 if step % self.report_every == 0 and self._profile is None:
                     # every rank's figures, logged by rank 0
                     window = sum_statistics(window, self.world)
-                    self._report(step, total, epoch, window, time.time() - t0,
-                                 time.time() - t_start)
+                    self.reporter.report(step, total, epoch, window, time.time() - t0,
+                                         time.time() - t_start, self.train_seconds)
                     window, t0 = Statistics(), time.time()
                 if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps == 0:
                     saving = self._done(step, epoch) or (self.save_checkpoint_steps > 0 and
                                                          step % self.save_checkpoint_steps == 0)
                     self._validate_and_keep_best(valid_data, step, (epoch, pos), save_step=saving)
-                if (self.sample_every > 0 and step % self.sample_every == 0
-                        and self._profile is None):
+                if self.reporter.sample_due(step) and self._profile is None:
                     with applied(self.moving_average, self.model):
-                        self.log_sample(valid_data, step)
+                        self.reporter.log_sample(valid_data, step)
                 if self._done(step, epoch):
                     break
                 if self.save_checkpoint_steps > 0 and step % self.save_checkpoint_steps == 0 and \
@@ -225,7 +229,7 @@ class Trainer(Reporting):
                     step += 1
                     window.update(self._timed_step(group, step))
                     group = []
-        self._log_why_stopped(step)
+        self.reporter.log_why_stopped(step, self.train_time_limit, self._run_seconds)
         if valid_data is not None and self.valid_steps > 0 and step % self.valid_steps != 0 \
                 and not self.early_stopping.should_stop:
             # -valid_steps 0: no validation
@@ -257,11 +261,11 @@ class Trainer(Reporting):
             stats = self.validate(valid_data, step)
         if stats is None:   # interrupted: the caller saves and stops (_stop_if_signalled)
             return
-        improved = self.early_stopping.update(self.validation_figures(stats), step)
+        improved = self.early_stopping.update(self.reporter.validation_figures(stats), step)
         if save_step and step not in self.checkpoints.saved_steps:
             self.save(step, data_pos)
         if not improved:
-            self._log_no_improvement()
+            self.reporter.log_no_improvement()
             return
         path, best = checkpoint_path(self.save_model, step), best_checkpoint_path(self.save_model)
         if step not in self.checkpoints.saved_steps:
@@ -272,17 +276,18 @@ class Trainer(Reporting):
         if self.rank == 0:
             logger.info(f"New best: {self.early_stopping.describe()} -> {best}")
 
+    def validate(self, valid_data, step=None):
+        """The Reporter's validation (its figures logged) at `step`, stopped by a signal (None)."""
+        return self.reporter.validate(valid_data, step, self.train_seconds, self._stop)
 
     def _stop_if_signalled(self, step, data_pos):
         """After a step: when a SIGTERM or ^C came (every rank agrees), save this step, with its
         data position, unless just saved, and raise Stopped (one line; -train_from it resumes
         exactly)."""
-        stop = getattr(self, "_stop", None)
+        stop, world = self._stop, self.world
         if stop is None:
             return
-        world = getattr(self, "world", None)
-        if world is not None and world.distributed:      # every rank stops at the same step
-            from onmt.utils.distributed import all_reduce_sum
+        if world.distributed:      # every rank stops at the same step
             if all_reduce_sum(int(stop.received is not None), self.device) == 0:
                 return
             if stop.received is None:
@@ -294,18 +299,13 @@ class Trainer(Reporting):
             path = self.save(step, data_pos)
         # every rank leaves once rank 0's file is written:
         # a rank leaving the group mid-write aborts gloo
-        if world is not None and world.distributed:
-            from onmt.utils.distributed import all_reduce_sum
+        if world.distributed:
             all_reduce_sum(0, self.device)
         raise stop.stopped(step, path if self.rank == 0 else None)
 
     def _loss_parts(self, batch):
-        """({name: loss}, Statistics): the loss's parts when it gives them
-        (onmt/losses/rl.py), else one."""
-        if hasattr(self.loss_fn, "parts"):
-            return self.loss_fn.parts(self.model, batch)
-        loss, stats = self.loss_fn(self.model, batch)
-        return {"loss": loss}, stats
+        """({name: loss}, Statistics): the loss's terms (onmt/interface.py Loss)."""
+        return self.loss_fn.parts(self.model, batch)
 
     def _backward(self, loss, retain_graph=False):
         (self.scaler.scale(loss) if self.scaler is not None

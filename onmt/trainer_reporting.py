@@ -1,6 +1,8 @@
 """What the trainer reports: validation (its statistics, the log lines scripts read, TensorBoard),
-the -sample_every example, and the training report line. A mixin of onmt/trainer.py's Trainer, whose
-attributes it reads (model, loss_fn, device, rank, world, tensorboard, ...).
+the -sample_every example, the training report line and the early-stopping lines: a `Reporter`,
+the collaborator of onmt/trainer.py's Trainer, built with what it reads that does not change during
+a run (the model, loss, optimizer, rank, ...); what changes (the step, the clocks, the stop signals)
+comes with each call.
 
 The figures of a loss are the loss's (onmt/losses/ml.py, rl.py): it gives the Statistics sums and,
 from a window's sums, `report(stats) -> (figures of the step line, lines of their own)`,
@@ -11,6 +13,7 @@ import time
 
 import torch
 
+from onmt.inspection.sample import TrainingSample
 from onmt.utils import update_norms
 from onmt.utils.distributed import sum_statistics
 from onmt.utils.logging import logger
@@ -19,16 +22,41 @@ from onmt.utils.statistics import Statistics
 VALID_PROGRESS_SECONDS = 30.0   # a validation longer than this logs a progress line this often
 
 
-class Reporting:
-    def validate(self, valid_data, step=None):
-        """Validation statistics (every rank's shares summed), logged by rank 0; None when a SIGTERM
-        or ^C came during it in a one-process run (it stops there: the trainer then saves and
-        stops)."""
+class Reporter:
+    """Args:
+        model, loss_fn, optimizer: the trainer's (the loss names its figures, the optimizer its
+            learning rate).
+        device, rank, world: where the trainer runs (utils/distributed.py World).
+        tensorboard: a utils/tensorboard.py TensorBoard or None.
+        autocast: () -> the context the trainer's forward passes run in (-amp).
+        clock_name: the report lines' name of the training clock ("training CPU", "training wall").
+        report_every: steps per report window (the pace).
+        early_stopping: the trainer's utils/early_stopping.py EarlyStopping.
+        sample_every, sample_max_length, vocab: -sample_every's (0: no samples), the sample's
+            greedy search's length limit, and the checkpoint's vocabulary it is read with.
+    """
+
+    def __init__(self, model, loss_fn, optimizer, *, device, rank, world, tensorboard, autocast,
+                 clock_name, report_every, early_stopping, sample_every=0, sample_max_length=100,
+                 vocab=None):
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.device, self.rank, self.world = device, rank, world
+        self.tensorboard, self.autocast = tensorboard, autocast
+        self.clock_name, self.report_every = clock_name, report_every
+        self.early_stopping = early_stopping
+        self.sample_every, self.sample_max_length = sample_every, sample_max_length
+        self.vocab = vocab
+        self._sample_batch = None
+        self._diverging_said = False
+
+    def validate(self, valid_data, step=None, seconds=0.0, stop=None):
+        """Validation statistics (every rank's shares summed), logged by rank 0 with the training
+        clock's `seconds`; None when a SIGTERM or ^C came during it (`stop`, utils/stop.py
+        StopSignals) in a one-process run (it stops there: the trainer then saves and stops)."""
         self.model.eval()
         stats = Statistics()
-        stop = getattr(self, "_stop", None)
         start = last = time.monotonic()
-        with torch.no_grad(), self._autocast():
+        with torch.no_grad(), self.autocast():
             for i, batch in enumerate(valid_data.iter_epoch(0)):
                 now = time.monotonic()
                 # a long validation says so
@@ -44,7 +72,7 @@ class Reporting:
         self.model.train()
         stats = sum_statistics(stats, self.world)  # each rank validated its share of the batches
         if self.rank == 0:
-            at = (f" (step {step}; {self.clock_name} {self.train_seconds:.0f} s)"
+            at = (f" (step {step}; {self.clock_name} {seconds:.0f} s)"
                   if step is not None else "")
             # OpenNMT-py's two lines first (scripts read them), then this project's
             logger.info(f"Validation perplexity: {stats.ppl():g}")
@@ -67,14 +95,17 @@ class Reporting:
         accuracy even when the validation scored no token."""
         return {"ppl": stats.ppl(), "accuracy": stats.accuracy(), **self.scalars(stats)}
 
+    def sample_due(self, step):
+        """Whether -sample_every asks for a sample at `step`."""
+        return self.sample_every > 0 and step % self.sample_every == 0
+
     def log_sample(self, valid_data, step):
         """-sample_every: log the first validation example with its greedy prediction (rank 0;
         onmt/inspection/sample.py `TrainingSample`)."""
         if self.rank != 0:
             return
-        from onmt.inspection.sample import TrainingSample
         if self._sample_batch is None:
-            self._sample_batch = TrainingSample.first_of(valid_data, self.checkpoint_meta["vocab"])
+            self._sample_batch = TrainingSample.first_of(valid_data, self.vocab)
             if self._sample_batch is None:
                 logger.info("-sample_every: no validation example to sample; no samples")
                 self.sample_every = 0
@@ -88,7 +119,7 @@ class Reporting:
                            f"({type(e).__name__}: {e}); no more samples")
             self.sample_every = 0
 
-    def _report(self, step, total, epoch, stats, window_s, elapsed_s):
+    def report(self, step, total, epoch, stats, window_s, elapsed_s, seconds):
         """One line in OpenNMT-py's form, then this project's figures:
         `Step 50/300; acc: 45.21; ppl: 12.34; xent: 2.51; lr: 1.00e-03; 1234/567 tok/s; wall 190 s;
         training CPU 74 s; epoch 0`
@@ -99,7 +130,7 @@ class Reporting:
         names its clock: `wall`, wall-clock seconds since this run's training started;
         `training CPU`, the process's CPU seconds in training steps since the first run,
         `training wall` off the CPU, what the checkpoints keep as train_seconds and
-        -train_time_limit counts)."""
+        -train_time_limit counts: `seconds`)."""
         if self.rank != 0:
             return
         lr = self.optimizer.param_groups[0]["lr"]
@@ -111,7 +142,7 @@ class Reporting:
               if stats.has_token_loss() else "")
         logger.info(f"Step {step}/{total}; {ml}lr: {lr:.2e}; "
                     f"{src_s:.0f}/{tok_s:.0f} tok/s; wall {elapsed_s:.0f} s; "
-                    f"{self.clock_name} {self.train_seconds:.0f} s; epoch {epoch}"
+                    f"{self.clock_name} {seconds:.0f} s; epoch {epoch}"
                     + eta(step, total, self.report_every, window_s)
                     + "".join(f"; {f}" for f in figures + update_norms.report(stats.extra)))
         for line in lines:
@@ -127,7 +158,7 @@ class Reporting:
         -max_grad_norm, or Adagrad's accumulator started at 0), which would otherwise train on in
         silence."""
         V = getattr(self.model, "tgt_vocab_size", 0)
-        if (getattr(self, "_diverging_said", False) or not V or not stats.has_token_loss()
+        if (self._diverging_said or not V or not stats.has_token_loss()
                 or stats.ppl() <= V):
             return
         self._diverging_said = True
@@ -139,7 +170,7 @@ class Reporting:
 
     # ------------------------------------------------------------------ early stopping
 
-    def _log_no_improvement(self):
+    def log_no_improvement(self):
         if self.rank != 0:
             return
         es = self.early_stopping
@@ -148,7 +179,9 @@ class Reporting:
         logger.info(f"Validation: no improvement of {', '.join(es.criteria)} ({count}; {limit}); "
                     f"best {es.describe()}")
 
-    def _log_why_stopped(self, step):
+    def log_why_stopped(self, step, train_time_limit, run_seconds):
+        """Why the run ends at `step`: early stopping, or -train_time_limit (`run_seconds` of
+        training steps in this run); nothing when it reached its last step."""
         if self.rank != 0:
             return
         if self.early_stopping.should_stop:
@@ -156,9 +189,9 @@ class Reporting:
                         f"without improvement of {', '.join(self.early_stopping.criteria)}; "
                         f"best {self.early_stopping.describe()}")
         # rank 0's clock decides (_out_of_time)
-        elif 0 < self.train_time_limit <= self._run_seconds:
-            logger.info(f"-train_time_limit {self.train_time_limit:g} s reached at step {step} "
-                        f"({self.clock_name} {self._run_seconds:.0f} s in this run)")
+        elif 0 < train_time_limit <= run_seconds:
+            logger.info(f"-train_time_limit {train_time_limit:g} s reached at step {step} "
+                        f"({self.clock_name} {run_seconds:.0f} s in this run)")
 
 
 def eta(step, total, steps_in_window, window_s):

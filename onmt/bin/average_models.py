@@ -16,9 +16,12 @@ left out).
 import torch
 
 from onmt.errors import UserError
+from onmt.opts import parse_with_given
 from onmt.opts.families import family_name
 from onmt.opts.release import average_models_parser
+from onmt.utils.checkpoint import atomic_torch_save, load_checkpoint
 from onmt.utils.cli import run_main
+from onmt.utils.files import check_not_inputs, check_output, same_file
 from onmt.utils.logging import init_logger, logger
 from onmt.utils.release_format import KEPT_KEYS
 
@@ -67,7 +70,6 @@ def average_state(states, paths):
 
 def average_checkpoints(paths):
     """The averaged checkpoint (a dict) of the checkpoint files `paths`."""
-    from onmt.utils.checkpoint import load_checkpoint
     first = load_checkpoint(paths[0])
     states, steps = [first["model"]], [int(first["step"])]
     for path in paths[1:]:
@@ -83,9 +85,6 @@ def average_checkpoints(paths):
 
 
 def main(argv=None):
-    from onmt.opts import parse_with_given
-    from onmt.utils.checkpoint import atomic_torch_save
-    from onmt.utils.files import check_not_inputs, check_output, same_file
     opt = parse_with_given(average_models_parser(), argv)
     check_not_inputs({"-output": opt.output, "-log_file": opt.log_file},
                      {"-models": opt.models, "-config": vars(opt).get("config")})

@@ -6,15 +6,17 @@ import json
 
 from onmt import opts
 from onmt.errors import UserError
+from onmt.inputters.upstream_data import build_vocab
 from onmt.utils.cli import run_main
+from onmt.utils.files import check_distinct_outputs, check_not_inputs
 from onmt.utils.logging import init_logger
+from onmt.utils.output_rule import check_replaceable
 
 
 def check_files(spec, opt):
     """The vocabulary files and the log are none of the files the command reads (the corpora, the
     validation pair, the config), no two of them one file, and, without -overwrite, none an
     existing file of another kind (the one output rule): one-line UserErrors."""
-    from onmt.utils.files import check_distinct_outputs, check_not_inputs
     outputs = {"src_vocab": spec.get("src_vocab"), "-log_file": opt.log_file,
                "tgt_vocab": None if spec.get("share_vocab") else spec.get("tgt_vocab")}
     inputs = {"the corpus": [p for pair in spec.get("train", []) for p in pair],
@@ -23,7 +25,6 @@ def check_files(spec, opt):
     check_not_inputs(outputs, inputs)
     check_distinct_outputs(outputs)
     if not opt.overwrite:
-        from onmt.utils.output_rule import check_replaceable
         # a vocabulary over a vocabulary only: never over a checkpoint or a dataset's files
         for what, path in outputs.items():
             if path:
@@ -43,7 +44,6 @@ def main(argv=None):
         logger.warning(opts.repeated_options(opt))
     if opt._config_notes:
         logger.info(opt._config_notes)
-    from onmt.inputters.upstream_data import build_vocab
     for path in build_vocab(spec, opt.n_sample):
         logger.info(f"wrote {path}")
 

@@ -1,4 +1,9 @@
 """What the entry points train.py and translate.py share at start-up."""
+from onmt.opts import parse_with_given, repeated_options
+from onmt.utils.files import check_distinct_outputs, check_not_inputs
+from onmt.utils.logging import init_logger
+from onmt.utils.memory import reuse_freed_memory_for
+from onmt.utils.output_rule import check_replaceable
 
 
 def start(parser, update, validate, argv=None, inputs=None, outputs=None, before_log=None):
@@ -10,28 +15,21 @@ def start(parser, update, validate, argv=None, inputs=None, outputs=None, before
     appended to, by the one output rule: never a checkpoint, a dataset's file, a corpus);
     `before_log(opt)`: any other check to make before the log file is created. Returns (opt,
     torch.device of -gpu)."""
-    import torch
+    import torch  # start-up time: this module imports no torch at its top
 
-    from onmt.opts import parse_with_given
-    from onmt.utils.logging import init_logger
-    from onmt.utils.memory import reuse_freed_memory_for
     opt = parse_with_given(parser, argv)
     update(opt)
     if inputs is not None:
-        from onmt.utils.files import check_not_inputs
         # the log is opened for appending
         check_not_inputs({"-log_file": opt.log_file}, inputs(opt))
     if outputs is not None:
-        from onmt.utils.files import check_distinct_outputs
         check_distinct_outputs(outputs(opt))
     if vars(opt).get("log_file") and not vars(opt).get("overwrite"):
-        from onmt.utils.output_rule import check_replaceable
         # appended to: never to a checkpoint, a dataset's file, a corpus (the one output rule)
         check_replaceable(opt.log_file, f"-log_file {opt.log_file}", "log")
     if before_log is not None:
         before_log(opt)
     logger = init_logger(opt.log_file)
-    from onmt.opts import repeated_options
     if repeated_options(opt):
         logger.warning(repeated_options(opt))
     validate(opt)

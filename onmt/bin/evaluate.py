@@ -17,6 +17,8 @@ import numpy as np
 from onmt import opts
 from onmt.errors import UserError
 from onmt.evaluation import METRICS, score, score_sentences, summarize
+from onmt.evaluation.bootstrap import confidence_intervals, paired_test
+from onmt.evaluation.official import OfficialUnavailable
 from onmt.evaluation.text import read_sent_per_line
 from onmt.inputters.corpus import check_line_counts, read_lines
 from onmt.utils.cli import run_main
@@ -49,7 +51,6 @@ def load(opt):
 
 
 def _score(preds, refs, opt):
-    from onmt.evaluation.official import OfficialUnavailable
     kw = dict(official=opt.official, stem=not opt.no_stemming, limit_words=opt.limit_words,
               limit_bytes=opt.limit_bytes)
     try:
@@ -64,7 +65,6 @@ def report(scores, opt, samples):
     """{metric: {p, r, f[, p_ci, r_ci, f_ci]}, n} in points."""
     out = summarize(scores)
     if samples:
-        from onmt.evaluation.bootstrap import confidence_intervals
         lo, hi = confidence_intervals(scores, samples, opt.seed)
         for i, m in enumerate(METRICS):
             for j, k in enumerate("prf"):
@@ -115,7 +115,6 @@ def main(argv=None):
     print_table(f"{opt.pred[0]}: {result['n']} examples, {len(opt.ref)} reference(s) each, "
                 f"{scorer} ROUGE ({settings})", result, opt)
     if len(preds) == 2:
-        from onmt.evaluation.bootstrap import paired_test
         samples = opt.bootstrap or 1000
         other = report(scores[1], opt, opt.bootstrap)
         print_table(f"{opt.pred[1]}:", other, opt)

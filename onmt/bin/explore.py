@@ -26,7 +26,7 @@ from onmt.explore.data import (
 from onmt.explore.page import page_html, write_page
 from onmt.explore.summary import summary_html
 from onmt.utils.cli import run_main
-from onmt.utils.files import check_not_inputs, check_output
+from onmt.utils.files import check_not_inputs, check_output, descriptor_of
 
 
 def build_page(opt):
@@ -60,7 +60,6 @@ def main(argv=None):
     html = build_page(opt)
     size = write_page(opt.output, html)
     human = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
-    from onmt.utils.files import descriptor_of
     print(f"{opt.output}: {size:,} bytes ({human}), {len(opt.system)} system(s), "
           f"written in {time.perf_counter() - start:.1f} s",
           file=sys.stderr if descriptor_of(opt.output) == 1 else sys.stdout)   # not inside the page

@@ -7,8 +7,10 @@ from onmt import opts
 from onmt.errors import Terminated
 from onmt.inputters.preprocess import check_inputs_survive, preprocess
 from onmt.utils.cli import run_main
+from onmt.utils.files import is_stream, write_text_atomic
 from onmt.utils.logging import init_logger
 from onmt.utils.memory import reuse_freed_memory
+from onmt.utils.output_rule import check_replaceable
 
 
 def _terminate(signum, frame):
@@ -20,8 +22,6 @@ def save_config_file(path, text):
     """-save_config: written whole or not at all (a stream written through); over an existing file
     only when it is a YAML mapping (the one output rule: never over a checkpoint, a dataset's file,
     a corpus)."""
-    from onmt.utils.files import is_stream, write_text_atomic
-    from onmt.utils.output_rule import check_replaceable
     if not is_stream(path):
         check_replaceable(path, f"-save_config {path}", "yaml")
     write_text_atomic(path, text, f"-save_config {path}")

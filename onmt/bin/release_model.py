@@ -12,11 +12,20 @@ and the API (Summarizer.load) read either format as a checkpoint (utils/release_
 writes a model card with YAML metadata (task, data, metrics of an onmt_evaluate -json file, the
 options): README.md in the safetensors folder, X.md beside a released X.pt.
 """
+import json
 import os
 
 from onmt.errors import UserError
+from onmt.opts import parse_with_given
+from onmt.opts.families import family_name
 from onmt.opts.release import release_model_parser
 from onmt.utils.cli import run_main
+from onmt.utils.files import (
+    check_distinct_outputs,
+    check_not_inputs,
+    check_output,
+    write_text_atomic,
+)
 from onmt.utils.logging import init_logger, logger
 
 # the options a card lists: the model's and the training recipe's
@@ -31,7 +40,6 @@ METRIC_NAMES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L",
 def read_metrics(path):
     """The ROUGE F1 scores of an onmt_evaluate -json file: [(metric, name, value)], its line count
     and its scorer; one UserError line naming -metrics when it is not one."""
-    import json
     try:
         with open(path, encoding="utf-8") as f:
             scores = json.load(f)
@@ -47,9 +55,8 @@ def read_metrics(path):
 def model_card(release, name, metrics=None):
     """README.md text of a model card: YAML front matter (library, task, data, metrics in the
     Hugging Face model-index form) and a body with the options and how to run it."""
-    import yaml
+    import yaml  # start-up time: only a model card needs it
 
-    from onmt.opts.families import family_name
     opt, pre = release["opt"], release.get("preprocess") or {}
     family = family_name(opt)
     data = os.path.basename(str(opt.get("data") or "unknown"))
@@ -100,11 +107,10 @@ def card_path(opt):
 def check_options(opt):
     """One-line UserErrors before any work: -metrics without -card, a -format the installed
     packages cannot write, an output over an input."""
-    from onmt.utils.files import check_distinct_outputs, check_not_inputs, check_output
     if opt.metrics and not opt.card:
         raise UserError("-metrics is what -card reports: give -card too")
     if opt.format == "safetensors":
-        from onmt.utils.release_format import safetensors_module
+        from onmt.utils.release_format import safetensors_module  # start-up time: it imports torch
         safetensors_module()
     outputs = {"-output": opt.output, "-log_file": opt.log_file,
                "-card": card_path(opt) if opt.card else None}
@@ -116,9 +122,8 @@ def check_options(opt):
 
 
 def main(argv=None):
-    from onmt.opts import parse_with_given
+    # start-up time: these import torch
     from onmt.utils.checkpoint import atomic_torch_save, load_checkpoint
-    from onmt.utils.files import write_text_atomic
     from onmt.utils.release_format import released, write_folder
     opt = parse_with_given(release_model_parser(), argv)
     check_options(opt)

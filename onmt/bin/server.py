@@ -6,9 +6,12 @@
 
 Needs the `server` extra (aiohttp): without it, one line says how to install it.
 """
+import asyncio
+
 from onmt import opts
 from onmt.errors import UserError
 from onmt.utils.cli import run_main
+from onmt.utils.logging import init_logger, logger
 
 
 def require_aiohttp():
@@ -20,12 +23,10 @@ def require_aiohttp():
 
 
 def main(argv=None):
-    import asyncio
-
-    from onmt.utils.logging import init_logger, logger
     opt = opts.parse_with_given(opts.server_parser(), argv)
     opts.validate_server_opts(opt)
     require_aiohttp()
+    # after require_aiohttp: the server imports aiohttp (the optional server extra)
     from onmt.server.models import ServedModel, read_conf
     from onmt.server.serve import serve
     specs = read_conf(opt.config)

@@ -5,21 +5,44 @@ The options are parsed, updated and validated at start (onmt/opts/); once the da
 checkpoint are read, `opts.resolve_train_run` makes the run's options (the checkpoint's model on
 -train_from, the data's defaults) and `opts.validate_train_run` checks them: nothing here writes an
 option."""
+import contextlib
+import glob
+import json
+import os
 import random
+import re
 import sys
 
 import torch
 
 from onmt import opts
+from onmt.bin import preprocess as preprocess_bin
 from onmt.bin.common import start
 from onmt.errors import UserError
+from onmt.fused.execution import Execution
+from onmt.inputters.dataset import ShardedDataset
+from onmt.inputters.upstream_data import ensure_dataset
 from onmt.inputters.vocab import Vocabs
+from onmt.losses import build_loss
 from onmt.trainer import Trainer
 from onmt.utils import distributed
 from onmt.utils.checkpoint import check_no_later_checkpoints, load_checkpoint, set_rng_state
 from onmt.utils.cli import run_main
-from onmt.utils.files import check_prefix
+from onmt.utils.files import (
+    check_not_inputs,
+    check_not_prefix_files,
+    check_output,
+    check_prefix,
+    is_stream,
+    prefix_lock,
+    write_text_atomic,
+)
 from onmt.utils.logging import init_logger, logger
+from onmt.utils.memory import is_out_of_memory, memory_size, training_step_bytes
+from onmt.utils.optim import load_optimizer_state, optimizer_from_opt
+from onmt.utils.output_rule import check_replaceable
+from onmt.utils.profiling import profile_training, trace_path
+from onmt.utils.tensorboard import TensorBoard
 
 
 def check_steps_left(opt, start_step, start_epoch=0):
@@ -58,7 +81,6 @@ def describe_phase(opt, ckpt):
 
 def build_optimizer(opt, model, ckpt):
     """The optimizer of `opt`, with the checkpoint's state unless -reset_optim all / states."""
-    from onmt.utils.optim import load_optimizer_state, optimizer_from_opt
     optimizer = optimizer_from_opt(opt, model.parameters())
     if ckpt is None or "optim" not in ckpt or opt.reset_optim in ("all", "states"):
         return optimizer
@@ -93,7 +115,6 @@ def check_step_memory(opt, train_data, vocabs, device):
     device's memory in one training step (utils/memory.py `training_step_bytes`, against all of
     `memory_size`): one step of a 200,000-token article never ended, deaf to SIGTERM and ^C inside
     one native call. Names the example and what to cut, as translation's out-of-memory line does."""
-    from onmt.utils.memory import memory_size, training_step_bytes
     src, tgt, where, examples = train_data.longest()
     total = memory_size(device)
     if where is None or total is None:
@@ -119,7 +140,6 @@ def out_of_memory_error(exc, longest):
     """`exc` itself, or where it is an allocation failure a UserError naming the longest training
     example (`longest`: (source tokens, (shard, index)) or None) and what to cut, as translation
     names its longest input line."""
-    from onmt.utils.memory import is_out_of_memory
     if not is_out_of_memory(exc):
         return exc
     where = (f" (the longest example, {longest[1][1]} of {longest[1][0]}, has {longest[0]:,} "
@@ -132,7 +152,6 @@ def out_of_memory_error(exc, longest):
 def inputs(opt, data=None):
     """The files train.py reads, which none of its outputs may be (`data`: the dataset when not
     -data)."""
-    import glob
     prefix = data or opt.data
     return {"-train_from": opt.train_from, "-config": vars(opt).get("config"),
             "-data": ([f"{prefix}.meta.json"] + sorted(glob.glob(glob.escape(prefix) + ".*"))
@@ -144,7 +163,6 @@ def inputs(opt, data=None):
 def outputs(opt):
     """The files train.py writes besides its checkpoints, no two of them one file and none of them a
     file of -save_model (`check_prefix_outputs`)."""
-    from onmt.utils.profiling import trace_path
     return {"-log_file": opt.log_file, "-save_config": opt.save_config,
             "-profile_trace": trace_path(opt, opt.save_model) if opt.profile else None}
 
@@ -152,10 +170,7 @@ def outputs(opt):
 def check_prefix_outputs(opt):
     """UserError when -log_file, -save_config or -profile_trace is a checkpoint of -save_model, its
     best checkpoint or its lock: a save, a pruning or the lock's removal would lose it."""
-    import os
-    import re
 
-    from onmt.utils.files import check_not_prefix_files
     base = re.escape(os.path.basename(opt.save_model))
     names = re.compile(rf"{base}(_step_\d+\.pt|_best\.pt(\.tmp\d+)?|\.lock)$")
     check_not_prefix_files(outputs(opt), opt.save_model, f"-save_model {opt.save_model}", names)
@@ -165,8 +180,6 @@ def save_config_file(path, text):
     """-save_config: written whole or not at all (a stream written through); over an existing file
     only when it is a YAML mapping (the one output rule: never over a checkpoint, a dataset's file,
     a corpus)."""
-    from onmt.utils.files import is_stream, write_text_atomic
-    from onmt.utils.output_rule import check_replaceable
     if not is_stream(path):
         check_replaceable(path, f"-save_config {path}", "yaml")
     write_text_atomic(path, text, f"-save_config {path}")
@@ -180,12 +193,8 @@ def main(argv=None):
         logger.info(opt._config_notes)
     # an OpenNMT-py 3.x config: its dataset, built or found
     if opt.data_config and not opt.save_config:
-        import json
 
-        from onmt.bin import preprocess as preprocess_bin
-        from onmt.inputters.upstream_data import ensure_dataset
         data = ensure_dataset(json.loads(opt.data_config), preprocess_bin.main)
-    from onmt.utils.files import check_not_inputs
     check_not_inputs({"-save_config": opt.save_config,
                       "-profile_trace": opt.profile and opt.profile_trace}, inputs(opt, data))
     if opt.save_config:
@@ -195,8 +204,6 @@ def main(argv=None):
     # before any work, not at the first save
     check_prefix(opt.save_model, f"-save_model {opt.save_model}")
     if opt.profile:
-        from onmt.utils.files import check_output
-        from onmt.utils.profiling import trace_path
         check_output(trace_path(opt, opt.save_model),
                      f"-profile_trace {trace_path(opt, opt.save_model)}")
     world = distributed.resolve(opt, device, **opts.distributed_choices(opt))
@@ -230,9 +237,7 @@ def train_rank(opt, world, data=None):
     (default -data): every rank builds the same model and reads its own batches; rank 0 logs, writes
     TensorBoard and saves, holding the lock of -save_model (a second run writing the same
     checkpoints is refused)."""
-    import contextlib
 
-    from onmt.utils.files import prefix_lock
     lock = (prefix_lock(opt.save_model, f"-save_model {opt.save_model}") if world.rank == 0
             else contextlib.nullcontext())
     with lock:
@@ -243,19 +248,16 @@ def _train_rank(opt, world, data):
     device = world.device
     if world.rank > 0:
         init_logger("", world.rank)  # warnings and errors only, on stderr
-    from onmt.utils.tensorboard import TensorBoard
     board = TensorBoard.from_opt(opt) if world.rank == 0 else None  # checked here, before any work
 
-    from onmt.fused.execution import Execution
-    from onmt.inputters.dataset import ShardedDataset
+    # looked up on its module when called: the tests replace it there
     from onmt.inputters.vocab_builder import (
         input_options,
         load_vocabs,
         shard_paths,
         target_length_limit,
     )
-    from onmt.losses import build_loss
-    from onmt.model_builder import build_model, model_entry
+    from onmt.model_builder import build_model, model_entry  # as load_vocabs: the tests replace it
     vocabs, meta = load_vocabs(data)
     check_training_examples(data, meta)
 
@@ -324,7 +326,6 @@ def _train_rank(opt, world, data):
         trainer.restore(ckpt, same_run=same_run, path=opt.train_from)
     try:
         if opt.profile:   # profile N steps, then stop (exit status 0, no checkpoint)
-            from onmt.utils.profiling import profile_training, trace_path
             profile_training(trainer, train_data, opt.profile, trace_path(opt, opt.save_model),
                              start_step=start_step, data_pos=data_pos)
             return

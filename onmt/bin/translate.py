@@ -7,6 +7,7 @@ lines are plotted into DIR (onmt/inspection/plots.py). With -dump_beam FILE, the
 history goes into FILE (`write_beam_dump`). Output paths are checked before any work.
 The Python API (onmt/api.py) shares this path: onmt/translate/session.py.
 """
+import json
 import os
 import random
 import sys
@@ -16,7 +17,12 @@ import torch
 
 from onmt import opts
 from onmt.bin.common import start
+from onmt.bin.evaluate import NAMES
+from onmt.errors import UserError
+from onmt.evaluation import METRICS, score, summarize
 from onmt.inputters.corpus import check_line_counts, read_lines
+from onmt.inspection.plots import plot_records, require_matplotlib
+from onmt.translate.records import DumpWriter
 from onmt.translate.session import (  # noqa: F401 (re-exported)
     load_session,
     model_from_checkpoint,
@@ -33,6 +39,7 @@ from onmt.utils.files import (
     write_text_atomic,
 )
 from onmt.utils.logging import logger
+from onmt.utils.profiling import Profiler, trace_path
 
 
 def load_model(path, device):
@@ -44,8 +51,6 @@ def load_model(path, device):
 def report_rouge(pred_lines, ref_lines):
     """Log ROUGE (built-in scorer, ROUGE-1.5.5's standard settings) of the predictions against
     -tgt."""
-    from onmt.bin.evaluate import NAMES
-    from onmt.evaluation import METRICS, score, summarize
     res = summarize(score(pred_lines, ref_lines))
     logger.info("ROUGE (P/R/F1) against -tgt: " + "; ".join(
         f"{NAMES[m]} {res[m]['p']:.2f}/{res[m]['r']:.2f}/{res[m]['f']:.2f}" for m in METRICS))
@@ -62,7 +67,6 @@ def check_outputs(opt):
             check_output(path, f"{what} {path}", OUTPUT_KINDS[what], opt.overwrite)
     if opt.attn_plot:
         check_output_folder(opt.attn_plot, f"-attn_plot {opt.attn_plot}")
-        from onmt.inspection.plots import require_matplotlib
         require_matplotlib("-attn_plot")
 
 
@@ -86,7 +90,6 @@ def inputs(opt):
 
 def profile_trace(opt):
     """-profile's trace: -profile_trace, else the -output path without extension + _profile.json."""
-    from onmt.utils.profiling import trace_path
     return trace_path(opt, os.path.splitext(opt.output)[0])
 
 
@@ -108,7 +111,6 @@ def main(argv=None):
     with Inspection(opt) as inspection:
         profiler = None
         if opt.profile:
-            from onmt.utils.profiling import Profiler
             profiler = Profiler(opt.profile, profile_trace(opt), device, "translation batches")
         callbacks = Callbacks(beam_history=beam_history, profiler=profiler,
                               **inspection.translate_kwargs())
@@ -130,7 +132,6 @@ def main(argv=None):
 def read_stdin_lines():
     """-src -: the lines of the standard input (UTF-8 text, split on "\n" as files are); one
     UserError for bytes that are no text."""
-    from onmt.errors import UserError
     data = sys.stdin.buffer.read()
     try:
         text = data.decode("utf-8")
@@ -157,7 +158,6 @@ def write_beam_dump(path, opt, examples):
     Step t holds the K hypotheses kept after the t-th topk (a hypothesis ending in </s> at step t
     appears there, then its slot is emptied); an empty input line has no steps. Scores are sums of
     log-probabilities (minus the coverage penalty with -stepwise_penalty), before length penalty."""
-    import json
     write_text_atomic(path, json.dumps({"beam_size": opt.beam_size, "n_best": opt.n_best,
                                         "examples": examples}),
                       f"-dump_beam {path}")
@@ -178,7 +178,6 @@ class Inspection:
 
     def __enter__(self):
         if self.opt.attn_debug:
-            from onmt.translate.records import DumpWriter
             self.writer = DumpWriter(self.opt.attn_debug)
         return self
 
@@ -208,7 +207,6 @@ class Inspection:
             logger.info(f"Attention and p(copy) of {self.writer.n} examples in "
                         f"{self.opt.attn_debug}")
         if self.plotting:
-            from onmt.inspection.plots import plot_records
             paths = plot_records(self.kept, self.opt.attn_plot, self.plot_n)
             logger.info(f"Plotted {len(paths)} examples into {self.opt.attn_plot}")
 

@@ -21,21 +21,28 @@ bound (-max_alpha, -max_min_length; alpha 0 and minimum length 0 are the lowest 
 -match_output writes a length-matched rule: the best checkpoint and alpha with the minimum (or
 maximum) length found by bisection whose mean output length comes nearest the references'.
 """
+import json
 import os
 
 from onmt import opts
 from onmt.bin.common import start
 from onmt.errors import UserError
 from onmt.inputters.corpus import check_line_counts, read_lines
+from onmt.opts.translate import input_rule_opts, tune_fixed_opts
 from onmt.translate import length_grid as lg
 from onmt.utils.cli import run_main
 from onmt.utils.files import check_not_inputs, check_output, write_text_atomic
 from onmt.utils.logging import logger
 
-# translate.py's options held fixed over the grid (copied into each setting when given here)
-FIXED = ("beam_size", "max_length", "coverage_penalty", "beta", "stepwise_penalty",
-         "block_ngram_repeat", "avoid_trigram_repetition", "ignore_when_blocking", "replace_unk",
-         "src_seq_length_trunc", "tgt_seq_length_trunc")
+
+def fixed_options():
+    """translate.py's options held fixed over the grid (copied into each setting when given here):
+    those its declarations put in the fixed group (onmt/opts/translate.py tune_fixed_opts), then the
+    input rules, in declaration order."""
+    return opts.option_names(tune_fixed_opts) + opts.option_names(input_rule_opts)
+
+
+FIXED = fixed_options()
 RUN = ("batch_size",)     # given to every decoding, never written: the output does not depend on it
 
 
@@ -82,7 +89,7 @@ def best_index(rows, metric):
 
 def score_row(preds, refs):
     """{"rouge": {metric: F1 in points}, "length": mean words per prediction, "ref_length"}."""
-    from onmt.evaluation import METRICS, score, summarize
+    from onmt.evaluation import METRICS, score, summarize  # start-up time: the scorer imports numpy
     res = summarize(score(preds, refs))
     n = max(len(preds), 1)
     return {"rouge": {m: round(res[m]["f"], 4) for m in METRICS},
@@ -183,8 +190,8 @@ def chosen_config(row, fixed):
 
 
 def main(argv=None):
-    import json
 
+    # start-up time: this module imports neither at its top
     import torch
     import yaml
     opt, device = start(opts.tune_decoding_parser(), opts.update_tune_decoding_opts,
@@ -219,6 +226,7 @@ def main(argv=None):
     sessions = {}
 
     def decode(model, setting):
+        # looked up on its module when called: the tests replace it there
         from onmt.translate.session import load_session, translate_lines
         if model not in sessions:
             sessions.clear()                 # one checkpoint in memory at a time

@@ -32,7 +32,7 @@ def score(pred_lines, ref_lines, *, official=False, stem=True, limit_words=0, li
 def score_sentences(preds, refs, *, official=False, stem=True, limit_words=0, limit_bytes=0):
     """Like `score` on summaries already split into sentences (refs[i]: list of sentence lists)."""
     if official:
-        from onmt.evaluation import official as perl
+        from onmt.evaluation import official as perl  # official.py imports this package (a cycle)
         return perl.score_examples(preds, refs, stem=stem, limit_words=limit_words,
                                    limit_bytes=limit_bytes)
     return RougeScorer(stem=stem, limit_words=limit_words,

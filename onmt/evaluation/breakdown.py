@@ -12,6 +12,8 @@ one-sided paired bootstrap p-value of "A is higher" within the bucket (bootstrap
 """
 import numpy as np
 
+from onmt.evaluation.bootstrap import paired_test
+
 OVERLAP_EDGES = (0.0, 1 / 3, 2 / 3, 1.0)
 
 
@@ -45,7 +47,6 @@ def gain_by_bucket(scores_a, scores_b, values, edges, samples=1000, seed=1):
     with the means of the per-example scores `scores_a` and `scores_b` (n,) in their own unit,
     delta = a - b, and the one-sided paired bootstrap p-value of "a > b" in the bucket (1.0 for an
     empty bucket)."""
-    from onmt.evaluation.bootstrap import paired_test
     a, b = np.asarray(scores_a, dtype=np.float64), np.asarray(scores_b, dtype=np.float64)
     if a.shape != b.shape or a.shape[0] != len(values):
         raise ValueError("scores and values must hold one entry per example")

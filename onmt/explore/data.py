@@ -19,9 +19,12 @@ import os
 
 from onmt.errors import UserError
 from onmt.evaluation import score
+from onmt.evaluation.bootstrap import confidence_intervals, paired_test
 from onmt.evaluation.breakdown import reference_overlap
+from onmt.evaluation.diagnostics import summary_diagnostics
 from onmt.explore.marks import SOURCE, percents, sparse_rows, word_marks
 from onmt.inputters.corpus import read_lines
+from onmt.translate.records import read_dump
 
 METRIC_NAMES = ("R1", "R2", "RL")
 ZIP_MAGIC = b"PK\x03\x04"
@@ -69,7 +72,6 @@ def read_checked_dump(path, what):
     the shape its words give it; a file that is no dump, a missing key or a wrongly shaped array is
     one UserError naming `what` (e.g. "-system d.npz"), the example's line and the key. The
     explorer and tools/plot_attention.py read dumps through here."""
-    from onmt.translate.records import read_dump
     try:
         records = read_dump(path)
     except KeyError as e:
@@ -141,8 +143,6 @@ def corpus_figures(names, sources, refs, systems, f1, samples=1000, seed=1):
     "repeated_trigrams", "novel_bigrams", "copy_share" (dumps only, else None)}; and for the first
     two systems the paired test {"a", "b", "delta": {metric: a - b},
     "p": {metric: p-value of a > b}}, or None for one system."""
-    from onmt.evaluation.bootstrap import confidence_intervals, paired_test
-    from onmt.evaluation.diagnostics import summary_diagnostics
     out = []
     for name, s, scores in zip(names, systems, f1):
         lo, hi = confidence_intervals(scores, samples, seed)

@@ -31,6 +31,8 @@ training pass, the selector says whether fused kernels exist at all.
 from dataclasses import dataclass
 from typing import Optional
 
+import torch
+
 from onmt.fused import kernels as _kernels
 
 PRECISIONS = ("fp32", "bf16", "fp16", "int8")
@@ -128,7 +130,6 @@ def compile_step(decoder):
     batch size, source length and step (dynamic shapes: the intra-decoder history grows by one row
     per step); the fused per-pass autograd functions inside a step (onmt/fused/) break the graph and
     run eagerly. torch.compile builds on the first call."""
-    import torch
     decoder.step = torch.compile(type(decoder).step.__get__(decoder), dynamic=True)
 
 

@@ -25,6 +25,7 @@ import torch
 
 from onmt.fused.kernels import fast_dtype
 from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged
+from onmt.hardware import int8_engine
 from onmt.modules.precision import float32_region
 
 _PACK_ERRORS = (RuntimeError, AttributeError, NotImplementedError)
@@ -65,7 +66,6 @@ class Int8Linear:
     (CPU): W per output row once, here; x per call."""
 
     def __init__(self, weight, bias, engine=None):
-        from onmt.hardware import int8_engine
         self.engine = engine or int8_engine(linear=True)
         w = weight.detach().float().cpu()  # (V, D)
         scales = (w.abs().amax(dim=1) / 127.0).clamp(min=1e-8).double()  # (V,)
@@ -180,7 +180,6 @@ def quantized_rnn(rnn):
     int8: quantize_dynamic takes recurrent layers too): int8 weights per layer, built once while
     rnn's parameters are unchanged, with the engine that has the faster recurrent kernel
     (int8_engine())."""
-    from onmt.hardware import int8_engine
 
     def build():
         engine = int8_engine()

@@ -4,6 +4,8 @@ from typing import List, Optional
 
 import torch
 
+from onmt.constants import PAD
+
 
 @dataclass
 class Batch:
@@ -26,7 +28,6 @@ class Batch:
     @property
     def n_tgt_tokens(self):
         """Target tokens predicted by teacher forcing (everything after <s>, padding excluded)."""
-        from onmt.constants import PAD
         return int((self.tgt[:, 1:] != PAD).sum()) if self.tgt is not None else 0
 
     def tensors(self):

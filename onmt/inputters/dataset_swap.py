@@ -21,6 +21,8 @@ import re
 import shutil
 
 from onmt.utils.files import process_alive, write_text_atomic
+from onmt.utils.logging import logger
+from onmt.utils.stop import signals_deferred
 
 MANIFEST = "manifest.json"
 
@@ -41,7 +43,6 @@ def outputs(save_data):
 def swap_in(stage, save_data):
     """Replace the dataset of `save_data` by the complete one in `stage` (module docstring). SIGTERM
     and ^C wait until the swap is done (utils/stop.py `signals_deferred`)."""
-    from onmt.utils.stop import signals_deferred
     base = os.path.basename(save_data)
     manifest = os.path.join(stage, MANIFEST)
     if not os.path.exists(manifest):
@@ -83,7 +84,6 @@ def finish_or_remove_dead_stages(save_data):
             continue
         if (os.path.exists(os.path.join(path, MANIFEST))
                 and os.path.exists(os.path.join(path, f"{base}.meta.json"))):
-            from onmt.utils.logging import logger
             logger.warning("finishing the dataset swap of a preprocessing run killed inside it "
                            f"({path})")
             _swap(path, os.path.join(folder, base))

@@ -24,6 +24,7 @@ import threading
 import traceback
 
 from onmt.errors import UserError
+from onmt.utils.stop import signals_deferred
 
 JOIN_TIMEOUT = 10.0      # seconds a stopped or killed worker (or a feeder thread) is waited for
 
@@ -124,7 +125,6 @@ def _feed(box, conn):
 
 class _Workers:
     def __init__(self, n, fn):
-        from onmt.utils.stop import signals_deferred
         ctx = mp.get_context("fork")
         self.procs, self.tasks, self.results, self.boxes, self.feeders = [], [], [], [], []
         try:

@@ -17,6 +17,7 @@ Outputs (prefix P = -save_data): the vocabulary files, P.{train,valid}.N.pt, and
 import logging
 import multiprocessing as mp
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -42,6 +43,13 @@ from onmt.inputters.vocab_builder import (
     text_record,
     write_json_atomic,
 )
+from onmt.utils.files import (
+    check_distinct_outputs,
+    check_not_inputs,
+    check_not_prefix_files,
+    prefix_lock,
+)
+from onmt.utils.output_rule import check_replaceable
 
 logger = logging.getLogger("onmt.preprocess")
 
@@ -236,14 +244,12 @@ def check_inputs_survive(opt):
     """UserError when an input file of preprocessing (-train_src, -src_vocab, ...) is one of the
     files the run writes or removes under -save_data (its vocabularies, shards, meta.json), or
     -log_file / -save_config is an input."""
-    from onmt.utils.files import check_not_inputs
     inputs = {f"-{n}": getattr(opt, n)
               for n in ("train_src", "train_tgt", "valid_src", "valid_tgt", "src_vocab",
                         "tgt_vocab", "config") if vars(opt).get(n)}
     check_not_inputs({"-log_file": opt.log_file, "-save_config": opt.save_config}, inputs)
     check_outputs_apart(opt)
     if opt.log_file:
-        from onmt.utils.output_rule import check_replaceable
         # appended to: never a checkpoint, a dataset's file, a corpus (the one output rule)
         check_replaceable(opt.log_file, f"-log_file {opt.log_file}", "log")
     folder = os.path.dirname(os.path.abspath(opt.save_data))
@@ -259,9 +265,7 @@ def check_outputs_apart(opt):
     """UserError when -log_file and -save_config are one file, or one of them is a file of
     -save_data (a vocabulary, a shard, meta.json, the lock): the dataset's swap or the lock's
     removal would lose it."""
-    import re
 
-    from onmt.utils.files import check_distinct_outputs, check_not_prefix_files
     outputs = {"-log_file": opt.log_file, "-save_config": opt.save_config}
     check_distinct_outputs(outputs)
     base = os.path.basename(opt.save_data)
@@ -279,7 +283,6 @@ def preprocess(opt):
 
     Everything is written into a staging folder beside -save_data and swapped in at the end: a
     failed, interrupted or refused run leaves the previous dataset of the prefix as it was."""
-    from onmt.utils.files import prefix_lock
     check_save_data(opt.save_data)
     # a prepare.json beside the text that cannot be read: refused before any work
     text_record(opt.train_src)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from onmt.errors import UserError
+from onmt.utils.checkpoint import load_refusal
 from onmt.utils.files import write_atomic
 
 _INT32 = ("src", "tgt", "src_ex", "tgt_ex")
@@ -84,7 +85,6 @@ def load_shard(path, mmap=True, run_id=None):
     try:
         shard = torch.load(path, weights_only=True, mmap=mmap)
     except Exception as e:  # noqa: BLE001 - any unreadable shard is the user's data problem
-        from onmt.utils.checkpoint import load_refusal
         raise UserError(f"cannot load shard {path}: {load_refusal(e)}; run preprocess.py "
                         "again") from None
     if run_id is not None and not torch.equal(

@@ -23,6 +23,7 @@ from onmt.constants import UNK
 from onmt.errors import UserError
 from onmt.inputters.numericalize import WordTable, offsets_of
 from onmt.inputters.parallel import ordered_map
+from onmt.utils.files import write_error
 
 # int32 arrays of a cached chunk, in order
 _FIELDS = ("kept", "src_len", "tgt_len", "src", "tgt")
@@ -96,7 +97,6 @@ class TokenCache:
         self._size = 0
 
     def _error(self, e):
-        from onmt.utils.files import write_error
         return write_error(self.path, e, "token cache")
 
     def append(self, slot, start, n_read, drops, arrays):

@@ -23,6 +23,7 @@ from collections import Counter
 from onmt.errors import UserError
 from onmt.inputters.corpus import read_lines
 from onmt.utils.files import write_lines_atomic
+from onmt.utils.logging import logger
 
 
 def _key(spec):
@@ -42,7 +43,6 @@ def _key(spec):
 def ensure_dataset(spec, preprocess_main):
     """The -data prefix of the dataset for `spec`, preprocessed now (`preprocess_main(argv)`:
     preprocess.py's main) unless built before."""
-    from onmt.utils.logging import logger
     prefix = os.path.join(f"{spec['save_data']}.prep-{_key(spec)}", "data")
     if os.path.exists(prefix + ".meta.json"):
         logger.info("-config data: the dataset built before for these corpora and settings: "

@@ -7,12 +7,14 @@ vocabulary is its first `src_vocab_size` entries and the target vocabulary its f
 `tgt_vocab_size` entries (a prefix: same ids in both). Min-frequency cuts are prefix cuts of the
 same list.
 """
+import hashlib
 import json
 import os
 from collections import Counter
 
 from onmt.constants import N_SPECIALS, SPECIALS
 from onmt.errors import UserError
+from onmt.inputters.dataset_swap import finish_or_remove_dead_stages
 from onmt.inputters.vocab import Vocab, Vocabs, read_vocab_file, write_vocab_file
 from onmt.utils.files import write_text_atomic
 
@@ -141,7 +143,6 @@ def save_vocabs(save_data, vocabs, counts):
 
 def file_sha1(path):
     """The SHA-1 of a file's bytes (hex): meta.json records its vocabulary files' (`vocab_sha1`)."""
-    import hashlib
     h = hashlib.sha1()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -158,7 +159,6 @@ def load_meta(save_data):
     path = meta_path(save_data)
     # a preprocessing run killed inside its swap: finish it (dataset_swap.py)
     if not os.path.isfile(path):
-        from onmt.inputters.dataset_swap import finish_or_remove_dead_stages
         if os.path.isdir(os.path.dirname(os.path.abspath(save_data))):
             finish_or_remove_dead_stages(save_data)
     if not os.path.isfile(path) and os.path.isdir(save_data):

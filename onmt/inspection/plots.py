@@ -17,6 +17,7 @@ made (`require_matplotlib` checks it up front: translate.py calls it before tran
 """
 import math
 import os
+import re
 
 import numpy as np
 
@@ -130,6 +131,7 @@ def _intra_panel(ax, record, colors):
         return
     lower = np.tril(np.ones((n, n), dtype=bool), k=-1)       # row t: steps 0..t-1
     shown = np.ma.masked_array(intra[:n, :n], mask=~lower)
+    # matplotlib is optional (pip install .[plot]): only the plots need it
     from matplotlib import colormaps
     image = ax.imshow(shown, aspect="auto", cmap=colormaps["Oranges"].with_extremes(bad="white"),
                       interpolation="nearest", vmin=0.0, vmax=1.0)
@@ -167,6 +169,7 @@ def _copy_panel(ax, record, colors):
 
 def figure(record):
     """The matplotlib Figure of a record (records.py), on an Agg canvas; nothing is saved."""
+    # matplotlib is optional (pip install .[plot]): only the plots need it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.gridspec import GridSpec
@@ -216,7 +219,6 @@ def plot_records(records, folder, n=None):
     """The PNGs of the first `n` records by input line (all when n is None) into `folder` (created
     if missing); an earlier run's example_N.png that this run does not write is removed, so that
     the folder holds this run's plots alone. Returns their paths."""
-    import re
     os.makedirs(folder, exist_ok=True)
     chosen = sorted(records, key=lambda r: r["line"])
     if n is not None:

@@ -18,6 +18,10 @@ import numpy as np
 import torch
 
 from onmt.constants import BOS, EOS, PAD, UNK_WORD
+from onmt.inputters.vocab import Vocabs
+from onmt.translate.beam_search import beam_search
+from onmt.translate.decoding import SearchSettings
+from onmt.translate.records import make_record
 
 SHOWN_SOURCE = 60   # source words shown
 
@@ -46,9 +50,6 @@ def _words(ids, vocab, oovs=()):
 def predict_example(model, batch, vocabs, max_length=100):
     """Greedy prediction of the one-example `batch` with its inspection record; under no_grad in
     eval mode, the model's training mode restored. Returns (record, reference words or None)."""
-    from onmt.translate.beam_search import beam_search
-    from onmt.translate.decoding import SearchSettings
-    from onmt.translate.records import make_record
     was_training = model.training
     model.eval()
     try:
@@ -112,7 +113,6 @@ class TrainingSample:
     def first_of(cls, valid_data, vocab_dict):
         """The sample of `valid_data` (a ShardedDataset), or None when there is no validation
         example."""
-        from onmt.inputters.vocab import Vocabs
         first = next(iter(valid_data.iter_epoch(0)), None) if valid_data is not None else None
         return (None if first is None
                 else cls(select_example(first, 0), Vocabs.from_dict(vocab_dict)))

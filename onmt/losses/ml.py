@@ -105,6 +105,11 @@ class MLLoss:
                 loss = (per_example / mask.sum(-1).clamp_min(1)).sum()
         return loss, (nll, cov_total, pred, gold, mask, attns)
 
+    def parts(self, model, batch):
+        """-> ({"loss": the loss}, Statistics): the loss as one term (onmt/interface.py Loss)."""
+        loss, stats = self(model, batch)
+        return {"loss": loss}, stats
+
     @torch.no_grad()
     def validate(self, model, batch):
         """-> the Statistics of `batch` without gradient (the trainer's validation)."""

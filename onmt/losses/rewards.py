@@ -164,6 +164,8 @@ def rouge_l_bp(hyp, hyp_len, ref, ref_len):
     return (rouge_l(hyp, hyp_len, ref, ref_len).double() * bp).float()
 
 
+# the reward table: a new reward is a function above and its name here, and in -rl_reward's
+# choices (onmt/opts/train.py; tests/unit/test_rewards.py checks that they are these names)
 REWARDS = {"rougeL": rouge_l, "rouge1": rouge_1, "rouge2": rouge_2, "mix": rouge_mix,
            "rougeL_recall": rouge_l_recall, "rougeL_bp": rouge_l_bp}
 

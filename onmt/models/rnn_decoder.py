@@ -28,6 +28,7 @@ from onmt.fused.execution import as_execution, compile_step
 from onmt.fused.low_precision import decoding_gates
 from onmt.fused.step_attention import StepAttention, compiled_mlp_scores, mlp_scores_blocked
 from onmt.interface import DecoderStateBase
+from onmt.models.components import register_decoder
 from onmt.models.rnn_encoder import RNN_TYPES
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.global_attention import GlobalAttention
@@ -89,6 +90,7 @@ def fit_layers(final, num_layers):
     return torch.cat([final, final[-1:].expand(num_layers - L, -1, -1)], dim=0)  # (L_dec, B, H)
 
 
+@register_decoder("rnn")
 class RNNDecoder(nn.Module):
     """Args:
         rnn_type: "LSTM" or "GRU".
@@ -130,6 +132,14 @@ class RNNDecoder(nn.Module):
         self.dropout = (Dropout if fused else nn.Dropout)(dropout)
         if execution.compile == "decoder-step":
             compile_step(self)
+
+    @classmethod
+    def from_opt(cls, opt, embeddings, execution=None):
+        """The decoder of the model options (-rnn_type, -dec_layers, -rnn_size,
+        -global_attention, -input_feed, -coverage_attn, -dropout)."""
+        return cls(opt.rnn_type, opt.dec_layers, opt.rnn_size, embeddings,
+                   attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
+                   coverage=opt.coverage_attn, dropout=opt.dropout, execution=execution)
 
     @property
     def kernels(self):

@@ -6,10 +6,12 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from onmt.fused.execution import as_execution
 from onmt.fused.low_precision import encoder_lowered, run_rnn
 from onmt.interface import EncoderOutput
+from onmt.models.components import register_encoder
 
 RNN_TYPES = {"LSTM": nn.LSTM, "GRU": nn.GRU}      # -rnn_type -> torch module (the decoders' too)
 
 
+@register_encoder("rnn")
 class RNNEncoder(nn.Module):
     """Embeds source ids and runs a (bi)directional RNN.
 
@@ -52,6 +54,16 @@ class RNNEncoder(nn.Module):
                                         for _ in range(n_states))
         else:
             self.bridge = None
+
+    @classmethod
+    def from_opt(cls, opt, embeddings, execution=None, **fixed):
+        """The encoder of the model options (-rnn_type, -enc_layers, -rnn_size, -brnn, -dropout,
+        -bridge); `fixed`: constructor arguments the model sets itself, over the options'."""
+        args = dict(rnn_type=opt.rnn_type, bidirectional=opt.brnn, dropout=opt.dropout,
+                    bridge=opt.bridge)
+        args.update(fixed)
+        return cls(args.pop("rnn_type"), opt.enc_layers, opt.rnn_size, embeddings,
+                   execution=execution, **args)
 
     @property
     def kernels(self):

@@ -19,9 +19,8 @@ from onmt.fused.gold_mixture import copy_generator_gold_log_prob
 from onmt.fused.low_precision import prepared_linear
 from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
 from onmt.interface import gold_targets
+from onmt.models.components import build_decoder, build_encoder
 from onmt.models.generic import ModelDefaults, gold_from_forward, rollout_from_steps
-from onmt.models.rnn_decoder import RNNDecoder
-from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.step_scores import DenseScores
@@ -31,8 +30,8 @@ class NMTModel(ModelDefaults, nn.Module):
     """RNN encoder, RNN decoder (attention / input feeding / fixed context) and a softmax generator.
 
     Args:
-        encoder: RNNEncoder.
-        decoder: RNNDecoder.
+        encoder: the ENCODER of the component tables (onmt/models/components.py): RNNEncoder.
+        decoder: the DECODER of the tables: RNNDecoder.
         generator: Generator (plain) or CopyGenerator (pointer-generator, extended vocabulary).
         tgt_vocab_size: V_tgt.
         execution: an Execution (module docstring) or a kernels name; the encoder and decoder are
@@ -40,6 +39,7 @@ class NMTModel(ModelDefaults, nn.Module):
     """
 
     copy = False  # True when log-probabilities cover the extended vocabulary
+    ENCODER = DECODER = "rnn"   # from_opt's components (onmt/models/components.py)
 
     def __init__(self, encoder, decoder, generator, tgt_vocab_size, execution=None):
         super().__init__()
@@ -70,12 +70,8 @@ class NMTModel(ModelDefaults, nn.Module):
         else:
             tgt_emb = Embeddings(len(vocabs.tgt), opt.word_vec_size, dropout=opt.dropout,
                                  dropout_cls=dropout_cls)
-        encoder = RNNEncoder(opt.rnn_type, opt.enc_layers, opt.rnn_size, src_emb,
-                             bidirectional=opt.brnn, dropout=opt.dropout, bridge=opt.bridge,
-                             execution=execution)
-        decoder = RNNDecoder(opt.rnn_type, opt.dec_layers, opt.rnn_size, tgt_emb,
-                             attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
-                             coverage=opt.coverage_attn, dropout=opt.dropout, execution=execution)
+        encoder = build_encoder(cls.ENCODER, opt, src_emb, execution)
+        decoder = build_decoder(cls.DECODER, opt, tgt_emb, execution)
         tgt_vocab_size = len(vocabs.tgt)
         tied = tgt_emb if opt.share_decoder_embeddings else None
         if cls.copy:

@@ -17,6 +17,7 @@ A name left out keeps this toolkit's default: no length penalty (Hugging Face's 
 length_penalty=1.0 here), greedy or beam search unless do_sample=True.
 """
 from onmt.opts.translate import translate_search_opts
+from onmt.opts.update import option_names
 
 # the options of the API beyond the search (how much is read at once, the input's cut, the seed)
 API_EXTRA = ("batch_size", "src_seq_length_trunc", "seed")
@@ -65,7 +66,6 @@ HF_UNSUPPORTED = {
 def api_options():
     """The API's keyword arguments by this toolkit's names: translate.py's search options
     (onmt/opts/translate.py translate_search_opts) then API_EXTRA."""
-    from onmt.opts.update import option_names
     return option_names(translate_search_opts) + API_EXTRA
 
 

@@ -1,4 +1,6 @@
 """The model options (train.py; a checkpoint stores them)."""
+import argparse
+
 from onmt.opts.families import FAMILIES
 
 
@@ -99,7 +101,6 @@ ENCODER_TYPES = {"rnn": False, "brnn": True}
 
 def _encoder_type(value):
     """-encoder_type rnn|brnn -> the value of -brnn (the option stores into opt.brnn)."""
-    import argparse
     if value not in ENCODER_TYPES:
         raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from rnn, brnn)")
     return ENCODER_TYPES[value]

@@ -1,7 +1,13 @@
 """Parsing: the exact-name parser, the one-line message of an unknown option (with what an upstream
 OpenNMT-py option is here), which options the user gave, and the parser of each command."""
+import argparse
+import difflib
+import io
+import sys
+
 import configargparse
 
+from onmt.errors import OptionError
 from onmt.opts.data import CNNDM_FORMATS, GIGAWORD_FORMATS, prepare_opts, preprocess_opts
 from onmt.opts.model import model_opts
 from onmt.opts.server import server_opts
@@ -24,7 +30,6 @@ class _ExactParser(configargparse.ArgumentParser):
     it is here, else the closest names."""
 
     def parse_known_args(self, args=None, namespace=None, **kwargs):
-        import sys
         self._check_names(sys.argv[1:] if args is None else list(args))
         return super().parse_known_args(args=args, namespace=namespace, **kwargs)
 
@@ -85,7 +90,6 @@ def _is_number(token):
 def unknown_option_message(name, known):
     """One line about an option `name` (e.g. "-hidden_size") that the parser with options `known`
     lacks."""
-    import difflib
     bare = name.lstrip("-")
     if bare in UPSTREAM_OPTIONS:
         here, what = UPSTREAM_OPTIONS[bare]
@@ -103,7 +107,6 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
     the values become option strings."""
 
     def parse(self, stream):
-        import io
         name = self.last_file = getattr(stream, "name", "the config file")
         try:
             text = stream.read()
@@ -123,7 +126,7 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
         except Exception as e:
             raise configargparse.ConfigFileParserException(
                 f"{name}: not valid YAML ({e})") from None
-        from onmt.opts.config_file import key_problem
+        from onmt.opts.config_file import key_problem  # a cycle: config_file imports parse
         problem = key_problem(yaml, loader, text, name)   # twice, empty, not a name: one line
         if problem:
             raise configargparse.ConfigFileParserException(problem)
@@ -136,7 +139,7 @@ class _BoundedYAMLParser(configargparse.YAMLConfigFileParser):
             raise configargparse.ConfigFileParserException(
                 f"{name}: its values expand to more than {MAX_CONFIG_ITEMS} items (nested YAML "
                 "aliases?); an options file holds options")
-        from onmt.opts import upstream_config
+        from onmt.opts import upstream_config  # a cycle: onmt.opts imports parse
         # an OpenNMT-py 3.x config: its data: mapping of corpora
         if upstream_config.is_upstream(obj):
             try:
@@ -182,7 +185,6 @@ def make_parser(description):
 def parse_with_given(parser, argv=None):
     """Parse `argv` (sys.argv when None) -> opt, with `opt._given`: the dests of the options given
     on the command line or in a -config file, as opposed to defaults (see `given`)."""
-    import argparse
     opt = parser.parse_args(argv)
     saved = [(a, a.default) for a in parser._actions]
     try:
@@ -212,7 +214,6 @@ def parse_values(parser, values):
     the others their defaults (a required option None), `opt._given` the names of `values`. A flag
     is given by a true value; a None value, a false flag and an empty list are not given (as an
     option left off a command line)."""
-    import argparse
     opt = argparse.Namespace()
     for action in parser._actions:
         if action.dest != "help" and not hasattr(opt, action.dest):
@@ -229,7 +230,6 @@ def parse_values(parser, values):
         try:
             action(parser, opt, parser._get_values(action, words) if words else None, f"-{name}")
         except argparse.ArgumentError as e:
-            from onmt.errors import OptionError
             raise OptionError(str(e)) from None
         named.add(action.dest)
     opt._given = frozenset(named)
@@ -255,7 +255,6 @@ def saved_options(opt):
 
 
 def config_opts(parser):
-    import argparse
     parser.add("-config", "--config", is_config_file_arg=True, help="YAML file with options")
     # what reading the -config file found worth one log line (the upstream keys it dropped); set by
     # the YAML parser, logged by the entry point once it logs
@@ -284,7 +283,7 @@ def write_config(opt, path, parser, write=None):
     -decay_method noam is refused). `write(path, text)` writes it (the entry points give
     files.write_text_atomic: whole or not at all, a stream written through: DESIGN §5 keeps utils/
     out of opts/)."""
-    import yaml
+    import yaml  # only for a -config file (start-up time)
     defaults = {}
     for action in parser._actions:
         defaults.setdefault(action.dest, action.default)

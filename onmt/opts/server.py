@@ -1,6 +1,8 @@
 """The options of onmt_server (onmt/server/): upstream OpenNMT-py's server options (-config
 conf.json, -ip, -port, -url_root, -debug) and the batching queue's limits. Its -config is upstream's
 JSON of models by id, not the YAML options file of the other commands."""
+import math
+
 from onmt.errors import OptionError
 
 
@@ -45,7 +47,6 @@ def server_opts(parser):
 
 
 def validate_server_opts(opt):
-    import math
     if not 0 <= opt.port <= 65535:
         raise OptionError(f"-port must be in [0, 65535], got {opt.port}")
     if not opt.url_root.startswith("/") or (len(opt.url_root) > 1 and opt.url_root.endswith("/")):

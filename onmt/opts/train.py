@@ -150,6 +150,8 @@ def train_opts(parser):
                "each sequence (both divided by the batch's reference tokens, so their ratio is the "
                "paper's); tokens = each term per token of its own sequences (ML per reference "
                "token, RL per sampled token), as many reimplementations do")
+    # the reward table's names (onmt/losses/rewards.py REWARDS, the one place a reward goes), as
+    # names: onmt/opts/ sits above onmt/losses/ and imports no torch; test_rewards.py ties the two
     g.add("-rl_reward", "--rl_reward", default="rougeL",
           choices=["rougeL", "rouge1", "rouge2", "mix", "rougeL_recall", "rougeL_bp"],
           help="reward of a sequence against the reference: ROUGE F1 (mix: the mean of the three), "

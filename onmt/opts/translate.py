@@ -55,8 +55,17 @@ def translate_opts(parser):
                "replaces it with the attended source word, as -replace_unk)")
 
 
+# translate.py's search options that are not SearchSettings fields (onmt/translate/decoding.py):
+# -avoid_trigram_repetition becomes -block_ngram_repeat 3 (update_translate_opts), -replace_unk
+# is the Translator's; every other option of translate_search_opts is a field of that name
+NOT_SEARCH_SETTINGS = ("avoid_trigram_repetition", "replace_unk")
+
+
 def translate_search_opts(g):
-    """translate.py's search options: the API's keyword arguments too (onmt/api.py)."""
+    """translate.py's search options, the one list of them: the API's keyword arguments
+    (onmt/opts/api_names.py api_options), SearchSettings' fields (with NOT_SEARCH_SETTINGS) and,
+    through search_opts, onmt_tune_decoding's fixed set (tune_fixed_opts);
+    tests/unit/test_api_names.py checks that a new one reaches each."""
     beam_opts(g)
     search_opts(g)
     g.add("-ban_unk_token", "--ban_unk_token", action="store_true",
@@ -149,7 +158,6 @@ def input_rule_opts(parser):
                "(default: as the training data was cut; 0: not cut)")
 
 
-
 def tune_decoding_opts(parser):
     g = parser.add_argument_group("Data")
     g.add("-model", "--model", required=True, nargs="+", action="extend",
@@ -190,12 +198,18 @@ def tune_decoding_opts(parser):
                "that systems are compared at one length")
     g.add("-match_target", "--match_target", type=float, default=0.0,
           help="the mean output length in words -match_output aims at (0: the references')")
-    g = parser.add_argument_group("Search, the same in every setting")
+    tune_fixed_opts(parser.add_argument_group("Search, the same in every setting"))
+    input_rule_opts(parser)
+
+
+def tune_fixed_opts(g):
+    """onmt_tune_decoding's search options held fixed over its grid (with input_rule_opts': its
+    FIXED, onmt/bin/tune_decoding.py): the beam, the length limit and translate.py's search_opts."""
     g.add("-beam_size", "--beam_size", type=int, default=5, help="beam size (1: greedy)")
     g.add("-max_length", "--max_length", type=int, default=100,
           help="maximum prediction length (default: the checkpoint's own rule, as translate.py)")
     search_opts(g)
-    input_rule_opts(parser)
+
 
 def evaluate_opts(parser):
     g = parser.add_argument_group("Evaluate")

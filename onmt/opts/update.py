@@ -12,7 +12,7 @@ so that later code reads `opt.name` directly. Every `update_*` may run again on 
 import copy
 import functools
 
-from onmt.errors import OptionError
+from onmt.errors import OptionError, UserError
 from onmt.opts.data import prepare_opts, preprocess_opts
 from onmt.opts.families import FAMILIES, RESUME_ADDS_PARAMETERS, family_name
 from onmt.opts.model import ADDED_MODEL_OPTIONS, model_opts
@@ -218,7 +218,7 @@ def _resume(run, saved):
     model option the checkpoint lacks must be given here (a default could silently change the
     model); one contradicting it is refused, but for the family's `resume_may_change`. UserError
     naming the checkpoint otherwise."""
-    from onmt.errors import UserError
+    # a cycle: onmt.opts, validate's package, imports update
     from onmt.opts.validate import check_saved_model_types
     try:
         check_saved_model_types(saved)

@@ -1,8 +1,12 @@
 """Validation: the cross-option checks of each group, run after the update step (update.py). A check
 never changes `opt`; an impossible option is one OptionError whose one line names it."""
-from onmt.errors import OptionError
+import math
+import os
+
+from onmt.constants import N_SPECIALS
+from onmt.errors import OptionError, UserError
 from onmt.opts.families import FAMILIES, family_name
-from onmt.opts.parse import given
+from onmt.opts.parse import given, make_parser
 from onmt.opts.search_rules import check_search
 from onmt.opts.validate_tools import (  # noqa: F401  (read from here too)
     MIN_BOOTSTRAP,
@@ -16,7 +20,6 @@ def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
     """One-line OptionErrors for impossible numbers: each name of `positive` must be > 0, of
     `non_negative` >= 0, of `unit` in [0, 1], of `unit_open` in [0, 1); NaN and infinity never
     pass."""
-    import math
     rules = [(positive, lambda v: v > 0, "must be positive"),
              (non_negative, lambda v: v >= 0, "must be >= 0"),
              (unit, lambda v: 0 <= v <= 1, "must be in [0, 1]"),
@@ -32,13 +35,12 @@ def _check_numbers(opt, positive=(), non_negative=(), unit=(), unit_open=()):
 
 def _check_gpu(gpu):
     if gpu >= 0:
-        import torch
+        import torch  # onmt/opts/ imports no torch (start-up time)
         if not torch.cuda.is_available():
             raise OptionError(f"-gpu {gpu} given but CUDA is not available")
 
 
 def validate_prepare_opts(opt):
-    import os
     if opt.report_every <= 0:
         raise OptionError(f"-report_every must be positive, got {opt.report_every}")
     if os.path.realpath(opt.input) == os.path.realpath(opt.output):
@@ -46,7 +48,6 @@ def validate_prepare_opts(opt):
 
 
 def validate_preprocess_opts(opt):
-    from onmt.constants import N_SPECIALS
     for name in ("src_vocab_size", "tgt_vocab_size"):
         if getattr(opt, name) <= N_SPECIALS:
             raise OptionError(f"-{name} {getattr(opt, name)} must be larger than the "
@@ -152,8 +153,7 @@ def check_saved_model_types(saved):
     dict) has a value its command-line option could have given: the right type (value_type_problem:
     an int for -rnn_size, a bool for a flag) and one of its choices (a damaged or hand-edited
     checkpoint would otherwise crash later, far from the cause)."""
-    from onmt.opts.model import model_opts
-    from onmt.opts.parse import make_parser
+    from onmt.opts.model import model_opts  # a cycle: onmt.opts imports validate
     parser = make_parser("")
     model_opts(parser)
     seen = set()
@@ -213,7 +213,7 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     if opt.early_stopping < 0:
         raise OptionError(f"-early_stopping must be >= 0, got {opt.early_stopping}")
     _check_numbers(opt, non_negative=("valid_steps", "save_checkpoint_steps"))
-    from onmt.opts.upstream_config import PLACEHOLDER
+    from onmt.opts.upstream_config import PLACEHOLDER  # a cycle: onmt.opts imports validate
     if vars(opt).get("data_config") and opt.data != PLACEHOLDER:
         raise OptionError(f"-data {opt.data} and the -config's data: mapping both name the "
                           "training data: give one (drop -data to train on the config's corpora)")
@@ -268,7 +268,7 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
                           "or use torchrun")
     _check_gpu(opt.gpu)
     if opt.gpu_ranks:
-        import torch
+        import torch  # onmt/opts/ imports no torch (start-up time)
         if not torch.cuda.is_available():
             raise OptionError("-gpu_ranks given but CUDA is not available")
     if opt.compile:
@@ -281,7 +281,6 @@ def validate_train_run(opt):
     (UserError: the checkpoint's family may be the cause)."""
     validate_model_opts(opt)
     if opt.copy_loss_by_seqlength and not opt.copy_attn:
-        from onmt.errors import UserError
         raise UserError("-copy_loss_by_seqlength needs a copy model (-copy_attn or -reinforced)")
 
 
@@ -328,7 +327,6 @@ def validate_translate_run(opt):
     (update.resolve_translate_run): a -min_length above the checkpoint's prediction length limit
     (UserError: the checkpoint's rule)."""
     if opt.min_length > opt.max_length:
-        from onmt.errors import UserError
         raise UserError(f"-min_length {opt.min_length} is above the maximum prediction length "
                         f"{opt.max_length} (the checkpoint's rule: give -max_length)")
 
@@ -336,7 +334,7 @@ def validate_translate_run(opt):
 def check_precision(precision, device_type):
     """-precision on a device of `device_type`: one OptionError saying why where it would not run
     fast."""
-    from onmt.hardware import precision_problem
+    from onmt.hardware import precision_problem  # onmt/opts/ imports no torch (start-up time)
     problem = precision_problem(precision, device_type)
     if problem:
         raise OptionError(f"-precision {precision}: {problem}")
@@ -345,7 +343,7 @@ def check_precision(precision, device_type):
 def check_compile(device_type):
     """-compile on a device of `device_type`: one OptionError saying why where torch.compile cannot
     build."""
-    from onmt.hardware import compile_problem
+    from onmt.hardware import compile_problem  # onmt/opts/ imports no torch (start-up time)
     problem = compile_problem(device_type)
     if problem:
         raise OptionError(f"-compile: {problem}")

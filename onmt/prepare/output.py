@@ -5,6 +5,7 @@ Every output file is written to a temporary name and all of them are renamed tog
 split is complete; on an error or ^C / SIGTERM the temporary files are removed (and the -output
 folder too when this run created it and it is still empty), so a failed run leaves nothing behind.
 """
+import json
 import logging
 import os
 import signal
@@ -12,8 +13,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from onmt import opts
 from onmt.errors import UserError
-from onmt.utils.files import AtomicFile
+from onmt.utils.files import AtomicFile, write_text_atomic
 from onmt.utils.logging import init_logger
 
 
@@ -172,9 +174,7 @@ def write_text_record(folder, opt, extra=None):
     preprocess.py carries into meta.json and the checkpoints, so that translate.py and the API
     prepare raw input the same way. Every published form of CNN/DM and Gigaword is PTB-style
     tokenized (by its authors or here), so "ptb" unless -tokenize none."""
-    import json
 
-    from onmt.utils.files import write_text_atomic
     record = {"tokenize": "none" if opt.tokenize == "none" else "ptb", "lower": bool(opt.lower),
               **(extra or {})}
     write_text_atomic(os.path.join(folder, TEXT_RECORD), json.dumps(record) + "\n",
@@ -184,7 +184,6 @@ def write_text_record(folder, opt, extra=None):
 def prepare_main(parser, detect, argv=None):
     """The whole of a prepare tool: parse and check `parser`'s options, find the corpus with
     `detect(folder, format, lower, tokenize)`, log its form and write the chosen splits."""
-    from onmt import opts
     opt = opts.parse_with_given(parser, argv)
     opts.update_prepare_opts(opt)
     opts.validate_prepare_opts(opt)

@@ -84,6 +84,7 @@ def _csv(path, columns):
 
 def _parquet(path, columns):
     try:
+        # pyarrow is optional (pip install .[parquet]): only Parquet input needs it
         import pyarrow.parquet as pq
     except ImportError:
         raise UserError(f"{path}: reading Parquet needs pyarrow: pip install .[parquet]") from None

@@ -26,6 +26,7 @@ from onmt.fused.low_precision import decoding_gates
 from onmt.fused.step_embedding import StepEmbedding
 from onmt.fused.step_source import StepSource
 from onmt.interface import DecoderStateBase
+from onmt.models.components import register_decoder
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.lstm_step import lstm_step
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
@@ -59,6 +60,7 @@ class ReinforcedState(DecoderStateBase):
     _shared_fields = frozenset({"out_weight", "out_packed"})
 
 
+@register_decoder("reinforced")
 class ReinforcedDecoder(nn.Module):
     """LSTM decoder reading the embedding of y_{t-1}.
 
@@ -90,6 +92,15 @@ class ReinforcedDecoder(nn.Module):
                          else None)
         if execution.compile == "decoder-step":
             compile_step(self)
+
+    @classmethod
+    def from_opt(cls, opt, embeddings, execution=None):
+        """The decoder of the model options (-rnn_size, -dec_layers, -dropout, -no_temporal_attn,
+        -no_intra_decoder_attn, -intra_attn_scale) over the PartialEmbedding `embeddings`."""
+        return cls(embeddings, opt.rnn_size, num_layers=opt.dec_layers, dropout=opt.dropout,
+                   temporal=not opt.no_temporal_attn, intra_decoder=not opt.no_intra_decoder_attn,
+                   score_scale=opt.rnn_size ** -0.5 if opt.intra_attn_scale == "sqrt" else 1.0,
+                   execution=execution)
 
     @property
     def kernels(self):

@@ -36,20 +36,20 @@ from onmt.fused.packed_linear import cached_while_unchanged, drop_cached
 from onmt.fused.step_mixture import pointer_generator_step_log_probs, pointer_generator_step_scores
 from onmt.fused.step_source import DecodingSource
 from onmt.interface import gold_targets, per_pass
+from onmt.models.components import build_decoder, build_encoder
 from onmt.models.generic import ModelDefaults, gold_from_forward
-from onmt.models.rnn_encoder import RNNEncoder
 from onmt.modules.copy_mixture import repeat_per_step
 from onmt.modules.embeddings import Embeddings
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.sampling import SamplingSchedule, sample_rows
 from onmt.modules.step_scores import DenseScores
-from onmt.reinforced.decoder import ReinforcedDecoder
 from onmt.reinforced.pointer_generator import PointerGenerator
 from onmt.reinforced.rollout import rollout as lockstep_rollout
 
 
 class ReinforcedModel(ModelDefaults, nn.Module):
     copy = True
+    ENCODER, DECODER = "rnn", "reinforced"   # from_opt's components (onmt/models/components.py)
     # state_dict key prefixes renamed since checkpoints were first written: old -> new
     RENAMED_KEYS = (("decoder.embedding.", "decoder.embeddings."),)
 
@@ -83,15 +83,11 @@ class ReinforcedModel(ModelDefaults, nn.Module):
         dropout_cls = Dropout if execution.fused else nn.Dropout
         embeddings = Embeddings(len(vocabs.src), opt.word_vec_size, dropout=opt.dropout,
                                 dropout_cls=dropout_cls)
-        encoder = RNNEncoder("LSTM", opt.enc_layers, opt.rnn_size, embeddings,
-                             bidirectional=opt.brnn, dropout=opt.dropout, execution=execution)
+        # the paper's encoder is an LSTM without a bridge whatever the options (they are refused)
+        encoder = build_encoder(cls.ENCODER, opt, embeddings, execution, rnn_type="LSTM",
+                                bridge=False)
         partial = PartialEmbedding(embeddings.lut, len(vocabs.tgt))
-        decoder = ReinforcedDecoder(partial, opt.rnn_size, num_layers=opt.dec_layers,
-                                    dropout=opt.dropout, temporal=not opt.no_temporal_attn,
-                                    intra_decoder=not opt.no_intra_decoder_attn,
-                                    score_scale=(opt.rnn_size ** -0.5
-                                                 if opt.intra_attn_scale == "sqrt" else 1.0),
-                                    execution=execution)
+        decoder = build_decoder(cls.DECODER, opt, partial, execution)
         generator = PointerGenerator(decoder.output_size, len(vocabs.tgt), embedding=partial,
                                      tied=not opt.no_tied_output, execution=execution)
         schedule = SamplingSchedule(opt.scheduled_sampling, opt.scheduled_sampling_start,

@@ -14,6 +14,7 @@ import json
 
 from aiohttp import web
 
+from onmt.errors import UserError
 from onmt.server.batching import Closed, QueueFull, TimedOut
 from onmt.utils.logging import logger
 
@@ -97,7 +98,6 @@ class Routes:
         except (QueueFull, TimedOut, Closed) as e:
             raise RequestError(503, e) from None
         except Exception as e:
-            from onmt.errors import UserError
             if isinstance(e, UserError):   # e.g. out of memory on one line: the client's input
                 raise RequestError(413, e) from None
             raise
@@ -124,7 +124,7 @@ class Routes:
 def parse_items(body, opt):
     """The Items of a /translate body: [(src as one line, src as sent)], their ids in `.ids`;
     RequestError (400, 413) in one line for anything else."""
-    from onmt.api import check_texts
+    from onmt.api import check_texts  # start-up time: onmt.api imports torch
     try:
         data = json.loads(body)
     except UnicodeDecodeError as e:

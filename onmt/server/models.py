@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, List, NamedTuple
 
 from onmt.errors import UserError
+from onmt.opts import OptionError
 
 # upstream's per-model keys that change nothing here, and why
 IGNORED_KEYS = {
@@ -100,8 +101,7 @@ def _spec(entry, i, root, taken, conf_path):
 
 def _options(opt, where):
     """(search options, load options, notes) of a model's "opt"; one UserError naming a bad one."""
-    from onmt.api import SEARCH_OPTIONS, translate_options
-    from onmt.opts import OptionError
+    from onmt.api import SEARCH_OPTIONS, translate_options  # start-up time: onmt.api imports torch
     if not isinstance(opt, dict):
         raise UserError(f"{where}: \"opt\" must be an object")
     unknown = sorted(set(opt) - set(SEARCH_OPTIONS) - set(LOAD_OPTIONS) - IGNORED_OPTIONS)
@@ -128,7 +128,7 @@ class ServedModel:
     best first; what the batching queue calls, in its worker thread."""
 
     def __init__(self, spec, summarizer):
-        from onmt.api import translate_options
+        from onmt.api import translate_options  # start-up time: onmt.api imports torch
         self.spec, self.summarizer = spec, summarizer
         search = dict(spec.search)
         if search.get("replace_unk") is None:
@@ -140,7 +140,7 @@ class ServedModel:
 
     @classmethod
     def load(cls, spec):
-        from onmt.api import Summarizer
+        from onmt.api import Summarizer  # start-up time: onmt.api imports torch
         if not os.path.exists(spec.path):
             raise UserError(f"model {spec.id}: no such checkpoint {spec.path}")
         gpu = spec.load["gpu"]
@@ -158,6 +158,7 @@ class ServedModel:
         return self.opt.batch_size
 
     def decode(self, lines):
+        # looked up on its module when called: the tests replace it there
         from onmt.translate.session import translate_lines
         results = translate_lines(self.opt, self.summarizer.session, lines, show_progress=False,
                                   log_notes=not self._logged)

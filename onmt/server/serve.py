@@ -14,6 +14,7 @@ import sys
 
 from aiohttp import web
 
+from onmt.errors import UserError
 from onmt.server.app import Routes
 from onmt.server.batching import MicroBatcher
 from onmt.utils.logging import logger
@@ -69,7 +70,6 @@ async def serve(opt, models, announce=None):
         await site.start()
     except OSError as e:
         await runner.cleanup()
-        from onmt.errors import UserError
         raise UserError(f"cannot listen on {opt.ip}:{opt.port}: {e.strerror or e}") from None
     host, port = runner.addresses[0][:2]
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}{opt.url_root}"

@@ -51,7 +51,6 @@ from onmt.translate.decoding import (
     Hypothesis,
     apply_rules,
     attention_of,
-    decode_step_scores,
     extend_inspection,
     hypothesis_extras,
     inspected_step,
@@ -165,7 +164,7 @@ class BeamSearch:
         # the W rows of an example decode one source: the reorders below (and start's) say so with
         # rows_per_source, so a state that can use it already holds its source once per example
         # log p of (R, X)
-        scores, state, attns = decode_step_scores(self.model, beam.inputs, beam.state)
+        scores, state, attns = self.model.decode_step_scores(beam.inputs, beam.state)
         s = self.settings
         apply_rules(scores, beam.history, step, min_length=s.min_length, max_length=s.max_length,
                     block_ngram_repeat=s.block_ngram_repeat, ignore_ids=self.ignore_ids,

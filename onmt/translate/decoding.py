@@ -298,16 +298,6 @@ def _as_step_scores(scores):
     return DenseScores(scores) if isinstance(scores, torch.Tensor) else scores
 
 
-def decode_step_scores(model, inputs, state):
-    """(step scores, state, attns): the model's `decode_step_scores` where it has one
-    (interface.py), else its decode_step's log p (float32) as a DenseScores."""
-    step = getattr(model, "decode_step_scores", None)
-    if step is not None:
-        return step(inputs, state)
-    logp, state, attns = model.decode_step(inputs, state)
-    return DenseScores(logp.float()), state, attns
-
-
 def attention_of(attns):
     """The source attention of a decode step, or None for models that do not attend."""
     if not attns:

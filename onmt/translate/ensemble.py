@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from onmt.interface import extended_size, gold_targets
-from onmt.translate.decoding import decode_step_scores
+from onmt.models.generic import ModelDefaults
 
 MIXED_ATTNS = ("std", "coverage", "p_copy", "intra")
 
@@ -51,7 +51,7 @@ class EnsembleState(NamedTuple):
                                    for s in self.states))
 
 
-class Ensemble(nn.Module):
+class Ensemble(ModelDefaults, nn.Module):
     """Models of one vocabulary decoding as one (module docstring). `members`: models in eval
     mode on one device; the first one's execution is the ensemble's."""
 
@@ -65,8 +65,7 @@ class Ensemble(nn.Module):
         self.members = nn.ModuleList(members)
         self.tgt_vocab_size = members[0].tgt_vocab_size
         self.copy = any(m.copy for m in members)
-        # a model outside the registry (tests' toys) may have none
-        self.execution = getattr(members[0], "execution", None)
+        self.execution = members[0].execution
 
     def encode(self, batch):
         return tuple(m.encode(batch) for m in self.members)
@@ -78,7 +77,7 @@ class Ensemble(nn.Module):
         """(log p (R, X) of the mixture, the new EnsembleState, the members' mean attns)."""
         logps, states, attns = [], [], []
         for member, s in zip(self.members, state.states):
-            scores, new, a = decode_step_scores(member, inputs, s)
+            scores, new, a = member.decode_step_scores(inputs, s)
             logps.append(scores.full().float())                      # (R, X_m)
             states.append(new)
             attns.append(a or {})

@@ -32,6 +32,7 @@ A checkpoint without the record (written before it existed) gets -src and -tgt a
 from typing import List, NamedTuple, Optional, Tuple
 
 from onmt.inputters.vocab_builder import target_length_limit
+from onmt.prepare.tokenize import ptb_tokenize
 
 
 class InputRules(NamedTuple):
@@ -86,7 +87,6 @@ def prepare_lines(lines, lower=False, trunc=0, tokenize=False, mask_digits=False
     if lines is None or (not lower and not trunc and not tokenize and not mask_digits):
         return lines
     if tokenize:
-        from onmt.prepare.tokenize import ptb_tokenize
         lines = [" ".join(ptb_tokenize(line)) for line in lines]
     out = []
     for line in lines:

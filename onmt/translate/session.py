@@ -6,11 +6,14 @@ the translation of text lines with the checkpoint's test-time input rules (input
     results = translate_lines(opt, session, src_lines)     # opt: translate.py's options
 """
 import argparse
+from functools import partial
 from typing import NamedTuple, Optional
 
 from onmt import opts
 from onmt.errors import OptionError, UserError
 from onmt.inputters.vocab import Vocabs
+from onmt.prepare.detokenize import detokenize
+from onmt.translate.input_rules import data_target_limit, prepare_lines, resolve
 from onmt.utils.logging import logger
 
 
@@ -23,9 +26,7 @@ class Session(NamedTuple):
     def readable(self):
         """tokens -> text for a reader (onmt/prepare/detokenize.py), sentence-cased when the model
         writes lowercased text (its target vocabulary has no capital letter); decided once, here."""
-        from functools import partial
 
-        from onmt.prepare.detokenize import detokenize
         return partial(detokenize, sentence_case=self.lowercased())
 
     def lowercased(self):
@@ -58,7 +59,7 @@ def model_from_checkpoint(ckpt, device, name=None, execution=None):
     """(model in eval mode on `device`, built with `execution` (onmt/fused/execution.py; None: the
     default), Vocabs, the model's options) from a loaded checkpoint (`name`: its path, for the
     messages)."""
-    from onmt.model_builder import build_model
+    from onmt.model_builder import build_model  # start-up time: the model's modules import torch
     try:
         vocabs = Vocabs.from_dict(ckpt["vocab"])
     except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -79,6 +80,7 @@ def load_session(path, device, precision="fp32", compile=False):
     translate.py's and onmt_tune_decoding's validation, Summarizer.load). `path` a list of several
     checkpoints: their ensemble (ensemble.py), one vocabulary (a UserError naming the first that
     differs), the first one's options and input rules."""
+    # start-up time: these import torch
     from onmt.fused.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
     paths = list(path) if isinstance(path, (list, tuple)) else [path]
@@ -91,6 +93,7 @@ def load_session(path, device, precision="fp32", compile=False):
         del ckpt
     if len(loaded) == 1:
         return Session(*loaded[0])
+    # start-up time: it imports torch
     from onmt.translate.ensemble import Ensemble, check_same_vocabularies
     problem = check_same_vocabularies([(p, v) for p, (_, v, _, _) in zip(paths, loaded)])
     if problem:
@@ -112,8 +115,7 @@ def translate_lines(opt, session, src_lines, tgt_lines=None, *, callbacks=None, 
     second and later batches of one stream). `first_line`: the index of src_lines[0] in a stream
     (the API's), whose batches then sample (-random_sampling_*) from -seed + first_line, not all
     from the same random numbers."""
-    from onmt.translate.input_rules import data_target_limit, prepare_lines, resolve
-    from onmt.translate.translator import Translator
+    from onmt.translate.translator import Translator  # start-up time: it imports torch
     run, option_notes = opts.resolve_translate_run(opt, session.model_opt, session.preprocess,
                                                    data_target_limit(session.preprocess))
     rules, notes = resolve(run, session.preprocess)

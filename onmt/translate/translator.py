@@ -10,9 +10,12 @@ from typing import Callable, Container, List, NamedTuple, Optional
 import torch
 
 from onmt.constants import PAD, UNK, UNK_WORD
+from onmt.errors import UserError
 from onmt.translate.beam_search import beam_search
 from onmt.translate.decoding import SearchSettings
+from onmt.translate.records import empty_record, make_record
 from onmt.utils.logging import logger
+from onmt.utils.memory import is_out_of_memory
 from onmt.utils.progress import progress
 
 
@@ -47,6 +50,7 @@ class Callbacks:
 
 
 def _default_batches(src_lines, tgt_lines, vocabs, batch_size):
+    # looked up on its module when called: the tests replace it there
     from onmt.inputters.dataset import text_batches
     return text_batches(src_lines, tgt_lines, vocabs, batch_size)
 
@@ -99,7 +103,6 @@ class Translator:
         """
         callbacks = callbacks or Callbacks()
         if tgt_lines is not None and len(tgt_lines) != len(src_lines):
-            from onmt.errors import UserError
             raise UserError(f"{len(src_lines)} source lines but {len(tgt_lines)} target lines")
         src_tokens = [line.split() for line in src_lines]
         results = [[Translation([], 0.0, None)] * self.search.n_best for _ in src_lines]
@@ -136,10 +139,8 @@ class Translator:
         """`exc` itself, or where it is an allocation failure a UserError naming the longest input
         line of the batch (1-based) and how to go on: a -max_length far beyond the input (the
         search's states grow with the steps) is named, not the input's length."""
-        from onmt.utils.memory import is_out_of_memory
         if not is_out_of_memory(exc):
             return exc
-        from onmt.errors import UserError
         longest = max(lines, key=lambda line: len(src_tokens[line]))
         limit, n = self.search.max_length, len(src_tokens[longest])
         if limit > max(1000, 4 * n):
@@ -158,7 +159,6 @@ class Translator:
         """The records of the wanted lines the model does not read (empty sources)."""
         if callbacks.on_record is None:
             return
-        from onmt.translate.records import empty_record
         for line, toks in enumerate(src_tokens):
             if not toks and callbacks.wants(line):
                 callbacks.on_record(empty_record(line, toks))
@@ -197,7 +197,6 @@ class Translator:
                         * (self.search.n_best - len(nbest)))
 
     def _record(self, line, src_words, pred_words, hyp):
-        from onmt.translate.records import empty_record, make_record
         if hyp is None:
             return empty_record(line, src_words)
         return make_record(line, src_words, pred_words, hyp, len(self.vocabs.tgt), self.model.copy)

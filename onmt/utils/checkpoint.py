@@ -1,12 +1,18 @@
 """Checkpoints: atomic save, safe load (weights_only), validation against data and options."""
+import glob
 import hashlib
+import math
 import os
 import random
+import re
+import shutil
 
 import torch
 
 from onmt.errors import UserError
-from onmt.utils.files import write_atomic
+from onmt.utils.files import same_file, write_atomic
+from onmt.utils.logging import logger
+from onmt.utils.release_format import is_release_folder, read_folder
 
 REQUIRED_KEYS = ("model", "opt", "vocab", "step")
 
@@ -49,7 +55,6 @@ def load_refusal(error):
     a file of pickled Python objects says which (an OpenNMT-py checkpoint holds its options as an
     argparse.Namespace) and is never loaded, without torch's advice to load it unsafely, its
     terminal escapes or its half sentences; any other error is its first line."""
-    import re
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
     found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
     if found:
@@ -69,7 +74,6 @@ def load_checkpoint(path, device="cpu"):
     """Load a checkpoint without unpickling code; a clear UserError when it is not one of ours. A
     folder released by onmt_release_model -format safetensors (utils/release_format.py) is read as
     the checkpoint it holds."""
-    from onmt.utils.release_format import is_release_folder, read_folder
     if is_release_folder(path):
         ckpt = read_folder(path)
         if any(k not in ckpt for k in REQUIRED_KEYS):
@@ -145,7 +149,6 @@ def _check_resume_state(ckpt, path):
     """What a resume reads besides the counters (RNG states, ranks, the run's checkpoints, the
     early-stopping state), where present: UserError naming the first that is not what training
     saves."""
-    import math
     es = ckpt.get("early_stopping")
     problems = [
         ("rng", not _rng_ok(ckpt.get("rng")), "an RNG state"),
@@ -177,7 +180,6 @@ def _check_counters(ckpt, path):
     """The training counters a resume reads: `step` a non-negative integer, `data_pos` two of them
     (epoch, batches), `train_seconds` a finite non-negative number; UserError naming the first that
     is not."""
-    import math
     step, pos, secs = ckpt["step"], ckpt.get("data_pos", (0, 0)), ckpt.get("train_seconds", 0.0)
     if not (_is_int(step) and step >= 0):
         raise UserError(f"checkpoint {path} is damaged: its step is {step!r}, "
@@ -198,8 +200,6 @@ def checkpoint_path(save_model, step):
 
 def saved_steps(save_model):
     """{step: path} of the `{save_model}_step_{N}.pt` files that exist."""
-    import glob
-    import re
     found = {}
     for path in glob.glob(glob.escape(save_model) + "_step_*.pt"):
         m = re.fullmatch(r"_step_(\d+)\.pt", path[len(save_model):])
@@ -231,7 +231,6 @@ def link_best(path, best):
     """Make `best` the checkpoint `path`, atomically: a hard link (no copy; it survives the pruning
     of `path`), or a copy where the file system has no links. A reader sees the old or the new
     best."""
-    import shutil
     tmp = f"{best}.tmp{os.getpid()}"
     try:
         if os.path.lexists(tmp):
@@ -279,7 +278,6 @@ def owned_checkpoints(ckpt, save_model, path=None):
     `save_model` (resolved here) and still the file written (its recorded identity, or the
     checkpoint resumed from itself). A relative path (older checkpoints, another working directory),
     another prefix or a file replaced since is never pruned."""
-    from onmt.utils.files import same_file
     mine = os.path.abspath(save_model) + "_step_"
     recorded = {p: tuple(v) for p, v in (ckpt.get("saved_identities") or {}).items()}
     saved, identities = [], {}
@@ -295,7 +293,6 @@ def owned_checkpoints(ckpt, save_model, path=None):
 
 def checkpoint_step(path):
     """The step a checkpoint file holds, or None where it is missing or unreadable."""
-    import torch
     try:
         return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
     except Exception:   # missing, truncated, not a checkpoint: no step to trust
@@ -307,8 +304,6 @@ def restore_best(save_model, best_step):
     After a kill and a resume it may hold a later, forgotten best, or be missing or damaged: it is
     made that step's checkpoint again where that file exists (a hard link), kept where it already
     holds that step, and otherwise one log line says why it cannot be."""
-    from onmt.utils.files import same_file
-    from onmt.utils.logging import logger
     if best_step is None:
         return
     best, step_file = best_checkpoint_path(save_model), checkpoint_path(save_model, best_step)

@@ -1,6 +1,8 @@
 """Entry-point plumbing: user errors become one line on stderr and a non-zero exit."""
 import contextlib
+import importlib
 import os
+import select
 import signal
 import sys
 import threading
@@ -106,7 +108,6 @@ def signals_end_at_once(prog):
 def launch(module):
     """The start of the scripts train.py, translate.py, ...: import `module` (torch and all) and
     `run_main` its main; a ^C or SIGTERM during the imports is one line and exit 130 or 143."""
-    import importlib
     prog = sys.argv[0].rsplit("/", 1)[-1] if sys.argv and sys.argv[0] else "onmt"
     try:
         with signals_end_at_once(prog):
@@ -120,7 +121,6 @@ def launch(module):
 
 def _stdout_closed():
     """Whether stdout is a pipe whose reader has gone (`... | head -1`)."""
-    import select
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)
@@ -133,7 +133,6 @@ def quiet_broken_pipe():
     """The reader of stdout has gone (`... | head -1`): exit as a Unix filter does, silently, with
     the status of a death by SIGPIPE (141); stdout goes to /dev/null so that Python's own flush at
     exit does not print another BrokenPipeError."""
-    import os
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -19,12 +19,20 @@ import contextlib
 import datetime
 import os
 import random
+import signal
 import socket
+import time
+from multiprocessing.connection import wait
 from typing import NamedTuple
 
 import torch
 
-from onmt.errors import PEER_EXIT, PeerStopped, UserError
+from onmt.errors import PeerStopped, Stopped, UserError
+from onmt.utils.cli import run_main
+from onmt.utils.logging import logger
+from onmt.utils.rank_failure import failed_rank, let_the_failed_rank_end
+from onmt.utils.statistics import Statistics
+from onmt.utils.stop import LAUNCHER_PID, forwarded_signals
 
 SPAWNED = "ONMT_SPAWNED"   # set to 1 in the ranks `spawn` starts
 
@@ -104,6 +112,7 @@ def process_group(world, timeout_s=1800):
     if not world.distributed:
         yield
         return
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     if world.device.type == "cuda":
         torch.cuda.set_device(world.device)
@@ -127,6 +136,7 @@ def process_group(world, timeout_s=1800):
 def _peer_failure(e):
     """Whether exception `e` of a collective says a peer process is gone (a dead rank under
     torchrun), rather than a fault of this process."""
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     if isinstance(e, getattr(dist, "DistError", ())):
         return True
@@ -141,6 +151,7 @@ def broadcast_model(model, world):
     """Rank 0's parameters and buffers on every rank (they are built from the same seed anyway)."""
     if not world.distributed:
         return
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     with torch.no_grad():
         for t in list(model.parameters()) + list(model.buffers()):
@@ -162,7 +173,6 @@ def resume_state(ckpt, world):
     by another number of ranks, it is converted through the global batch count (exact when that
     count divides); the RNG state is this rank's when the checkpoint has one per rank, rank 0's for
     rank 0, else None (the rank keeps its own seed)."""
-    from onmt.utils.logging import logger
     epoch, pos = (int(x) for x in ckpt.get("data_pos", (0, 0)))
     saved = int(ckpt.get("world_size", 1))
     if saved != world.world_size:
@@ -191,6 +201,7 @@ def check_batches(train_data, world):
 # ------------------------------------------------------------------- collectives of a training step
 def all_reduce_sum(value, device):
     """The sum over ranks of the number `value` (int) of this rank."""
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     t = torch.tensor([value], dtype=torch.int64, device=device)
     dist.all_reduce(t)
@@ -203,6 +214,7 @@ def sum_gradients(params):
     A parameter without a gradient on a rank counts as zero there; it is left without one only when
     no rank has one (so an optimizer skips it exactly as one process would). Flags of who has a
     gradient travel at the end of the first flat buffer."""
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     params = [p for p in params if p.requires_grad]
     if not params:
@@ -240,6 +252,7 @@ def gather_objects(obj, world):
     """[obj of rank 0, obj of rank 1, ...] on every rank ([obj] for one process)."""
     if not world.distributed:
         return [obj]
+    # torch.distributed only in a run of several processes
     import torch.distributed as dist
     out = [None] * world.world_size
     dist.all_gather_object(out, obj)
@@ -250,7 +263,6 @@ def sum_statistics(stats, world):
     """The Statistics of every rank summed (`stats` itself for one process)."""
     if not world.distributed:
         return stats
-    from onmt.utils.statistics import Statistics
     total = Statistics()
     for s in gather_objects(stats, world):
         total.update(s)
@@ -265,15 +277,12 @@ def free_port():
 
 
 def signal_name(signum):
-    import signal
     return signal.Signals(signum).name
 
 
 def _spawned(index, fn, argv, world_size, addr, port):
-    from onmt.utils.cli import run_main
     # out of the spawner's process group: a signal to the group reaches a rank once, forwarded
     os.setpgrp()
-    from onmt.utils.stop import LAUNCHER_PID
     os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
                        "MASTER_ADDR": addr, "MASTER_PORT": str(port), SPAWNED: "1",
                        LAUNCHER_PID: str(os.getppid())})
@@ -285,11 +294,10 @@ def spawn(fn, argv, world_size, start_method="spawn"):
     torchrun's variables set (MASTER_ADDR / MASTER_PORT: the environment's, else localhost and a
     free port). When one rank fails the others are stopped, and this raises a one-line UserError.
     start_method "spawn" starts fresh interpreters (what CUDA needs); the CPU tests fork."""
-    from multiprocessing.connection import wait
 
+    # torch.multiprocessing only to launch several processes
     import torch.multiprocessing as mp
 
-    from onmt.utils.stop import forwarded_signals
     addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
     port = os.environ.get("MASTER_PORT") or free_port()
     procs = []
@@ -311,12 +319,12 @@ def spawn(fn, argv, world_size, start_method="spawn"):
                 alive = [p.sentinel for p in procs if p.is_alive()]
                 ended = not alive or wait(alive, timeout=0.5)
                 if ended and not received:
-                    _let_the_failed_rank_end(procs)
+                    let_the_failed_rank_end(procs)
                     if context.join(timeout=0):
                         break
         except mp.ProcessExitedException as e:
             if not received:
-                index, code = _failed_rank(procs, e.error_index, e.exit_code)
+                index, code = failed_rank(procs, e.error_index, e.exit_code)
                 raise UserError(f"rank {index} of {world_size} exited with code "
                                 f"{code}; the other ranks were stopped") from None
         except mp.ProcessRaisedException as e:
@@ -325,29 +333,6 @@ def spawn(fn, argv, world_size, start_method="spawn"):
                             "the other ranks were stopped") from None
         if received:
             _stopped(procs, received[0], world_size)
-
-
-PEER_GRACE_S = 10.0   # how long the others may take to end after a rank ended with PEER_EXIT
-
-
-def _let_the_failed_rank_end(procs):
-    """A rank that ended with PEER_EXIT was taken down by another's failure, which may still be on
-    its way out: wait up to PEER_GRACE_S for the others before torch's join ends them."""
-    import time
-    from multiprocessing.connection import wait
-    if not any(p.exitcode == PEER_EXIT for p in procs):
-        return
-    deadline = time.monotonic() + PEER_GRACE_S
-    while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-        wait([p.sentinel for p in procs if p.is_alive()], timeout=0.1)
-
-
-def _failed_rank(procs, index, code):
-    """(rank, exit code) to name: the first that failed on its own, else what join reported."""
-    for i, p in enumerate(procs):
-        if p.exitcode not in (None, 0, PEER_EXIT) and p.exitcode > 0:
-            return i, p.exitcode
-    return index, code
 
 
 def _signal_all(procs, signum):
@@ -369,10 +354,7 @@ def _stopped(procs, signum, world_size):
     STOP_GRACE_S after another stopped are ended too (one stopped in order while a peer waited on it
     at start-up, for ever).
     -> Stopped (exit 128 + signum), or a UserError for any other failure."""
-    import signal
-    import time
 
-    from onmt.errors import Stopped
     in_order = (0, 128 + signum)
     first_exit, ended = None, False
     while any(p.is_alive() for p in procs):

@@ -20,9 +20,11 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 
 from onmt.errors import UserError
+from onmt.utils.output_rule import check_replaceable
 
 
 def descriptor_of(path):
@@ -52,7 +54,6 @@ def is_stream(path):
     output), a descriptor of this process (/dev/stdout, /dev/stderr, /dev/fd/N, even redirected into
     a regular file: `descriptor_of`), or an existing path (links followed) that is not a regular
     file or a folder (a FIFO, a character device, a socket: /dev/null)."""
-    import stat
     if descriptor_of(path) is not None:
         return True
     try:
@@ -78,7 +79,6 @@ def check_output(path, what, kind=None, overwrite=False):
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{what}: folder {folder} is not writable")
     if kind is not None and not overwrite:
-        from onmt.utils.output_rule import check_replaceable
         check_replaceable(path, what, kind)
 
 

@@ -13,6 +13,7 @@ A no-op where the C library is not glibc.
 """
 import ctypes
 import ctypes.util
+import os
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
@@ -40,6 +41,7 @@ def reuse_freed_memory(threshold=1 << 30):
 def reuse_freed_memory_for(device):
     """`reuse_freed_memory()` where the large tensors live in host memory (a CPU `device`); False,
     with nothing changed, for any other device."""
+    # this module imports no torch at its top (start-up time): only these calls need it
     import torch
     return torch.device(device).type == "cpu" and reuse_freed_memory()
 
@@ -72,8 +74,8 @@ def training_step_bytes(rows, src_len, tgt_len, hidden, emb, layers, vocab):
 def memory_size(device):
     """The bytes of memory of `device` (a torch.device): the machine's for the CPU, the GPU's own
     for CUDA; None when unknown."""
-    import os
     if device.type == "cuda":
+        # this module imports no torch at its top (start-up time): only these calls need it
         import torch
         return int(torch.cuda.get_device_properties(device).total_memory)
     try:

@@ -22,6 +22,8 @@ import contextlib
 
 import torch
 
+from onmt.utils.logging import logger
+
 
 def parameter_names(model):
     """{every parameter name of the state dict: the name its average is kept under} (a tied weight,
@@ -85,7 +87,6 @@ class MovingAverage:
         if "train_model" not in ckpt:
             self.average = None
             if log:
-                from onmt.utils.logging import logger
                 logger.info(f"-average_decay: no moving average goes on from "
                             f"{path or 'the checkpoint'} (none in it, or a new -save_model): it "
                             "starts from the weights at the next update")

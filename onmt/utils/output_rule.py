@@ -94,6 +94,7 @@ def _json(path, text):
 
 def _yaml_mapping(path, text):
     """A YAML mapping (an options file): whole within HEAD, as an options file is."""
+    # yaml only when a YAML file's kind is checked (start-up time)
     import yaml
     if not text.strip():
         return True

@@ -36,6 +36,7 @@ class Profiler:
         check_output(path, f"-profile_trace {path}")
 
     def start(self):
+        # torch.profiler only under -profile
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else [])
         self.prof = profile(activities=activities, record_shapes=True)

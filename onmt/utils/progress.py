@@ -115,6 +115,7 @@ class _Bar(_Base):
 
     def __init__(self, iterable, desc, unit, total, weight, notebook=False):
         super().__init__(iterable, weight)
+        # tqdm on first use (class docstring); which one depends on where it runs
         if notebook:   # a notebook widget where ipywidgets is installed, text on stderr otherwise
             from tqdm.auto import tqdm
         else:

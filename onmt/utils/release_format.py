@@ -13,6 +13,8 @@ float32 (build_model's load_state_dict), so the model decodes the rounded weight
 """
 import json
 import os
+import shutil
+import tempfile
 
 import torch
 
@@ -73,6 +75,7 @@ def tied_again(weights, aliases):
 def safetensors_module(what="-format safetensors"):
     """The safetensors.torch module, or a one-line UserError saying how to install it."""
     try:
+        # safetensors is optional (pip install .[release]): only a release folder needs it
         import safetensors.torch
     except ImportError:
         raise UserError(f"{what} needs the safetensors package, which is not installed: "
@@ -95,8 +98,6 @@ def write_folder(release, folder, card=None):
     """Write `release` as a safetensors folder at `folder` (and `card`, README.md text, with it):
     staged beside it, then swapped in, so a reader finds the old folder or the new one whole. An
     existing `folder` must be a release folder (or empty)."""
-    import shutil
-    import tempfile
     st = safetensors_module()
     folder = os.path.normpath(folder)   # "rel/" is the folder rel
     if os.path.exists(folder):

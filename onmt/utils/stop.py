@@ -131,7 +131,6 @@ def forwarded_signals(pids):
     SIGINT are not its death but forwarded to the processes `pids()` names, which finish their step
     and save (a second signal, forwarded too, stops them at once); the block yields the list of the
     signal numbers received (empty when none). Outside the main thread it does nothing."""
-    import os
     received, previous = [], {}
     if threading.current_thread() is not threading.main_thread():
         yield received

@@ -13,9 +13,11 @@ folder that cannot be written. The event file itself is opened at the first scal
 fails before training leaves none. Writing reads no random numbers and touches no tensor of the
 model: training is the same bit for bit with or without it.
 """
+import contextlib
 import os
 
 from onmt.errors import UserError
+from onmt.utils.logging import logger
 
 
 class TensorBoard:
@@ -24,6 +26,7 @@ class TensorBoard:
 
     def __init__(self, log_dir):
         try:
+            # tensorboard is optional (pip install .[tensorboard]): only -tensorboard needs it
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:
             raise UserError("-tensorboard needs the tensorboard package: "
@@ -53,7 +56,6 @@ class TensorBoard:
     failed = False
 
     def _soft(self, doing):
-        import contextlib
 
         @contextlib.contextmanager
         def guard():
@@ -61,7 +63,6 @@ class TensorBoard:
                 yield
             except Exception as e:   # any failure of the writer: reporting must never stop training
                 self.failed = True
-                from onmt.utils.logging import logger
                 logger.warning(f"-tensorboard: cannot {doing} {self.log_dir} ({type(e).__name__}: "
                                f"{str(e).splitlines()[0] if str(e) else ''}); "
                                "training goes on without TensorBoard")

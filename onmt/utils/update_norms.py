@@ -53,6 +53,7 @@ class PartNorms:
         """{part: norm of its gradient} for the step (summed over ranks when `world` is
         distributed); `scale`: the loss scale the gradients carry (fp16 -amp), divided out."""
         if world is not None and world.distributed:
+            # torch.distributed only in a run of several processes
             import torch.distributed as dist
             for flat in self.sums.values():
                 dist.all_reduce(flat)

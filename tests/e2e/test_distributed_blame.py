@@ -29,3 +29,14 @@ def test_the_rank_that_failed_is_named_not_the_one_it_took_down(tmp_path):
     with pytest.raises(UserError) as e:
         distributed.spawn(_rank_0_fails_slowly, str(tmp_path), 2, start_method="fork")
     assert str(e.value) == "rank 0 of 2 exited with code 1; the other ranks were stopped"
+
+
+def test_the_first_rank_that_failed_on_its_own_is_named():
+    from onmt.errors import PEER_EXIT
+    from onmt.utils.rank_failure import failed_rank
+
+    class Proc:
+        def __init__(self, code):
+            self.exitcode = code
+    assert failed_rank([Proc(-15), Proc(PEER_EXIT), Proc(1)], 1, PEER_EXIT) == (2, 1)
+    assert failed_rank([Proc(PEER_EXIT), Proc(-9)], 0, PEER_EXIT) == (0, PEER_EXIT)   # none on its own

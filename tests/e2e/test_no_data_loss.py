@@ -4,13 +4,12 @@ import os
 
 import pytest
 
+from helpers.hostile import TINY
 from onmt.bin import evaluate as evaluate_bin
 from onmt.bin import preprocess as preprocess_bin
 from onmt.bin import train as train_bin
 from onmt.bin import translate as translate_bin
 from onmt.utils.cli import run_main
-
-TINY = ["-rnn_size", "8", "-word_vec_size", "8", "-layers", "1", "-batch_size", "8", "-seed", "3"]
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,13 @@ import re
 
 import pytest
 
+from helpers.hostile import TINY
 from onmt.bin import preprocess as preprocess_bin
 from onmt.bin import train as train_bin
 from onmt.bin import translate as translate_bin
 from onmt.utils.cli import run_main
 
 LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (INFO|WARNING)\] ")
-TINY = ["-rnn_size", "8", "-word_vec_size", "8", "-layers", "1", "-batch_size", "8", "-seed", "3"]
 
 
 def _corpus(folder, n=24, long_line=None, long_tokens=0):

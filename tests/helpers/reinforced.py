@@ -1,6 +1,7 @@
 """A small reinforced model and batches for its tests: random sources with words outside the target
 vocabulary, and copy-only batches whose targets only the pointer can produce; the per-step-generator
-reference (`per_step_forward`), which bench/reinforced_step_bench.py times as its baseline."""
+reference the tests compare against is bench/lib/per_step.py's `per_step_forward` (the benchmark's
+baseline)."""
 import configargparse
 import torch
 
@@ -9,7 +10,6 @@ from onmt.constants import BOS, EOS, PAD, SPECIALS, UNK
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.model_builder import init_parameters
-from onmt.modules.sampling import sample_rows
 from onmt.reinforced.model import ReinforcedModel
 
 V_SRC, V_TGT = 40, 24
@@ -37,43 +37,6 @@ def _model(*more_args, seed=0):
     model = ReinforcedModel.from_opt(opt, _vocabs())
     init_parameters(model, opt.param_init)  # as onmt.model_builder.build_model does
     return model
-
-
-def per_step_forward(model, batch, hoisted=False):
-    """`model(batch)` (teacher forcing with the model's scheduled sampling) the way a self-contained
-    per-step generator computes it: the generator at every step on every row, the full (B, X)
-    distribution of each step, scheduled-sampling choices read from it. W_out is recomputed at every
-    step, or with `hoisted` once per pass. Built from the model's public pieces (decoder.step,
-    generator, out_weight, pad_weight); the tests compare the model's fused paths against it, and
-    bench/reinforced_step_bench.py times it as its baseline.
-    Returns log p (B, T-1, X) and {"std": (B, T-1, S)[, "sampled": (B, T-1)]}."""
-    decoder, generator = model.decoder, model.generator
-    state = decoder.init_state(model.encode(batch), batch.src_ex, batch.n_oov)
-    tgt = batch.tgt  # (B, T)
-    n_steps = tgt.size(1) - 1
-    sampling = model.training and model.scheduled_sampling > 0
-    step_weight = generator.pad_weight(generator.out_weight(), state.n_oov) if hoisted else None  # (X, 3H), (X,)
-    logps, attns, fed_back = [], [], []
-    embed, source = decoder.step_embedding(), decoder.step_source(state)
-    inputs = tgt[:, 0]  # (B,)
-    for t in range(n_steps):
-        o_t, attn, state = decoder.step(inputs, state, embed=embed, source=source)
-        attns.append(attn)
-        logps.append(generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov, weight=step_weight))  # (B, X)
-        if t + 1 == n_steps:
-            break
-        inputs = tgt[:, t + 1]
-        if sampling:  # each row's next input is, with probability p, the model's own choice
-            drawn = torch.rand(inputs.shape, device=inputs.device) < model.scheduled_sampling  # (B,)
-            with torch.no_grad():
-                logp = logps[-1].detach()
-                chosen = sample_rows(logp.exp()) if model.sampling_mode == "sample" else logp.argmax(dim=1)
-                inputs = torch.where(drawn, chosen, inputs)
-            fed_back.append(drawn)
-    extra = {"std": torch.stack(attns, dim=1)}  # (B, T-1, S)
-    if fed_back:
-        extra["sampled"] = torch.stack([torch.zeros_like(fed_back[0])] + fed_back, dim=1)  # (B, T-1)
-    return torch.stack(logps, dim=1), extra  # (B, T-1, X)
 
 
 def _batch(seed=0, B=3, S=7, T=6):

@@ -9,7 +9,7 @@ from onmt.constants import BOS, EOS, PAD, SPECIALS, UNK
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.interface import DecoderStateBase, EncoderOutput
-from onmt.models.generic import gold_from_forward
+from onmt.models.generic import ModelDefaults, gold_from_forward
 
 
 def toy_vocabs(n_src_words=12, n_tgt_words=6):
@@ -60,7 +60,7 @@ class ToyState(DecoderStateBase):
     n_oov: int
 
 
-class ToyModel(nn.Module):
+class ToyModel(ModelDefaults, nn.Module):
     """Embedding + tanh recurrent cell + dot attention (+ copy scatter over src_ex with `copy`).
 
     The next-token distribution depends on the whole history, through the hidden state and through

@@ -1,9 +1,14 @@
 """onmt/opts/api_names.py: the API's keywords derived from translate.py's declarations; Hugging Face's names
 mapped onto translate.py's options, and the one-line refusals."""
+from dataclasses import fields
+
 import pytest
 
 from onmt import opts
-from onmt.opts.api_names import HF_UNSUPPORTED, api_options, from_hf
+from onmt.bin import tune_decoding
+from onmt.opts import translate as translate_opts
+from onmt.opts.api_names import API_EXTRA, HF_UNSUPPORTED, api_options, from_hf
+from onmt.translate.decoding import SearchSettings
 
 
 def test_the_api_takes_every_search_option_of_translate_py():
@@ -14,6 +19,39 @@ def test_the_api_takes_every_search_option_of_translate_py():
     assert {"random_sampling_topk", "random_sampling_topp", "random_sampling_temp", "ban_unk_token", "seed",
             "batch_size", "src_seq_length_trunc"} <= set(api_options())
     assert all(f"-{name}" in parser._option_string_actions for name in api_options())
+
+
+def test_the_search_options_are_listed_once_the_api_s_keywords_the_settings_and_the_tuner_s_fixed_set():
+    """The declarations are the one list: the API's keywords are SearchSettings' fields, the search options
+    that are not settings, then the input rules and the run (API_EXTRA); the tuner holds every search rule
+    fixed but the length rule it tunes."""
+    settings = tuple(f.name for f in fields(SearchSettings))
+    declared = opts.option_names(translate_opts.translate_search_opts)
+    assert set(declared) == set(settings) | set(translate_opts.NOT_SEARCH_SETTINGS), \
+        "a search option is neither a SearchSettings field nor in NOT_SEARCH_SETTINGS"
+    assert api_options() == declared + API_EXTRA
+    tuned = {"length_penalty", "alpha", "min_length"}
+    not_fixed = {"n_best", "ban_unk_token", "random_sampling_topk", "random_sampling_topp", "random_sampling_temp"}
+    assert set(tune_decoding.FIXED) == set(declared) - tuned - not_fixed | {"src_seq_length_trunc",
+                                                                           "tgt_seq_length_trunc"}
+
+
+def test_a_new_search_rule_declared_once_reaches_the_api_and_the_tuner(monkeypatch):
+    search_opts = translate_opts.search_opts
+
+    def with_new_rule(g):
+        search_opts(g)
+        g.add("-new_rule", "--new_rule", type=int, default=0, help="a rule added later")
+
+    monkeypatch.setattr(translate_opts, "search_opts", with_new_rule)
+    opts.option_names.cache_clear()
+    try:
+        assert "new_rule" in api_options()
+        assert "new_rule" in tune_decoding.fixed_options()
+        assert "new_rule" in opts.option_names(translate_opts.translate_search_opts)  # SearchSettings' test fails
+    finally:
+        monkeypatch.undo()
+        opts.option_names.cache_clear()
 
 
 @pytest.mark.parametrize("hf,here", [

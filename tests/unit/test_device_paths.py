@@ -64,7 +64,7 @@ def decoding_step_ops(family, rows, device, scores):
         model, batch = model.to(device), batch.to(torch.device(device))
         state = model.init_state(batch, enc)
         with OpCounter() as counter:
-            step = model.decode_step_scores if scores and hasattr(model, "decode_step_scores") else model.decode_step
+            step = model.decode_step_scores if scores else model.decode_step
             step(batch.tgt[:, 0], state)
     return counter.ops
 

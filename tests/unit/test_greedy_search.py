@@ -10,7 +10,7 @@ from helpers.checkpoints import build_tiny
 from helpers.search import search
 from helpers.toy_models import ToyModel, toy_batches, toy_vocabs
 from onmt.constants import BOS, EOS, PAD
-from onmt.translate.decoding import LengthPenalty, apply_rules, decode_step_scores
+from onmt.translate.decoding import LengthPenalty, apply_rules
 
 VOCABS = toy_vocabs(n_src_words=10, n_tgt_words=5)
 
@@ -47,7 +47,7 @@ def batched_greedy(model, batch, min_length=0, max_length=10, block_ngram_repeat
     log_prob, lengths = torch.zeros(B), torch.zeros(B, dtype=torch.long)
     finished = torch.zeros(B, dtype=torch.bool)
     for step in range(max_length + 1):
-        scores, state, _ = decode_step_scores(model, inputs, state)
+        scores, state, _ = model.decode_step_scores(inputs, state)
         apply_rules(scores, history, step, min_length=min_length, max_length=max_length,
                     block_ngram_repeat=block_ngram_repeat)
         best, token = scores.best()

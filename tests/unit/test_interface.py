@@ -85,3 +85,25 @@ def test_every_registered_family_has_the_protocols_members_with_defaults(name):
         logp, _, _ = model.decode_step(inputs, state)
         scores, _, _ = model.decode_step_scores(inputs, state)
     torch.testing.assert_close(scores.full(), logp.float(), atol=2e-5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("gamma,valid_rouge", [(None, False), (0.5, False), (None, True)])
+def test_every_objective_meets_the_loss_protocol(gamma, valid_rouge):
+    """build_loss's every objective is a Loss (onmt/interface.py): the trainer asks nothing else of it, and
+    its terms add up to the loss."""
+    from helpers.models import train_opt
+    from onmt.interface import Loss
+    from onmt.losses import build_loss
+    argv = (["-rl_gamma", str(gamma)] if gamma is not None else []) + (["-valid_rouge"] if valid_rouge else [])
+    opt = train_opt("-layers", "1", "-rnn_size", "8", "-word_vec_size", "6", "-copy_attn", "-max_gen_length", "5",
+                    *argv)
+    loss_fn = build_loss(opt)
+    assert isinstance(loss_fn, Loss)
+    vocabs = make_vocabs()
+    model = build(make_opt(copy_attn=True), vocabs).train()
+    batch = make_batch(vocabs, B=3, S=6, T=5)
+    torch.manual_seed(0)
+    parts, stats = loss_fn.parts(model, batch)
+    torch.manual_seed(0)
+    loss, again = loss_fn(model, batch)
+    assert torch.equal(sum(parts.values()), loss) and stats.n_words == again.n_words

@@ -60,6 +60,7 @@ TESTED_IN = {
     "onmt/opts/translate.py": ["tests/unit/test_opts.py"],
     "onmt/opts/update.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
     "onmt/opts/validate.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
+    "onmt/utils/rank_failure.py": ["tests/e2e/test_distributed_blame.py"],
     "onmt/prepare/cnndm.py": ["tests/unit/test_prepare.py"],
     "onmt/prepare/gigaword.py": ["tests/unit/test_prepare.py"],
     "onmt/prepare/output.py": ["tests/unit/test_prepare.py", "tests/e2e/test_raw_text.py"],
@@ -80,7 +81,6 @@ TESTED_IN = {
 MAX_LINES = 400
 # files longer than MAX_LINES, each with why it may be: a new long file fails test_no_file_over_max_lines
 LONG_FILES = {
-    "tests/e2e/test_hostile_inputs.py": "one hostile input per test across every command; to split by command",
     "tests/unit/test_properties.py": "property tests of several modules; to split by module",
     "tests/unit/test_prepare.py": "every published CNN/DM and Gigaword form; to split by corpus",
 }

@@ -32,6 +32,10 @@ class _PlantedLoss:
         w, n = model.weight.sum(), batch.n_tgt_tokens      # the trainer divides by the n target tokens
         return factor * n * (w - w.detach() + 1), Statistics(loss=0.0, n_words=n)
 
+    def parts(self, model, batch):
+        loss, stats = self(model, batch)
+        return {"loss": loss}, stats
+
 
 class _OneWeight(ModelDefaults, nn.Linear):
     """A one-weight model with the interface's defaults (the trainer calls begin_training_step)."""

@@ -7,14 +7,14 @@ from onmt.constants import PAD
 from onmt.errors import UserError
 from onmt.losses import build_loss
 from onmt.losses.ml import MLLoss
-from onmt.model_builder import MODEL_REGISTRY, build_model, model_entry, model_type
+from onmt.model_builder import MODEL_REGISTRY, build_model, model_entry
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 
 
 def test_registry_and_selection():
     assert set(MODEL_REGISTRY) >= {"rnn", "copy"}
-    assert model_type(make_opt()) == "rnn"
-    assert model_type(make_opt(copy_attn=True)) == "copy"
+    assert model_entry(make_opt()).name == "rnn"
+    assert model_entry(make_opt(copy_attn=True)).name == "copy"
     assert MODEL_REGISTRY["rnn"].model_cls is NMTModel and MODEL_REGISTRY["copy"].model_cls is CopyNMTModel
     entry = model_entry(make_opt(copy_attn=True))
     assert entry.name == "copy" and entry.model_cls.__name__ == "CopyNMTModel"

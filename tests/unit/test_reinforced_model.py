@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from helpers.reinforced import V_SRC, V_TGT, _batch, _copy_batch, _model, _opt, _vocabs, per_step_forward
+from bench.lib.per_step import per_step_forward
+from helpers.reinforced import V_SRC, V_TGT, _batch, _copy_batch, _model, _opt, _vocabs
 from onmt.constants import PAD, UNK
 from onmt.model_builder import build_model
 

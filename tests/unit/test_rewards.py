@@ -5,7 +5,17 @@ from collections import Counter
 import pytest
 import torch
 
+from onmt import opts
 from onmt.losses.rewards import REWARDS, lcs_length, ngram_overlap, reward_function, rouge_l, rouge_n
+
+
+def test_rl_reward_s_choices_are_the_reward_table():
+    """-rl_reward offers exactly the table's rewards, in its order (the option names them: onmt/opts/ imports
+    no torch)."""
+    action = opts.train_parser()._option_string_actions["-rl_reward"]
+    assert list(action.choices) == list(REWARDS)
+    assert action.default in REWARDS
+
 
 # ---- slow, obviously-correct references on token lists -----------------------------------------
 

@@ -8,7 +8,6 @@ from helpers.models import make_batch, make_opt, make_vocabs
 from onmt.fused.mixture_scores import MixtureScores
 from onmt.model_builder import build_model
 from onmt.modules.step_scores import DenseScores
-from onmt.translate.decoding import decode_step_scores
 
 NEG_INF = float("-inf")
 
@@ -67,7 +66,7 @@ def test_each_familys_step_scores_hold_its_decode_step(family, kernels):
         state = model.init_state(batch, model.encode(batch))
         inputs = torch.full((3,), 5)
         want, _, want_attns = model.decode_step(inputs, state)
-        scores, _, attns = decode_step_scores(model, inputs, state)
+        scores, _, attns = model.decode_step_scores(inputs, state)
     expected = MixtureScores if family != "rnn" and kernels == "fused" else DenseScores
     assert type(scores) is expected
     torch.testing.assert_close(scores.full(), want.float(), atol=2e-5, rtol=1e-6)

@@ -28,7 +28,6 @@ from helpers.search import search
 from helpers.syncs import counting_syncs
 from onmt.losses import build_loss
 from onmt.trainer import Trainer
-from onmt.translate.decoding import decode_step_scores
 
 FAMILIES = {
     "rnn": dict(brnn=True, global_attention="general"),
@@ -90,7 +89,7 @@ def test_decoding_step_has_no_sync_and_a_beam_step_two(family):
         model.decode_step(inputs, state)
         with counting_syncs() as counts:
             model.decode_step(inputs, state)
-            decode_step_scores(model, inputs, state)   # the searches' step (the reinforced model's MixtureScores)
+            model.decode_step_scores(inputs, state)   # the searches' step (the reinforced model's MixtureScores)
     assert _by_file(counts) == {}
     per_length = []
     for length in (3, 4):   # no hypothesis can end before max_length: the same work per step

@@ -236,7 +236,7 @@ def test_logged_update_norms_are_those_of_the_two_terms_gradients():
     stats = trainer.train_step(batch, 1)
     assert stats.extra["update_norm_ml"] == pytest.approx(want["ml"], rel=1e-5)
     assert stats.extra["update_norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
-    assert trainer.scalars(stats)["norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
+    assert trainer.reporter.scalars(stats)["norm_rl"] == pytest.approx(want["rl"], rel=1e-5)
     assert f"RL/ML {want['rl'] / want['ml']:.3g}" in update_norms.report(stats.extra)[0]
 
 
