@@ -117,6 +117,10 @@ def launch(module):
               file=sys.stderr)
         sys.exit(e.code if isinstance(e, Terminated) else 130)
     run_main(main_fn)
+    # the command is done and its outputs whole: a stop signal during the interpreter's exit
+    # (torch's takes a while) would only kill it by the default action (no word), so it is ignored
+    for s in (*TERMINATING, signal.SIGINT):
+        signal.signal(s, signal.SIG_IGN)
 
 
 def _stdout_closed():

@@ -73,6 +73,10 @@ def test_the_benchmark_runs_at_a_tiny_size(name, inputs, monkeypatch, capsys):
         from helpers.browser import find_chromium
         if find_chromium() is None:
             pytest.skip("explore_bench needs Chromium (tests/helpers/browser.py finds none here)")
+    if name == "rouge_bench":
+        from bench.rouge_bench import SHARED
+        if not os.path.exists(os.path.join(SHARED, "cnndm", "valid.src.txt.gz")):
+            pytest.skip(f"rouge_bench scores the shared CNN/DM data, absent here ({SHARED})")
     if name == "compile_translate_bench":
         from onmt import opts
         try:

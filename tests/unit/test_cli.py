@@ -93,3 +93,20 @@ def test_sighup_unwinds_a_command_as_sigterm_does(tmp_path, signame, code, line)
     env = {**os.environ, "PYTHONPATH": ROOT}
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, env=env)
     assert (proc.returncode, proc.stderr.strip().splitlines(), proc.stdout) == (code, [line], "cleaned up\n")
+
+
+@pytest.mark.parametrize("signame", ["SIGHUP", "SIGTERM", "SIGINT"])
+def test_a_stop_signal_after_the_command_finished_does_not_kill_it(tmp_path, signame):
+    """A SIGHUP in the interpreter's exit, after translate.py had written every line, killed it by the
+    default action (exit -1, no word; tests/e2e/test_chaos.py saw it): once the command is done, it exits 0."""
+    (tmp_path / "finished.py").write_text("def main(argv):\n    print('done')\n")
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(f"""
+        import atexit, os, signal, sys, time
+        sys.path.insert(0, {str(tmp_path)!r})
+        from onmt.utils.cli import launch
+        atexit.register(lambda: (os.kill(os.getpid(), signal.{signame}), time.sleep(0.2)))
+        launch("finished")
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "done\n" and "Traceback" not in proc.stderr, proc.stderr
