@@ -31,6 +31,7 @@ sys.path.insert(0, ROOT)
 from experiments import cnndm_conv_arms as P  # noqa: E402
 from experiments import cnndm_conv_stages as st  # noqa: E402
 from experiments import cnndm_conv_views as cvv  # noqa: E402
+from experiments.cnndm import corpus  # noqa: E402  (the shared file of a split and side, .gz or not)
 from experiments.common import run  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "cnndm_conv")
@@ -55,14 +56,6 @@ def parse_args(argv=None):
 
 
 # --------------------------------------------------------------------------- data
-def corpus(a, split, side):
-    """The shared file of a split and side: .txt.gz as published, else .txt."""
-    for name in (f"{split}.{side}.txt.gz", f"{split}.{side}.txt"):
-        if os.path.exists(os.path.join(a.data, name)):
-            return os.path.join(a.data, name)
-    raise SystemExit(f"no {split}.{side}.txt[.gz] in {a.data} (the shared data: ../shared/data/cnndm)")
-
-
 def split_lines(lines, span, every):
     """(tuning, development) of validation's lines: of the first `span`, every `every`-th from the first
     tunes, the others are development."""
