@@ -198,16 +198,14 @@ def train_command(a, prep, name):
     done_before = train_figures(a, name)
     origin = checkpoint(a, *begin) if begin else None
     cmd = ["train.py", "-data", prep, "-save_model", prefix(a, name), "-seed", str(arm.seed)]
-    if arm.kind == "ml":
-        valid = str(c.ml_valid_steps)
-        cmd += [*c.sizes, *arm.options]
-    else:
-        valid = str(c.save_steps)
-        cmd += [*arm.options, "-max_gen_length", c.rl_max_gen, "-early_stopping", "0"]
-    cmd += ["-valid_steps", valid if arm.kind == "ml" else str(c.valid_steps), "-save_checkpoint_steps", valid,
-            "-keep_checkpoint", "-1"]
-    if arm.kind == "ml":
-        cmd += ["-early_stopping", str(c.ml_patience)]
+    if arm.kind == "ml":            # validation and a checkpoint every ml_valid_steps, early stopping
+        every = str(c.ml_valid_steps)
+        cmd += [*c.sizes, *arm.options, "-valid_steps", every, "-save_checkpoint_steps", every,
+                "-early_stopping", str(c.ml_patience)]
+    else:                           # from a checkpoint: its model carries; no early stopping
+        cmd += [*arm.options, "-max_gen_length", c.rl_max_gen, "-early_stopping", "0",
+                "-valid_steps", str(c.valid_steps), "-save_checkpoint_steps", str(c.save_steps)]
+    cmd += ["-keep_checkpoint", "-1"]
     start_step = checkpoint_step(origin) if origin else 0
     if done_before is not None:
         if last and checkpoint_step(last) >= done_before["step"]:
