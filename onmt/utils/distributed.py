@@ -17,10 +17,12 @@ sampling, RL rollouts) draws from a different seed on each rank (`seed_rank`).
 """
 import contextlib
 import datetime
+import logging
 import os
 import random
 import signal
 import socket
+import sys
 import time
 from multiprocessing.connection import wait
 from typing import NamedTuple
@@ -286,7 +288,17 @@ def _spawned(index, fn, argv, world_size, addr, port):
     os.environ.update({"RANK": str(index), "LOCAL_RANK": str(index), "WORLD_SIZE": str(world_size),
                        "MASTER_ADDR": addr, "MASTER_PORT": str(port), SPAWNED: "1",
                        LAUNCHER_PID: str(os.getppid())})
-    run_main(fn, argv)  # a user error: one line and exit code 1, which stops the other ranks
+    try:
+        run_main(fn, argv)  # a user error: one line and exit code 1, which stops the other ranks
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+    # not the interpreter's exit (a spawned rank's is sys.exit): gloo's threads, still alive there,
+    # aborted it at random after a clean stop (-6, "terminate called without an active exception")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def spawn(fn, argv, world_size, start_method="spawn"):
