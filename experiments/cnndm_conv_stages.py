@@ -10,6 +10,7 @@ Files (W = -workdir, R = -results):
 import os
 
 from experiments import cnndm_conv_arms as P
+from experiments.cnndm_views import checkpoint_step
 from experiments.rl_vs_ml import read_json, write_json
 
 
@@ -226,11 +227,6 @@ def train_command(a, prep, name):
     if last:
         return cmd + ["-train_from", last]
     return cmd + (["-train_from", origin] + (["-reset_optim", "all"] if arm.fresh else []) if origin else [])
-
-
-def checkpoint_step(path):
-    import torch
-    return int(torch.load(path, map_location="cpu", weights_only=True, mmap=True)["step"])
 
 
 def stopped_early(a, path):

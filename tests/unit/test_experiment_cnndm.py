@@ -155,14 +155,20 @@ def _write(folder, split, pairs, gz=True):
             (folder / f"{split}.{side}.txt").write_text(text)
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cnndm")
+def toy_data(tmp, valid):
+    """tmp/data: 60 training, `valid` validation and 4 test pairs of CNN/DM-shaped toy text (.gz)."""
     data = tmp / "data"
     data.mkdir()
     rng = random.Random(1)
-    for split, n in (("train", 60), ("valid", 7), ("test", 4)):
+    for split, n in (("train", 60), ("valid", valid), ("test", 4)):
         _write(data, split, [_toy_pair(rng) for _ in range(n)])
+    return data
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cnndm")
+    data = toy_data(tmp, valid=7)
     argv = ["-workdir", str(tmp / "work"), "-data", str(data), "-results", str(tmp / "results"),
             "-views", "lead3,a1,b1", "-seeds", "1", "-tune_pairs", "3", "-noblock_pairs", "2", "-jobs", "2",
             "-ml_seconds", "3", "-arm_seconds", "2", "-valid_steps", "10", "-save_steps", "5", "-poll", "0.2",

@@ -3,7 +3,6 @@ tiny run of every stage (ML, gates, the start, the mixed objective and its contr
 scoring at the tuned and the matched length, the report), then what a fresh machine would run again."""
 import json
 import os
-import random
 import shutil
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.dirname(__file__))
-from test_experiment_cnndm import _toy_pair, _write  # noqa: E402
+from test_experiment_cnndm import toy_data  # noqa: E402
 
 from experiments import cnndm_conv as exp  # noqa: E402
 from experiments import cnndm_conv_arms as P  # noqa: E402
@@ -87,11 +86,7 @@ def test_the_gate_decides_which_jobs_come_next(tmp_path):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("conv")
-    data = tmp / "data"
-    data.mkdir()
-    rng = random.Random(1)
-    for split, n in (("train", 60), ("valid", 9), ("test", 4)):
-        _write(data, split, [_toy_pair(rng) for _ in range(n)])
+    data = toy_data(tmp, valid=9)
     argv = ["-workdir", str(tmp / "work"), "-data", str(data), "-results", str(tmp / "results"), "-tiny",
             "-poll", "0.2"]
     exp.main(argv)
