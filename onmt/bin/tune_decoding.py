@@ -110,7 +110,7 @@ def tune(models, settings, decode, refs, metric, rows=None):
             row = {"model": model, "setting": dict(setting),
                    **score_row(decode(model, setting), refs)}
             rows.append(row)
-            logger.info(f"{os.path.basename(model)} {describe(setting)}: ROUGE-1/2/L F1 "
+            logger.info(f"{model_name(model)} {describe(setting)}: ROUGE-1/2/L F1 "
                         f"{row['rouge']['rouge1']:.2f}/{row['rouge']['rouge2']:.2f}/"
                         f"{row['rouge']['rougeL']:.2f}, "
                         f"length {row['length']:.2f} (references {row['ref_length']:.2f})")
@@ -167,6 +167,15 @@ def match_length(row, decode_length, target, max_length):
             "probes": {str(k): v for k, v in probes.items()}}
 
 
+def model_name(model):
+    """A candidate for a reader: its file name, an ensemble's joined by " + "."""
+    return " + ".join(os.path.basename(m) for m in candidate_paths(model))
+
+
+def candidate_paths(model):
+    return list(model) if isinstance(model, (list, tuple)) else [model]
+
+
 def describe(setting):
     return " ".join(f"-{k} {v}" for k, v in setting.items())
 
@@ -176,7 +185,7 @@ def table(rows, best, metric):
     lines = ["| checkpoint | setting | R-1 | R-2 | R-L | length | best |",
              "|---|---|---|---|---|---|---|"]
     for i, r in enumerate(rows):
-        lines.append(f"| {os.path.basename(r['model'])} | {describe(r['setting'])} | "
+        lines.append(f"| {model_name(r['model'])} | {describe(r['setting'])} | "
                      f"{r['rouge']['rouge1']:.2f} | {r['rouge']['rouge2']:.2f} | "
                      f"{r['rouge']['rougeL']:.2f} | {r['length']:.2f} | "
                      f"{'<- ' + metric if i == best else ''} |")
@@ -186,7 +195,9 @@ def table(rows, best, metric):
 def chosen_config(row, fixed):
     """What translate.py -config reads: the checkpoint, the fixed search options, the length
     rule."""
-    return {"model": os.path.abspath(row["model"]), **fixed, **row["setting"]}
+    paths = [os.path.abspath(m) for m in candidate_paths(row["model"])]
+    return {"model": paths if isinstance(row["model"], (list, tuple)) else paths[0],
+            **fixed, **row["setting"]}
 
 
 def main(argv=None):
@@ -230,16 +241,19 @@ def main(argv=None):
         from onmt.translate.session import load_session, translate_lines
         if model not in sessions:
             sessions.clear()                 # one checkpoint in memory at a time
-            sessions[model] = load_session(model, device, opt.precision, opt.compile)
+            sessions[model] = load_session(candidate_paths(model), device, opt.precision,
+                                           opt.compile)
         results = translate_lines(run_of(setting), sessions[model], src, show_progress=False)
         return [" ".join(nbest[0].tokens) for nbest in results]
 
-    logger.info(f"Tuning {len(opt.model)} checkpoint(s) x {len(settings)} length rule(s) on "
+    # an ensemble is one candidate, a tuple of paths (hashable: rows and sessions are keyed by it)
+    candidates = [tuple(opt.model)] if opt.ensemble else opt.model
+    logger.info(f"Tuning {len(candidates)} checkpoint(s) x {len(settings)} length rule(s) on "
                 f"{len(src)} lines of {opt.src}, best by {opt.metric} F1"
                 + (" (widening an axis whose choice is at its edge)" if opt.widen else ""))
     bounds = axis_bounds(opt)
     rows, best, status, axes = tune_widening(
-        opt.model, {"alpha": opt.alpha, "min_length": opt.min_length}, opt.length_penalty,
+        candidates, {"alpha": opt.alpha, "min_length": opt.min_length}, opt.length_penalty,
         decode, refs, opt.metric, bounds, opt.widen)
     print(table(rows, best, opt.metric))
     config = chosen_config(rows[best], fixed)
@@ -268,7 +282,8 @@ def main(argv=None):
         write_text_atomic(opt.report, json.dumps(report, indent=1) + "\n",
                           f"-report {opt.report}")
     logger.info(f"Best ({opt.metric} F1 {rows[best]['rouge'][opt.metric]:.2f}): "
-                f"{rows[best]['model']} {describe(rows[best]['setting'])}; written to {opt.output} "
+                f"{model_name(rows[best]['model'])} {describe(rows[best]['setting'])}; "
+                f"written to {opt.output} "
                 f"(translate.py -config {opt.output})")
     return rows, best
 

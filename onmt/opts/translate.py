@@ -162,6 +162,9 @@ def tune_decoding_opts(parser):
     g = parser.add_argument_group("Data")
     g.add("-model", "--model", required=True, nargs="+", action="extend",
           help="checkpoint(s) to choose from (each decoded with every length rule of the grid)")
+    g.add("-ensemble", "--ensemble", action="store_true",
+          help="the -model checkpoints are one candidate, their ensemble (translate.py -model "
+               "A B): only the length rule is chosen")
     g.add("-src", "--src", required=True, help="the tuning set's sources, one example per line")
     g.add("-tgt", "--tgt", required=True, help="the tuning set's reference summaries, one per line")
     g.add("-output", "--output", required=True,

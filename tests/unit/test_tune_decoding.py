@@ -171,3 +171,26 @@ def test_widen_and_match_length_on_a_toy_model(toy):
     assert mean == pytest.approx(matched["length"])
     assert abs(mean - 5.5) <= min(abs(v - 5.5) for v in matched["probes"].values()) + 1e-9
     assert abs(mean - 5.5) <= 1.0
+
+
+def test_an_ensemble_is_one_candidate_and_its_yaml_decodes_as_the_ensemble(toy):
+    d, models = toy
+    r = run_cli("tools/tune_decoding.py", "-model", *models, "-ensemble", "-src", d / "s.txt",
+                "-tgt", d / "t.txt", "-alpha", "0", "1", "-beam_size", "3", "-max_length", "6",
+                "-output", d / "ens.yaml", "-report", d / "ens.json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads((d / "ens.json").read_text())
+    assert len(report["rows"]) == 2                       # one candidate x two length rules
+    assert report["rows"][0]["model"] == [str(m) for m in models]
+    chosen = yaml.safe_load((d / "ens.yaml").read_text())
+    assert chosen["model"] == [os.path.abspath(m) for m in models]
+    assert "m0.pt + m1.pt" in r.stdout
+    t = run_cli("translate.py", "-config", d / "ens.yaml", "-src", d / "s.txt", "-output", d / "ep.txt")
+    assert t.returncode == 0, t.stderr
+    e = run_cli("translate.py", "-model", *models, "-src", d / "s.txt", "-output", d / "ep2.txt",
+                "-beam_size", "3", "-max_length", "6", "-length_penalty", "wu",
+                "-alpha", str(report["chosen"]["alpha"]), "-min_length", "0")
+    assert e.returncode == 0, e.stderr
+    assert read_lines(d / "ep.txt") == read_lines(d / "ep2.txt")
+    row = report["rows"][report["best"]]
+    assert sum(len(p.split()) for p in read_lines(d / "ep.txt")) / 4 == pytest.approx(row["length"])
