@@ -23,6 +23,10 @@ from onmt.losses import build_loss
 from onmt.model_builder import build_model
 from onmt.utils.checkpoint import load_checkpoint
 
+# one thread: the float32 run is chaotic, and two threads sum in another order (seed 2 then reached ppl
+# 22.27 on the AMX host, against 16.29 with one)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 FP32_SPREAD = (1.52, 17.87)   # seeds 1-4, float32, step 300 (module docstring)
 CALIBRATED_PPL = 4.81         # seed 2's float32 model where the gradient bound was measured
 SEE = ["-brnn", "-copy_attn", "-coverage_attn", "-global_attention", "mlp", "-rnn_size", "128",

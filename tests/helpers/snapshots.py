@@ -48,9 +48,18 @@ TRANSLATE = ["-max_length", "12", "-batch_size", "4"]
 
 
 def environment():
-    """What bit-exact figures depend on beyond the code: the PyTorch build and the CPU's kernels."""
+    """What bit-exact figures depend on beyond the code: the PyTorch build and the CPU's kernels (the
+    capability PyTorch dispatches on, and the extensions oneDNN chooses other kernels by: two AVX-512
+    hosts, one with AMX, round the same float32 training differently)."""
     import torch
-    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+    from onmt.hardware import cpu_flags
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_features": sorted(set(cpu_flags()) & set(KERNEL_FLAGS))}
+
+
+KERNEL_FLAGS = ("avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
+                "amx_fp16")
 
 
 def parameter_digest(checkpoint_path):
