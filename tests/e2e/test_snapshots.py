@@ -1,7 +1,9 @@
 """Behaviour snapshots: every case of helpers/snapshots.py (each model family, GRU and 2-layer decoders, ML
 and mixed training steps, beam 3 / greedy / int8 translation) recomputed and compared BIT FOR BIT with
-tests/data/snapshots.json, recorded from the code before the execution selector (onmt/execution.py)
-replaced the kernels strings, the precision marks and -compile's patching.
+tests/data/snapshots.json, first recorded from the code before the execution selector (onmt/execution.py)
+replaced the kernels strings, the precision marks and -compile's patching; recorded again on an AVX-512 +
+AMX host (2026-12-02) from commit d80829f's model code, which matched the first recording bit for bit on
+the host that made it.
 
 Exact comparison: on one machine, one thread, float32 on the CPU, every path here is deterministic (the
 fused kernels included: no atomics, fixed summation orders; dropout masks and scheduled sampling drawn
