@@ -39,7 +39,6 @@ from experiments.common import run, run_jobs, start_logged  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "averaging")
 VIEW_KINDS = ("best", "avg", "avgb")
-COMPARED = (("avg", "best"), ("avgb", "best"), ("ens", "best"))
 
 
 def parse_args(argv=None):
@@ -143,9 +142,6 @@ def tune_view(a, view, seeds):
 def score_view(a, view):
     """Development and test predictions with chosen.yaml; the view's figures into -results/VIEW.json."""
     import torch
-
-    from onmt.evaluation import METRICS, score, summarize
-    from onmt.evaluation.diagnostics import summary_diagnostics
     folder = view_folder(a, view)
     tuning = rl_vs_ml.read_json(f"{folder}/grid.json")
     chosen = tuning["chosen"]
@@ -153,7 +149,6 @@ def score_view(a, view):
     steps = [int(torch.load(m, map_location="cpu", weights_only=True, mmap=True)["step"]) for m in models]
     result = {"view": view, "tune_pairs": a.tune_pairs, "steps": steps, "chosen": chosen,
               "tuning_rougeL": tuning["rows"][tuning["best"]]["rouge"]["rougeL"], "edges": tuning["edges"]}
-    read = lambda p: open(p, encoding="utf-8").read().splitlines()  # noqa: E731
     for split, (src, tgt) in rl_vs_ml_tuned.splits(a).items():
         if split == "tune":
             continue
@@ -161,18 +156,7 @@ def score_view(a, view):
         if not os.path.exists(pred):
             run(["translate.py", "-config", f"{folder}/chosen.yaml", "-src", src, "-output", pred,
                  "-batch_size", "64"], log=f"{folder}/{split}.log")
-        preds, refs = read(pred), read(tgt)
-        scores = score(preds, refs)                                              # (n, 4, 3)
-        out = {"rouge": {m: v["f"] for m, v in summarize(scores).items()},
-               "rougeL_f_per_example": [round(float(x), 5) for x in scores[:, METRICS.index("rougeL"), 2]],
-               **summary_diagnostics(preds, read(src), refs)}
-        if split == "test":
-            from onmt.evaluation.official import OfficialUnavailable
-            try:
-                out["rouge_official"] = {m: v["f"] for m, v in summarize(score(preds, refs, official=True)).items()}
-            except OfficialUnavailable as e:
-                out["rouge_official"] = str(e)
-        result[split] = out
+        result[split] = rl_vs_ml_tuned.split_figures(pred, None, src, tgt, official=split == "test")
     rl_vs_ml.write_json(os.path.join(a.results, f"{view}.json"), result)
 
 

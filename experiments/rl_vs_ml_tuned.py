@@ -254,18 +254,20 @@ def score_view(a, view):
 
 
 def split_figures(pred, dump, src, tgt, official=False):
-    """ROUGE F1 (built-in; with `official` also ROUGE-1.5.5's own), per-example ROUGE-L F1, diagnostics."""
+    """ROUGE F1 (built-in; with `official` also ROUGE-1.5.5's own), per-example ROUGE-L F1, diagnostics;
+    the copy share from the -attn_debug `dump` (None: no dump, no copy share)."""
     from onmt.evaluation import METRICS, score, summarize
     from onmt.evaluation.diagnostics import summary_diagnostics
     from onmt.translate.records import read_dump
     read = lambda p: open(p, encoding="utf-8").read().splitlines()  # noqa: E731
     preds, srcs, refs = read(pred), read(src), read(tgt)
     scores = score(preds, refs)                                              # (n, 4, 3)
-    copied = [list(map(bool, r["copied"])) for r in read_dump(dump)]
+    copied = [list(map(bool, r["copied"])) for r in read_dump(dump)] if dump else None
     out = {"rouge": {m: v["f"] for m, v in summarize(scores).items()},
            "rougeL_f_per_example": [round(float(x), 5) for x in scores[:, METRICS.index("rougeL"), 2]],
-           "copy_share_per_example": [round(sum(c) / len(c), 4) if c else 0.0 for c in copied],
            **summary_diagnostics(preds, srcs, refs, copied)}
+    if copied is not None:
+        out["copy_share_per_example"] = [round(sum(c) / len(c), 4) if c else 0.0 for c in copied]
     if official:
         from onmt.evaluation.official import OfficialUnavailable
         try:
