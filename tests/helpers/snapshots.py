@@ -1,5 +1,6 @@
 """Behaviour snapshots: what each model family computes, recorded so that a refactor can show it changed
-nothing (tests/e2e/test_snapshots.py compares; tests/data/snapshots.json holds the expected values).
+nothing (tests/e2e/test_snapshots.py compares; tests/data/snapshots/ holds the expected values, one file per
+PyTorch build and CPU kernel set, named by `environment_name()`).
 
 For each case of CASES, through the real entry points (helpers.e2e) on one tiny toy dataset, at fixed
 seeds, on one torch thread, in float32 on the CPU:
@@ -10,10 +11,10 @@ seeds, on one torch thread, in float32 on the CPU:
     where the case names it and this CPU runs it; for each, a digest of its -attn_debug dump (every
     hypothesis score, attention, intra-decoder attention and p(copy), float64 bytes).
 Everything here is deterministic on one machine and one PyTorch build; another CPU (oneDNN picks its
-kernels by instruction set) or another PyTorch may round differently, so the snapshot records both and
-the test skips, saying why, where they differ.
+kernels by instruction set) or another PyTorch may round differently, so each snapshot file records both and
+the test compares against the file of this host's environment, or skips, saying why, where none exists.
 
-Regenerate (only from code whose behaviour is the reference):
+Record this host's file (only from code whose behaviour is the reference; other hosts' files stay):
     cd tests && OMP_NUM_THREADS=1 python helpers/snapshots.py --write
 """
 import hashlib
@@ -28,7 +29,7 @@ if __name__ == "__main__":   # run as a script: the tests folder and the checkou
 from helpers.e2e import make_data, preprocess, torch_threads, train, translate  # noqa: E402
 from helpers.paths import ROOT  # noqa: E402
 
-EXPECTED = os.path.join(ROOT, "tests", "data", "snapshots.json")
+EXPECTED_DIR = os.path.join(ROOT, "tests", "data", "snapshots")
 COMMON = ["-rnn_size", "16", "-word_vec_size", "8", "-batch_size", "8", "-seed", "7", "-optim", "adam",
           "-learning_rate", "0.02", "-report_every", "1", "-valid_steps", "1000", "-param_init", "0.3"]
 ML_STEPS, MIXED_STEPS = 16, 3
@@ -56,6 +57,11 @@ def environment():
     from onmt.hardware import cpu_flags
     return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cpu_features": sorted(set(cpu_flags()) & set(KERNEL_FLAGS))}
+
+
+def environment_name(env):
+    """The snapshot file's name for one environment: "torch2.13.0-AVX2.json", "torch2.13.0-AVX512-amx_bf16-...json"."""
+    return "-".join([f"torch{env['torch']}", env["cpu_capability"], *env["cpu_features"]]).replace("+", "_") + ".json"
 
 
 KERNEL_FLAGS = ("avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
@@ -151,9 +157,21 @@ def record(root, names=None):
                 "cases": {name: record_case(name, root, prefix, src) for name in (names or CASES)}}
 
 
+def expected_path(env=None):
+    return os.path.join(EXPECTED_DIR, environment_name(env or environment()))
+
+
 def load_expected():
-    with open(EXPECTED, encoding="utf-8") as f:
+    """This environment's recorded snapshot, or None when none was recorded here."""
+    path = expected_path()
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def recorded_environments():
+    return sorted(n for n in os.listdir(EXPECTED_DIR) if n.endswith(".json")) if os.path.isdir(EXPECTED_DIR) else []
 
 
 def main(argv):
@@ -162,11 +180,12 @@ def main(argv):
         sys.exit("usage: python helpers/snapshots.py --write   (from tests/; module docstring)")
     with tempfile.TemporaryDirectory() as root:
         snapshot = record(root)
-    os.makedirs(os.path.dirname(EXPECTED), exist_ok=True)
-    with open(EXPECTED, "w", encoding="utf-8") as f:
+    path = expected_path(snapshot["environment"])
+    os.makedirs(EXPECTED_DIR, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(snapshot, f, indent=1, sort_keys=True)
         f.write("\n")
-    print(f"wrote {EXPECTED}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
