@@ -37,7 +37,7 @@ from bench.lib.common import (
 )
 from bench.lib.per_step import per_step_forward  # the tests' reference is this benchmark's baseline
 from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
-from onmt.fused.execution import compile_step
+from onmt.execution import compile_step
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.losses.ml import MLLoss

@@ -63,7 +63,7 @@
              fields once per source selects each group's, not a copy per row).
 
 Models also expose `tgt_vocab_size` (V_tgt), `copy` (True when logp covers the extended vocabulary),
-`execution` (what runs: onmt/fused/execution.py, fixed when the model is built) and the members with
+`execution` (what runs: onmt/execution.py, fixed when the model is built) and the members with
 defaults of onmt/models/generic.py's ModelDefaults, which every registered model inherits:
     model.decode_step_scores(inputs, state)       above
     model.upgrade_state_dict(state) -> state      a checkpoint's state dict with old keys renamed
@@ -119,7 +119,7 @@ class Model(Protocol):
 
     tgt_vocab_size: int
     copy: bool
-    execution: object                                          # onmt/fused/execution.py's Execution
+    execution: object                                          # onmt/execution.py's Execution
 
     def encode(self, batch) -> "EncoderOutput": ...
 

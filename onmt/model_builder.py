@@ -18,7 +18,7 @@ from typing import NamedTuple
 import torch.nn as nn
 
 from onmt.errors import UserError
-from onmt.fused.execution import as_execution
+from onmt.execution import as_execution
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
 from onmt.opts.families import FAMILIES, Family
@@ -108,7 +108,7 @@ def name_of(model):
 def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_name=None,
                 own_options=False, device="cpu", execution=None):
     """The model for `opt` (fresh, or with the parameters of `checkpoint_state`), on `device`, built
-    with `execution` (what runs, made once by the entry point: onmt/fused/execution.py; None: the
+    with `execution` (what runs, made once by the entry point: onmt/execution.py; None: the
     default, fused kernels, no decoding precision, nothing compiled; a kernels name "fused" /
     "plain": the default with it); logs its family, its number of parameters, its device, its
     execution and the fused paths that do not apply to it, each with why (`execution_line`: the one

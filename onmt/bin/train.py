@@ -19,7 +19,7 @@ from onmt import opts
 from onmt.bin import preprocess as preprocess_bin
 from onmt.bin.common import start
 from onmt.errors import UserError
-from onmt.fused.execution import Execution
+from onmt.execution import Execution
 from onmt.inputters.dataset import ShardedDataset
 from onmt.inputters.upstream_data import ensure_dataset
 from onmt.inputters.vocab import Vocabs
@@ -220,7 +220,7 @@ def capture_note(opt, model, loss_fn):
     (CUDA), else one line saying why it runs eagerly."""
     if not opt.cuda_graphs:
         return
-    from onmt.fused.execution import captured
+    from onmt.execution import captured
     if model.execution.capture == "off":
         logger.info("-cuda_graphs: CUDA only; the teacher-forced pass runs eagerly on this device")
     elif not hasattr(loss_fn, "capture_with"):

@@ -23,7 +23,7 @@ import warnings
 
 import torch
 
-from onmt.fused.kernels import fast_dtype
+from onmt.execution import fast_dtype
 from onmt.fused.packed_linear import PackedLinear, _packable, cached_while_unchanged
 from onmt.hardware import int8_engine
 from onmt.modules.precision import float32_region
@@ -119,7 +119,7 @@ def decoding_gates(execution, rnn, x, h):
     """The `gates` of onmt/modules/lstm_step.py for one decoding step of the nn.LSTM `rnn` on
     x (B, E) and h (L, B, H), or None (the plain two addmm per layer): with fused kernels, without
     autograd, in eval mode, in a model built to decode in a chosen precision
-    (`execution.prepared_decoding`: translate.py, the API; onmt/fused/execution.py), on float32
+    (`execution.prepared_decoding`: translate.py, the API; onmt/execution.py), on float32
     inputs.
     Each layer's gates are then ONE product [x ; h] [W_ih ; W_hh]^T + (b_ih + b_hh) prepared once
     per set of parameters in that precision (lstm_gate_products; packed float32, bf16 or int8, the

@@ -62,7 +62,7 @@ def cached_while_unchanged(owner, tensors, build):
     their version counters, and .to() gives new storage, so either rebuilds. For what decoding
     derives from fixed weights (a packed W_out): a translation run packs once instead of once per
     batch. Call `drop_cached(owner)` when training starts, so no idle copy is kept. The decoding
-    precision it is built in is the model's execution's (onmt/fused/execution.py), fixed when the
+    precision it is built in is the model's execution's (onmt/execution.py), fixed when the
     model is built."""
     key = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in tensors)
     cached = owner.__dict__.get(CACHE_ATTR)

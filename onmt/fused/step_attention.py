@@ -22,7 +22,8 @@ form.
 """
 import torch
 
-from onmt.fused.kernels import block_rows, gradients_wanted
+from onmt.execution import gradients_wanted
+from onmt.fused.kernels import block_rows
 from onmt.fused.step_source import StepSource
 
 # elements of one (rows, S, H) block (~4 MB of float32) on the CPU: the recomputation stays in cache

@@ -16,7 +16,8 @@ mixture_scores.MixtureScores, without the (N, X) output written.
 import torch
 import torch.nn.functional as F
 
-from onmt.fused.kernels import block_rows, gradients_wanted
+from onmt.execution import gradients_wanted
+from onmt.fused.kernels import block_rows
 from onmt.fused.mixture_scores import MixtureScores
 from onmt.modules import copy_mixture
 from onmt.modules.copy_generator import vocab_logits

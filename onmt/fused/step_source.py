@@ -14,7 +14,7 @@ plain products. Create one per forward pass; its backward runs once.
 """
 import torch
 
-from onmt.fused.kernels import gradients_wanted
+from onmt.execution import gradients_wanted
 
 
 class _SumStepOuterProducts(torch.autograd.Function):

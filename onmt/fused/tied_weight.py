@@ -16,7 +16,7 @@ process).
 """
 import torch
 
-from onmt.fused.kernels import fast_dtype
+from onmt.execution import fast_dtype
 from onmt.fused.packed_linear import _PACK_ERRORS, _packable
 
 # rows of W_out per block of the backward: dZ = g (1 - W_out^2) of a block (512 x D float32: 1.5 MB

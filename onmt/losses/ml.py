@@ -80,7 +80,7 @@ class MLLoss:
 
     def capture_with(self, wrap):
         """Run `terms` as wrap(terms) from now on (train.py -cuda_graphs:
-        onmt/fused/execution.py `captured`)."""
+        onmt/execution.py `captured`)."""
         self.region = wrap(self.terms)
 
     def terms(self, model, batch, enc=None):

@@ -7,7 +7,7 @@ At step t the RNN reads [emb(y_{t-1}); feed], where feed is
 Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_t]) (c_t = c for the
 fixed-context model); dropout is applied to it before the generator and before it is fed back.
 
-The decoder is built with the model's Execution (onmt/fused/execution.py). With fused kernels (the
+The decoder is built with the model's Execution (onmt/execution.py). With fused kernels (the
 default) it builds its modules with onmt/fused's versions (the mlp score, the dropout masks) and
 runs a teacher-forced pass through the fused kernels where they apply (`fused_pass_problem` says
 where the fused decoder pass does not, and why; onmt/fused/kernels.py whether a kernel runs now:
@@ -22,9 +22,9 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
+from onmt.execution import as_execution, compile_step
 from onmt.fused.decoder_pass import lstm_mlp_decoder_pass
 from onmt.fused.dropout import Dropout, dropout_mask
-from onmt.fused.execution import as_execution, compile_step
 from onmt.fused.low_precision import decoding_gates
 from onmt.fused.step_attention import StepAttention, compiled_mlp_scores, mlp_scores_blocked
 from onmt.interface import DecoderStateBase
@@ -101,7 +101,7 @@ class RNNDecoder(nn.Module):
         input_feed: feed the previous attentional vector (ignored with attn_type "none").
         coverage: coverage vector in the attention.
         dropout: between RNN layers and on the attentional vector.
-        execution: the model's Execution (onmt/fused/execution.py; module docstring) or a kernels
+        execution: the model's Execution (onmt/execution.py; module docstring) or a kernels
             name.
     """
 

@@ -3,7 +3,7 @@ import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from onmt.fused.execution import as_execution
+from onmt.execution import as_execution
 from onmt.fused.low_precision import encoder_lowered, run_rnn
 from onmt.interface import EncoderOutput
 from onmt.models.components import register_encoder
@@ -27,7 +27,7 @@ class RNNEncoder(nn.Module):
             split back into L layers. (OpenNMT-py reshapes the (L*dirs, B, H/dirs) tensor without
             transposing, which mixes examples when it has more than one layer or direction; here the
             layers of one example are concatenated.)
-        execution: the model's Execution (onmt/fused/execution.py; lowered while decoding at
+        execution: the model's Execution (onmt/execution.py; lowered while decoding at
             -precision bf16 / int8 with fused kernels); a kernels name "fused" / "plain" stands for
             the default one with it.
     """

@@ -1,7 +1,7 @@
 """The baseline encoder-decoder models (`rnn` and `copy` in the registry), implementing
 onmt/interface.py.
 
-`execution` (an Execution, onmt/fused/execution.py: kernels, decoding precision, compile) is fixed
+`execution` (an Execution, onmt/execution.py: kernels, decoding precision, compile) is fixed
 when the model is built: the model keeps it and builds its encoder, decoder, embeddings and
 generator with it. With fused kernels a decoding step's vocabulary product is packed once in the
 decoding precision (`_decoding_linear`), the copy generator decodes with row blocks in place
@@ -12,9 +12,9 @@ import torch.nn as nn
 
 from onmt.constants import UNK
 from onmt.errors import UserError
+from onmt.execution import as_execution
 from onmt.fused import step_mixture
 from onmt.fused.dropout import Dropout
-from onmt.fused.execution import as_execution
 from onmt.fused.gold_mixture import copy_generator_gold_log_prob
 from onmt.fused.low_precision import prepared_linear
 from onmt.fused.packed_linear import cached_while_unchanged, drop_cached

@@ -7,7 +7,7 @@ into a distribution. With `intra_decoder=False` (-no_intra_decoder_attn) c^d_t i
 keeps its 3H size and the generator's parameters keep their shapes. `step` is the plain path; a
 teacher-forced pass or a rollout may pass it the fused per-pass lookups and products of
 `step_embedding()` / `step_source()` (onmt/fused/), which give the same values and gradients. Built
-with the model's Execution (onmt/fused/execution.py): with fused kernels (the default) its dropout
+with the model's Execution (onmt/execution.py): with fused kernels (the default) its dropout
 draws its masks with torch.rand and, in a model built to decode in a chosen precision, a decoding
 step uses the prepared LSTM gates (onmt/fused/low_precision.py `decoding_gates`); with plain
 kernels, nn.Dropout and the two addmm per layer; with compile "decoder-step" its `step` goes through
@@ -20,8 +20,8 @@ import torch
 import torch.nn as nn
 
 from onmt.constants import UNK
+from onmt.execution import as_execution, compile_step
 from onmt.fused.dropout import Dropout
-from onmt.fused.execution import as_execution, compile_step
 from onmt.fused.low_precision import decoding_gates
 from onmt.fused.step_embedding import StepEmbedding
 from onmt.fused.step_source import StepSource
@@ -73,7 +73,7 @@ class ReinforcedDecoder(nn.Module):
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
         score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with
             -intra_attn_scale sqrt).
-        execution: the model's Execution (module docstring, onmt/fused/execution.py) or a
+        execution: the model's Execution (module docstring, onmt/execution.py) or a
             kernels name.
     """
 

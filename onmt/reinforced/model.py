@@ -12,7 +12,7 @@ than addmm for the few rows of a step on CPU). The training and rollout paths us
 of onmt/fused/ (the table in its __init__.py); the per-step-generator baselines they are measured
 against live in bench/reinforced_step_bench.py.
 
-`execution` (an Execution, onmt/fused/execution.py: kernels, decoding precision, compile) is fixed
+`execution` (an Execution, onmt/execution.py: kernels, decoding precision, compile) is fixed
 when the model is built and given to its encoder, decoder and generator. With plain kernels every
 path is the formula: the teacher forcing through `decoder.step` and `generator.forward` (the ML loss
 gathers the gold from the full distribution, scheduled sampling takes its argmax), decoding with
@@ -23,8 +23,8 @@ from dataclasses import replace
 import torch
 import torch.nn as nn
 
+from onmt.execution import as_execution
 from onmt.fused.dropout import Dropout
-from onmt.fused.execution import as_execution
 from onmt.fused.gold_mixture import (
     logits_on,
     packed_out_weight,

@@ -24,7 +24,7 @@ entry, except for the product E_tgt W_proj of (13), which runs in autocast's pre
 before the tanh (the fused training path's logits products do the same: onmt/fused/gold_softmax.py).
 Its outputs (log p, the logits, W_out) are float32; gradients reach o in o's own dtype.
 
-Built with fused kernels (its Execution, onmt/fused/execution.py; the default), `out_weight`
+Built with fused kernels (its Execution, onmt/execution.py; the default), `out_weight`
 computes (13) with the tanh inside the product (onmt/fused/tied_weight.py; float32 on the CPU),
 `draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and `forward` writes the mixture in place
 without autograd (onmt/fused/step_mixture.py); plain kernels: torch.exp and the out-of-place
@@ -34,8 +34,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from onmt.execution import as_execution
 from onmt.fused import step_mixture, tied_weight
-from onmt.fused.execution import as_execution
 from onmt.fused.fast_exp import exp_shifted_
 from onmt.modules import copy_mixture
 from onmt.modules.copy_mixture import IMPOSSIBLE

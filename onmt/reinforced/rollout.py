@@ -9,7 +9,7 @@ After the loop, log p(y_t) of the sampled tokens with gradient.
 
 W_out and (fused) its packed product come once per encoding (ReinforcedModel.pass_out_weight: a
 mixed step that shares its encoding computes them once for both terms). With fused kernels (the
-model's Execution, onmt/fused/execution.py) one product serves all modes (2B rows cost little more
+model's Execution, onmt/execution.py) one product serves all modes (2B rows cost little more
 than B), the argmax comes without the (N, X) mixture (gold_mixture.pointer_generator_predict), the
 sampled steps use the per-pass lookups and products (step_embedding, step_source), and ONE fused
 gold-only pass (gold_log_prob with the drawn ids as gold, as the ML loss does) gives log p(y_t) from
@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from onmt.constants import BOS, EOS
+from onmt.execution import gradients_wanted
 from onmt.fused.gold_mixture import pointer_generator_gold_log_prob, pointer_generator_predict
-from onmt.fused.kernels import gradients_wanted
 from onmt.interface import check_rollout_modes, finish_rollout
 from onmt.reinforced.decoder import ReinforcedState
 

@@ -56,7 +56,7 @@ def checkpoint_model_options(saved, name=None):
 
 
 def model_from_checkpoint(ckpt, device, name=None, execution=None):
-    """(model in eval mode on `device`, built with `execution` (onmt/fused/execution.py; None: the
+    """(model in eval mode on `device`, built with `execution` (onmt/execution.py; None: the
     default), Vocabs, the model's options) from a loaded checkpoint (`name`: its path, for the
     messages)."""
     from onmt.model_builder import build_model  # start-up time: the model's modules import torch
@@ -75,13 +75,13 @@ def model_from_checkpoint(ckpt, device, name=None, execution=None):
 def load_session(path, device, precision="fp32", compile=False):
     """The Session of the checkpoint at `path`, its model on `device`, decoding in `precision`
     (-precision); `compile` (-compile): its mlp attention scores through torch.compile, compiled on
-    first use; both chosen by the model's Execution (onmt/fused/execution.py), which build_model
+    first use; both chosen by the model's Execution (onmt/execution.py), which build_model
     logs, and checked once, before, by the caller (opts.check_precision and opts.check_compile:
     translate.py's and onmt_tune_decoding's validation, Summarizer.load). `path` a list of several
     checkpoints: their ensemble (ensemble.py), one vocabulary (a UserError naming the first that
     differs), the first one's options and input rules."""
     # start-up time: these import torch
-    from onmt.fused.execution import Execution
+    from onmt.execution import Execution
     from onmt.utils.checkpoint import load_checkpoint
     paths = list(path) if isinstance(path, (list, tuple)) else [path]
     loaded = []

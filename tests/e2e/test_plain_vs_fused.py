@@ -1,4 +1,4 @@
-"""A whole model with kernels="plain" against the same model with kernels="fused" (onmt/fused/execution.py).
+"""A whole model with kernels="plain" against the same model with kernels="fused" (onmt/execution.py).
 
 Each family is built twice with the same parameters: once with the plain reference formulas only, once
 with the fused kernels (the default). On the same batch and the same seeds, a whole ML training step
@@ -24,7 +24,7 @@ import torch
 
 from helpers.models import make_batch, make_opt, make_vocabs
 from helpers.search import search
-from onmt.fused.execution import Execution
+from onmt.execution import Execution
 from onmt.losses import build_loss
 from onmt.losses.ml import MLLoss
 from onmt.model_builder import build_model

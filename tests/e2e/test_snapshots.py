@@ -1,6 +1,7 @@
 """Behaviour snapshots: every case of helpers/snapshots.py (each model family, GRU and 2-layer decoders, ML
 and mixed training steps, beam 3 / greedy / int8 translation) recomputed and compared BIT FOR BIT with
-this host's file under tests/data/snapshots/ (one per PyTorch build and CPU kernel set), first recorded from the code before the execution selector (onmt/execution.py)
+this host's file under tests/data/snapshots/ (one per PyTorch build and CPU kernel set), first recorded
+from the code before the execution selector (onmt/execution.py)
 replaced the kernels strings, the precision marks and -compile's patching; recorded again on an AVX-512 +
 AMX host (2026-12-02) from commit d80829f's model code, which matched the first recording bit for bit on
 the host that made it; on an AVX2 host (AMD EPYC, 2026-12-02) from commit dbd25be's.

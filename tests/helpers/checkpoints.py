@@ -17,7 +17,7 @@ FAMILIES = {
 
 
 def build_tiny(family, seed=0, execution=None):
-    """(model in eval mode, its options) of a FAMILIES entry, built with `execution` (onmt/fused/execution.py)."""
+    """(model in eval mode, its options) of a FAMILIES entry, built with `execution` (onmt/execution.py)."""
     from onmt.model_builder import build_model
     opt = make_opt(**FAMILIES[family])
     torch.manual_seed(seed)

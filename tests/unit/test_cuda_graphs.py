@@ -1,5 +1,5 @@
 """-cuda_graphs (issue 56): the teacher-forced pass and the ML loss captured as CUDA graphs on CUDA
-(Execution capture "cuda-graphs", onmt/fused/execution.py `captured`), eager everywhere else.
+(Execution capture "cuda-graphs", onmt/execution.py `captured`), eager everywhere else.
 
 On the CPU: the selector says "off" there, the captured region gets the encoding from outside (the
 encoder's packing reads host lengths) and gives the eager loss, and train.py says it runs eagerly. On
@@ -16,7 +16,7 @@ from helpers.e2e import random_pair_data
 from helpers.models import build, make_batch, make_opt, make_vocabs
 from onmt.bin import train as train_bin
 from onmt.constants import PAD
-from onmt.fused.execution import Execution, captured
+from onmt.execution import Execution, captured
 from onmt.losses import build_loss
 
 FAMILIES = {

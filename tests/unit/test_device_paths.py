@@ -12,7 +12,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from helpers.checkpoints import VOCABS, build_tiny
 from helpers.models import make_batch
 from onmt.fused import gold_softmax, mixture_scores, step_attention, step_mixture
-from onmt.fused.kernels import block_rows
 
 FAMILIES = ("reinforced", "copy", "rnn")
 CPU_ONLY = ("mkldnn", "quantized", "fbgemm", "onednn")
@@ -104,6 +103,3 @@ def test_the_counter_sees_cpu_blocking():
     assert len(training_pass_ops("reinforced", 48, "cpu")) > len(training_pass_ops("reinforced", 4, "cpu"))
 
 
-def test_block_rows_is_a_cpu_budget_and_one_block_elsewhere():
-    assert block_rows("cpu", 1000, 100, 1 << 12) == 40 and block_rows("cpu", 5, 1 << 20, 1 << 12) == 1
-    assert block_rows("cuda", 1000, 100, 1 << 12) == 1000 and block_rows(torch.device("meta"), 0, 9, 8) == 1

@@ -1,4 +1,4 @@
-"""onmt/fused/execution.py: the one implementation selector. Its values and refusals; build_model's line for
+"""onmt/execution.py: the one implementation selector. Its values and refusals; build_model's line for
 each family and selector value (what runs, and every fused path that does not apply, with why); and that a
 model built with a value runs only the paths it names (the fused decoder pass or the step loop, the prepared
 decoding gates, the compiled step or scores, no onmt/fused kernel with kernels "plain")."""
@@ -12,8 +12,8 @@ import torch
 
 from helpers.models import make_batch, make_opt, make_vocabs
 from helpers.search import search
+from onmt.execution import COMPILE, PRECISIONS, Execution, as_execution
 from onmt.fused import low_precision
-from onmt.fused.execution import COMPILE, PRECISIONS, Execution, as_execution
 from onmt.losses import build_loss
 from onmt.model_builder import build_model
 from onmt.models import rnn_decoder

@@ -62,7 +62,7 @@ def test_every_registered_family_has_the_protocols_members_with_defaults(name):
     """Every family of the registry is a Model with the members that have defaults (models/generic.py
     ModelDefaults): its execution, decode_step_scores (the full log p of decode_step), upgrade_state_dict
     (today's keys unchanged), execution_notes (a list of sentences) and embeddings(side)."""
-    from onmt.fused.execution import Execution
+    from onmt.execution import Execution
     from onmt.interface import Model
     from onmt.model_builder import MODEL_REGISTRY, build_model
     from onmt.modules.embeddings import Embeddings

@@ -1,8 +1,10 @@
-"""onmt/fused/kernels.py: the plain / fused setting and the checks that say where a fused kernel runs."""
+"""onmt/execution.py's checks that say where a fused kernel runs (the plain / fused setting, the grad mode, the
+dtype) and onmt/fused/kernels.py's row blocking."""
 import pytest
 import torch
 
-from onmt.fused.kernels import KERNELS, check_kernels, decoding_only, fast_dtype, gradients_wanted, training_pass
+from onmt.execution import KERNELS, check_kernels, decoding_only, fast_dtype, gradients_wanted, training_pass
+from onmt.fused.kernels import block_rows
 
 
 def test_check_kernels_takes_the_two_settings_only():
@@ -42,3 +44,8 @@ def test_training_pass_is_fused_with_gradients_and_a_fast_dtype():
     assert not training_pass("fused", x.detach().double())
     with torch.no_grad():
         assert not training_pass("fused", x)
+
+
+def test_block_rows_is_a_cpu_budget_and_one_block_elsewhere():
+    assert block_rows("cpu", 1000, 100, 1 << 12) == 40 and block_rows("cpu", 5, 1 << 20, 1 << 12) == 1
+    assert block_rows("cuda", 1000, 100, 1 << 12) == 1000 and block_rows(torch.device("meta"), 0, 9, 8) == 1

@@ -132,10 +132,10 @@ def test_the_teacher_forced_pass_and_loss_do_not_sync(family):
 
 
 def test_see_et_al_captured_computes_every_row_without_a_sync():
-    """Built to be captured (Execution capture "cuda-graphs", onmt/fused/execution.py), See et al.'s gold
+    """Built to be captured (Execution capture "cuda-graphs", onmt/execution.py), See et al.'s gold
     pass computes every row, padding included, instead of selecting the real ones (the nonzero): no sync
     in the region, the same loss and gradients."""
-    from onmt.fused.execution import Execution
+    from onmt.execution import Execution
     from onmt.model_builder import build_model
     opt, vocabs = make_opt(**FAMILIES["copy"]), make_vocabs()
     batch = _padded(make_batch(vocabs, B=3, S=7, T=6, copy_source=True), 1, 2)

@@ -10,8 +10,8 @@ import onmt.hardware as hardware
 from helpers.checkpoints import build_tiny, save_tiny_checkpoint
 from onmt import opts
 from onmt.errors import OptionError
+from onmt.execution import Execution
 from onmt.fused import low_precision
-from onmt.fused.execution import Execution
 from onmt.fused.low_precision import CastLinear, Int8Linear, prepared_linear
 from onmt.fused.packed_linear import PackedLinear
 

@@ -92,7 +92,7 @@ def test_compiled_decoder_step_gives_the_same_loss_and_gradients():
     from torch._dynamo.utils import counters
 
     from helpers.reinforced import _batch, _model
-    from onmt.fused.execution import compile_step
+    from onmt.execution import compile_step
     from onmt.hardware import compile_problem
     if compile_problem("cpu"):
         pytest.skip(compile_problem("cpu"))

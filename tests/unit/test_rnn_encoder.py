@@ -48,7 +48,7 @@ def test_bf16_decoding_runs_the_rnn_in_bfloat16_and_returns_float32(rnn_type):
     """A model built to decode in bf16 (Execution.for_decoding) encodes under bfloat16 autocast without
     autograd: float32 outputs close to the float32 ones but not equal, padding still zero; with autograd
     or in training mode the encoder is float32, bit for bit."""
-    from onmt.fused.execution import Execution
+    from onmt.execution import Execution
     torch.manual_seed(0)
     ref_enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True).eval()
     enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True,

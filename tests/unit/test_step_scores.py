@@ -56,7 +56,7 @@ def test_each_familys_step_scores_hold_its_decode_step(family, kernels):
     """The searches' view of a step: the copy models' fused decoding (reinforced, See et al.'s) gives
     MixtureScores (nothing (B, X) written), every other case decode_step's tensor; the full log p equals
     decode_step's either way."""
-    from onmt.fused.execution import Execution
+    from onmt.execution import Execution
     torch.manual_seed(0)
     vocabs = make_vocabs()
     # decoding in fp32 as translate.py does: the fused path's prepared weights

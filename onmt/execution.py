@@ -1,39 +1,96 @@
 """What runs: the one implementation selector of a model, made once and fixed when the model is
-built.
+built, and the checks that say whether a fused kernel can run now.
 
     Execution(kernels="fused", precision=None, compile="off", capture="off")
 
-    kernels    "fused" (onmt/fused's kernels wherever they apply) or "plain" (the equation-shaped
-               reference code only): onmt/fused/kernels.py
+    kernels    "fused" (the families' fused subclasses: onmt/models/fused.py and
+               onmt/reinforced/fused.py, running onmt/fused's kernels wherever they apply) or
+               "plain" (the equation-shaped classes of onmt/models and onmt/reinforced only)
     precision  the decoding precision of a model built to decode for translate.py or the API:
-               "fp32", "bf16", "fp16" or "int8" (low_precision.py). Such a model decodes its
-               vocabulary products in that precision, its LSTM decoders' gates as one prepared
+               "fp32", "bf16", "fp16" or "int8" (onmt/fused/low_precision.py). Such a model decodes
+               its vocabulary products in that precision, its LSTM decoders' gates as one prepared
                product per layer and (bf16, int8) its encoder lowered. None (training, validation,
                the rollouts): the products in float32, nothing prepared. A plain model decodes in
                float32 only (another precision is a ValueError).
     compile    "off"; "decoder-step" (train.py -compile: the decoder's step through torch.compile,
-               set on the decoder when it is built); "mlp-scores" (translate.py -compile: the mlp
-               attention's decoding scores through torch.compile, given to GlobalAttention when it
-               is built; fused only)
+               applied by components.build_decoder); "mlp-scores" (translate.py -compile: the mlp
+               attention's decoding scores through torch.compile, given to GlobalAttention by the
+               fused decoder; fused only)
     capture    "off"; "cuda-graphs" (train.py -cuda_graphs on CUDA: the teacher-forced pass and the
                ML loss, MLLoss.terms, through `captured`: torch.compile(mode="reduce-overhead"),
                one CUDA graph per batch shape, which -length_buckets keeps few). Eager on every
                other device: for_training gives "off" there
 
 The entry points make it from their options (`for_training`, `for_decoding`) and hand it to
-`build_model(..., execution=...)`, which gives it to every module it builds (each keeps it as
-`.execution`) and logs it, with the fused paths that do not apply to the model and why
-(`describe`, the models' `execution_notes`). Whether a fused kernel runs NOW (with or without
-autograd, in which dtype) is still decided at the call by onmt/fused/kernels.py's checks, through
-`decoding_only` and `training_pass` below: the grad mode picks between a decoding-only kernel and a
-training pass, the selector says whether fused kernels exist at all.
+`build_model(..., execution=...)`, which picks the family's plain or fused class from it ONCE
+(onmt/model_builder.py; components.py for the encoders and decoders), gives it to the model (kept as
+`.execution`) and to the fused modules it builds, and logs it with the class and the fused paths
+that do not apply to the model and why (`describe`, the models' `execution_notes`). The plain
+classes never read it. Whether a fused kernel runs NOW (with or without autograd, in which dtype)
+is decided at the call inside the fused code by the checks below:
+
+    gradients_wanted   THE grad-mode check of the toolkit (the only call of torch.is_grad_enabled):
+                       whether autograd records what is computed now. A decoding-only kernel (one
+                       without a backward: packed or prepared products, the row-blocked softmax, the
+                       in-place mixture, the sigmoid form of the mlp score) runs only where it is
+                       False; a kernel whose gain is its written-out backward only where it is True.
+    decoding_only      kernels "fused" and no gradient wanted (Execution.decoding_only)
+    fast_dtype         the dtype / autocast condition of a fused kernel: one dtype among `dtypes`,
+                       autocast off (under -amp the plain code's float32 islands run instead)
+    training_pass      kernels "fused", gradients wanted, fast_dtype: the teacher-forced fused
+                       passes (Execution.training_pass)
 """
 from dataclasses import dataclass
 from typing import Optional
 
 import torch
 
-from onmt.fused import kernels as _kernels
+KERNELS = ("plain", "fused")
+FLOAT32 = (torch.float32,)
+
+
+def check_kernels(kernels):
+    """`kernels` itself when it is "plain" or "fused", else a ValueError."""
+    if kernels not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {kernels!r}")
+    return kernels
+
+
+def gradients_wanted(*tensors):
+    """Whether autograd records what is computed now: the grad mode is on and, when tensors are
+    given, one of them requires a gradient. The toolkit's one grad-mode check (module docstring): a
+    decoding-only kernel runs where this is False, whatever the caller (beam search, a greedy
+    rollout, validation)."""
+    if not torch.is_grad_enabled():
+        return False
+    return not tensors or any(t is not None and t.requires_grad for t in tensors)
+
+
+def decoding_only(kernels):
+    """Whether a fused kernel without a backward may run now: kernels "fused" and no gradient
+    wanted."""
+    return kernels == "fused" and not gradients_wanted()
+
+
+def fast_dtype(*tensors, dtypes=FLOAT32):
+    """Whether `tensors` (None ignored) all have one dtype, among `dtypes`, with autocast off on the
+    first one's device: where the fused kernels are written for (and where -amp does not run)."""
+    tensors = [t for t in tensors if t is not None]
+    dtype = tensors[0].dtype
+    return (dtype in dtypes and all(t.dtype == dtype for t in tensors)
+            and not autocast_enabled(tensors[0].device.type))
+
+
+def autocast_enabled(device_type):
+    """torch.is_autocast_enabled(device_type); False on a device autocast does not know (meta)."""
+    return torch.amp.is_autocast_available(device_type) and torch.is_autocast_enabled(device_type)
+
+
+def training_pass(kernels, *tensors, dtypes=FLOAT32):
+    """Whether a fused teacher-forced pass whose gain is its backward (onmt/fused/decoder_pass.py,
+    step_attention.py) runs on `tensors`: kernels "fused", gradients wanted and fast_dtype."""
+    return kernels == "fused" and gradients_wanted() and fast_dtype(*tensors, dtypes=dtypes)
+
 
 PRECISIONS = ("fp32", "bf16", "fp16", "int8")
 COMPILE = ("off", "decoder-step", "mlp-scores")
@@ -48,7 +105,7 @@ class Execution:
     capture: str = "off"
 
     def __post_init__(self):
-        _kernels.check_kernels(self.kernels)
+        check_kernels(self.kernels)
         if self.precision is not None and self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS} or None, "
                              f"got {self.precision!r}")
@@ -96,14 +153,14 @@ class Execution:
         return self.fused and self.precision is not None
 
     def decoding_only(self):
-        """Whether a fused kernel without a backward may run now (kernels.decoding_only: no gradient
+        """Whether a fused kernel without a backward may run now (decoding_only: no gradient
         wanted)."""
-        return _kernels.decoding_only(self.kernels)
+        return decoding_only(self.kernels)
 
-    def training_pass(self, *tensors, dtypes=_kernels.FLOAT32):
+    def training_pass(self, *tensors, dtypes=FLOAT32):
         """Whether a fused pass whose gain is its backward runs now on `tensors`
-        (kernels.training_pass)."""
-        return _kernels.training_pass(self.kernels, *tensors, dtypes=dtypes)
+        (training_pass)."""
+        return training_pass(self.kernels, *tensors, dtypes=dtypes)
 
     def describe(self):
         """"kernels fused, precision fp32, compile off": what build_model's "Model ..." line
@@ -147,3 +204,6 @@ def captured(fn):
     # a graph per shape: the default limit of 8 would fall back to eager after 8 shapes
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
     return torch.compile(fn, mode="reduce-overhead", dynamic=False)
+
+
+PLAIN = Execution(kernels="plain")   # what a plain class built by its own from_opt records
