@@ -165,7 +165,7 @@ def train_figures(text, side):
         fig["sents_s"] = 32 * (steps[-1][0] - steps[0][0]) / (steps[-1][3] - steps[0][3])
     m = re.findall(r"Validation perplexity:\s*([0-9.]+)", text)
     fig["valid_ppl"] = float(m[-1]) if m else float("nan")
-    pat = r"Model copy: (\d+) parameters" if side == "ours" else r"number of parameters: (\d+)"
+    pat = r"Model copy \(\w+\): (\d+) parameters" if side == "ours" else r"number of parameters: (\d+)"
     m = re.search(pat, text)
     fig["params"] = int(m.group(1)) if m else 0
     m = re.search(r"src vocab size = (\d+)", text)

@@ -1,8 +1,14 @@
 """The model registry: the one place that maps a model family to its model class.
 
-    MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls)
+    MODEL_REGISTRY[name] = ModelEntry(FAMILIES[name], model_cls, fused_cls)
         FAMILIES[name]                   the family's option knowledge (onmt/opts/families.py)
-        model_cls.from_opt(opt, vocabs, execution=None)  -> nn.Module implementing onmt/interface.py
+        model_cls                        the plain class: the equations (onmt/models, reinforced)
+        fused_cls                        its subclass with the fast paths (the family's fused.py)
+        cls.from_opt(opt, vocabs, execution)  -> nn.Module implementing onmt/interface.py
+
+`build_model` picks the class from the Execution ONCE (`ModelEntry.model_class`: the fused subclass
+exactly when the execution's kernels are "fused"), the encoder and decoder the same way
+(onmt/models/components.py), and names the class on its log line.
 
 Every family trains with the one Trainer (onmt/trainer.py), which knows no model, and the one
 objective (onmt/losses: `build_loss(opt)`, ML or mixed with self-critical RL by -rl_gamma), which
@@ -19,9 +25,11 @@ import torch.nn as nn
 
 from onmt.errors import UserError
 from onmt.execution import as_execution
+from onmt.models.fused import FusedCopyNMTModel, FusedNMTModel
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
 from onmt.modules.embeddings import Embeddings
 from onmt.opts.families import FAMILIES, Family
+from onmt.reinforced.fused import FusedReinforcedModel
 from onmt.reinforced.model import ReinforcedModel
 
 logger = logging.getLogger(__name__)
@@ -30,7 +38,13 @@ logger = logging.getLogger(__name__)
 class ModelEntry(NamedTuple):
     # its options: implied, refused, its recipe, data needs, test-time rule, ...
     profile: Family
-    model_cls: type
+    model_cls: type        # the plain class
+    fused_cls: type        # its fused subclass
+
+    def model_class(self, execution=None):
+        """The class `build_model` builds for `execution`: the fused subclass exactly when its
+        kernels are "fused"."""
+        return self.fused_cls if as_execution(execution).fused else self.model_cls
 
     @property
     def name(self):
@@ -50,9 +64,9 @@ class ModelEntry(NamedTuple):
 
 
 MODEL_REGISTRY = {
-    "rnn": ModelEntry(FAMILIES["rnn"], NMTModel),
-    "copy": ModelEntry(FAMILIES["copy"], CopyNMTModel),
-    "reinforced": ModelEntry(FAMILIES["reinforced"], ReinforcedModel),
+    "rnn": ModelEntry(FAMILIES["rnn"], NMTModel, FusedNMTModel),
+    "copy": ModelEntry(FAMILIES["copy"], CopyNMTModel, FusedCopyNMTModel),
+    "reinforced": ModelEntry(FAMILIES["reinforced"], ReinforcedModel, FusedReinforcedModel),
 }
 
 
@@ -122,7 +136,7 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
     """
     name = opt.model_family
     execution = as_execution(execution)
-    model = MODEL_REGISTRY[name].model_cls.from_opt(opt, vocabs, execution=execution)
+    model = MODEL_REGISTRY[name].model_class(execution).from_opt(opt, vocabs, execution=execution)
     init_parameters(model, opt.param_init)
     if checkpoint_state is not None:
         # older keys renamed (interface.py)
@@ -155,14 +169,14 @@ def build_model(opt, vocabs, checkpoint_state=None, allow_new=False, checkpoint_
 
 def execution_line(name, model, device):
     """build_model's line:
-    "Model NAME: N parameters; device D; execution: kernels K, precision P, compile C"
+    "Model NAME (CLASS): N parameters; device D; execution: kernels K, precision P, compile C"
     then the fused paths of the execution that do not apply to the model, each with why
     (`model.execution_notes()`), or "; every fused path applies"."""
     n_params = sum(p.numel() for p in model.parameters())
     notes = model.execution_notes()
     tail = "".join(f"; {note}" for note in notes) if notes or not model.execution.fused else \
         "; every fused path applies"
-    return (f"Model {name}: {n_params} parameters; device {device}; "
+    return (f"Model {name} ({type(model).__name__}): {n_params} parameters; device {device}; "
             f"execution: {model.execution.describe()}{tail}")
 
 

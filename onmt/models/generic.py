@@ -5,7 +5,7 @@ inherits."""
 import torch
 
 from onmt.constants import BOS, EOS
-from onmt.execution import Execution, gradients_wanted
+from onmt.execution import PLAIN, gradients_wanted
 from onmt.interface import check_rollout_modes, finish_rollout, gold_targets
 from onmt.modules.sampling import sample_rows
 from onmt.modules.step_scores import DenseScores
@@ -16,7 +16,12 @@ class ModelDefaults:
     nn.Module and overrides what it does better), so that callers call them instead of asking
     `hasattr`."""
 
-    execution = Execution()   # what runs (onmt/execution.py); a model sets its own when built
+    execution = PLAIN   # what runs (onmt/execution.py); a registered model keeps the builder's
+
+    @property
+    def kernels(self):
+        """"plain" or "fused": its execution's."""
+        return self.execution.kernels
 
     def decode_step_scores(self, inputs, state):
         """decode_step with its log p (float32) as a DenseScores (onmt/modules/step_scores.py)."""

@@ -7,14 +7,12 @@ At step t the RNN reads [emb(y_{t-1}); feed], where feed is
 Its top-layer output h_t gives the attentional vector h~_t = tanh(W_out [c_t; h_t]) (c_t = c for the
 fixed-context model); dropout is applied to it before the generator and before it is fed back.
 
-The decoder is built with the model's Execution (onmt/execution.py). With fused kernels (the
-default) it builds its modules with onmt/fused's versions (the mlp score, the dropout masks) and
-runs a teacher-forced pass through the fused kernels where they apply (`fused_pass_problem` says
-where the fused decoder pass does not, and why; onmt/fused/kernels.py whether a kernel runs now:
-`_fused_pass`, `step_attention`), and, in a model built to decode in a chosen precision, a decoding
-step with the prepared LSTM gates (low_precision.decoding_gates); with plain kernels, the plain step
-loop of the formulas. Its compile setting puts its `step` (compile "decoder-step") or its mlp
-attention's decoding scores (compile "mlp-scores") through torch.compile when it is built.
+This class is the formula: the step loop of the equations, nn.Dropout, the LSTM cell's two addmm per
+layer, the attention's own scores. FusedRNNDecoder (onmt/models/fused.py), which the component
+tables give a fused model, runs a teacher-forced pass of See et al.'s structure as one fused
+autograd function, the attention of the other passes per pass (`step_attention`), the mlp score
+blocked or compiled (`mlp_score`, given to GlobalAttention), the dropout masks from torch.rand and,
+in a model built to decode in a chosen precision, the prepared LSTM gates (`_gates`).
 """
 from dataclasses import dataclass, fields, replace
 from typing import Optional
@@ -22,11 +20,6 @@ from typing import Optional
 import torch
 import torch.nn as nn
 
-from onmt.execution import as_execution, compile_step
-from onmt.fused.decoder_pass import lstm_mlp_decoder_pass
-from onmt.fused.dropout import Dropout, dropout_mask
-from onmt.fused.low_precision import decoding_gates
-from onmt.fused.step_attention import StepAttention, compiled_mlp_scores, mlp_scores_blocked
 from onmt.interface import DecoderStateBase
 from onmt.models.components import register_decoder
 from onmt.models.rnn_encoder import RNN_TYPES
@@ -101,17 +94,17 @@ class RNNDecoder(nn.Module):
         input_feed: feed the previous attentional vector (ignored with attn_type "none").
         coverage: coverage vector in the attention.
         dropout: between RNN layers and on the attentional vector.
-        execution: the model's Execution (onmt/execution.py; module docstring) or a kernels
-            name.
+        mlp_score: the mlp attention's score function (GlobalAttention's `mlp_score`; None: its
+            own formula).
     """
 
+    dropout_cls = nn.Dropout   # the attentional vector's dropout
+
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, attn_type="general",
-                 input_feed=True, coverage=False, dropout=0.0, execution=None):
+                 input_feed=True, coverage=False, dropout=0.0, mlp_score=None):
         super().__init__()
         if coverage and attn_type == "none":
             raise ValueError("coverage needs attention")
-        self.execution = execution = as_execution(execution)
-        fused = execution.fused
         self.embeddings = embeddings
         self.num_layers, self.hidden_size = num_layers, hidden_size
         self.attn_type = attn_type
@@ -125,62 +118,18 @@ class RNNDecoder(nn.Module):
             self.attn = None
             self.linear_out = nn.Linear(2 * hidden_size, hidden_size)
         else:
-            compiled = execution.compile == "mlp-scores" and attn_type == "mlp"
             self.attn = GlobalAttention(hidden_size, attn_type, coverage=coverage,
-                                        mlp_score=compiled_mlp_scores() if compiled else
-                                        mlp_scores_blocked if fused else None)
-        self.dropout = (Dropout if fused else nn.Dropout)(dropout)
-        if execution.compile == "decoder-step":
-            compile_step(self)
+                                        mlp_score=mlp_score)
+        self.dropout = self.dropout_cls(dropout)
 
     @classmethod
-    def from_opt(cls, opt, embeddings, execution=None):
+    def from_opt(cls, opt, embeddings, **fixed):
         """The decoder of the model options (-rnn_type, -dec_layers, -rnn_size,
-        -global_attention, -input_feed, -coverage_attn, -dropout)."""
+        -global_attention, -input_feed, -coverage_attn, -dropout); `fixed`: constructor arguments
+        set by the builder (a fused class's execution)."""
         return cls(opt.rnn_type, opt.dec_layers, opt.rnn_size, embeddings,
                    attn_type=opt.global_attention, input_feed=bool(opt.input_feed),
-                   coverage=opt.coverage_attn, dropout=opt.dropout, execution=execution)
-
-    @property
-    def kernels(self):
-        return self.execution.kernels
-
-    def fused_pass_problem(self):
-        """None where a teacher-forced pass can run as the fused decoder pass (See et al.'s
-        structure: a one-layer LSTM, input feeding, mlp attention; onmt/fused/decoder_pass.py), else
-        why not."""
-        if not self.execution.fused:
-            return "plain kernels"
-        found = [what for what, wrong in (
-            ("no attention" if self.attn is None else f"{self.attn.attn_type} attention",
-             self.attn is None or self.attn.attn_type != "mlp"),
-            ("no input feeding", not self.input_feed),
-            (type(self.rnn).__name__, not isinstance(self.rnn, nn.LSTM)),
-            (f"{self.num_layers} layers", self.num_layers != 1)) if wrong]
-        if not found:
-            return None
-        return ("the fused decoder pass needs a 1-layer LSTM with input feeding and mlp attention "
-                f"(this decoder: {', '.join(found)})")
-
-    def execution_notes(self):
-        """The fused paths of this decoder's Execution that do not apply to it, each with why
-        (build_model logs them)."""
-        if not self.execution.fused:
-            return []
-        notes = []
-        problem = self.fused_pass_problem()
-        if problem:
-            notes.append(f"step-loop fallback: {problem}")
-        if self.execution.prepared_decoding and not isinstance(self.rnn, nn.LSTM):
-            notes.append("no prepared decoding gates: they are an LSTM's "
-                         f"(this decoder: {type(self.rnn).__name__})")
-        if (self.execution.compile == "mlp-scores"
-                and (self.attn is None or self.attn.attn_type != "mlp")):
-            notes.append("compile mlp-scores: this decoder has no mlp attention, "
-                         "nothing is compiled")
-        if self.execution.compile == "decoder-step" and not problem:
-            notes.append("compile decoder-step: the fused decoder pass of training runs eagerly")
-        return notes
+                   coverage=opt.coverage_attn, dropout=opt.dropout, **fixed)
 
     def init_state(self, enc, src_ex=None, n_oov=0):
         """enc: EncoderOutput -> RNNDecoderState at the start of decoding."""
@@ -227,8 +176,7 @@ class RNNDecoder(nn.Module):
         attention: a `step_attention(state)` of this pass, or None (the plain attention)."""
         if isinstance(self.rnn, nn.LSTM):  # the cell equations: a per-step nn.LSTM call costs more
             x = self._rnn_input(emb, state)  # (B, E [+ H])
-            gates = decoding_gates(self.execution, self.rnn, x, state.hidden[0])
-            rnn_out, hidden = lstm_step(self.rnn, x, state.hidden, gates)  # (B, H)
+            rnn_out, hidden = lstm_step(self.rnn, x, state.hidden, self._gates(x, state.hidden))
         else:
             rnn_out, hidden = self.rnn(self._rnn_input(emb, state).unsqueeze(1), state.hidden)
             rnn_out = rnn_out.squeeze(1)  # (B, H)
@@ -238,54 +186,21 @@ class RNNDecoder(nn.Module):
                             coverage=self._next_coverage(state.coverage, dec.attn))
         return dec, new_state
 
+    def _gates(self, x, hidden):
+        """An LSTM step's gates, or None: the cell computes them (lstm_step)."""
+        return None
+
     def step_attention(self, state):
-        """The fused attention of a whole teacher-forced pass from `state`
-        (onmt/fused/step_attention.py): with fused kernels under autograd in float32 only (its
-        backward is the gain, Execution.training_pass); None otherwise."""
-        if self.attn is None or not self.execution.training_pass(state.memory):
-            return None
-        return StepAttention(state.keys, state.memory)
-
-    def _dropout_masks(self, T, B, like):
-        """nn.Dropout's scaled masks of the T steps' attentional vectors (T, B, H), or None
-        (no dropout)."""
-        if not self.training or self.dropout.p == 0:
-            return None
-        if self.dropout.p >= 1:
-            return like.new_zeros(T, B, self.hidden_size)  # (T, B, H)
-        return dropout_mask((T, B, self.hidden_size), self.dropout.p, like)  # (T, B, H)
-
-    def _fused_pass(self, emb, state):
-        """See et al.'s decoder (one-layer LSTM, input feeding, mlp attention) over the whole pass
-        as one autograd function (onmt/fused/decoder_pass.py) with fused kernels when gradients are
-        wanted in float32 or float64 without autocast (Execution.training_pass), where its structure
-        allows (fused_pass_problem); None otherwise (the step loop runs)."""
-        memory = state.memory
-        if (self.fused_pass_problem() is not None or emb.size(1) == 0
-                or not self.execution.training_pass(memory, emb,
-                                                    dtypes=(torch.float32, torch.float64))):
-            return None
-        B, T, _ = emb.shape
-        drop = self._dropout_masks(T, B, emb)
-        h0, c0 = state.hidden
-        out, rnn_out, context, attn, coverage, h, c, cov = lstm_mlp_decoder_pass(
-            emb, h0[0], c0[0], state.input_feed, state.coverage, state.keys, memory, state.mask,
-            drop, self.rnn, self.attn)
-        dec = DecoderOutput(out=out, rnn_out=rnn_out, context=context, emb=emb, attn=attn,
-                            coverage=coverage)
-        return dec, replace(state, hidden=(h.unsqueeze(0), c.unsqueeze(0)), input_feed=out[:, -1],
-                            coverage=cov)
+        """The attention's per-pass products for a teacher-forced pass from `state`, or None: the
+        attention's own, step by step."""
+        return None
 
     def forward(self, emb, state):
         """Teacher forcing. emb (B, T, E) -> (DecoderOutput of (B, T, ...), final state).
 
-        See et al.'s configuration runs as one fused pass (_fused_pass). Without input feeding the
-        RNN runs over the whole sequence at once and only the attention loops over steps; the
-        numbers equal those of T calls to step().
+        Without input feeding the RNN runs over the whole sequence at once and only the attention
+        loops over steps; the numbers equal those of T calls to step().
         """
-        fused = self._fused_pass(emb, state)
-        if fused is not None:
-            return fused
         attention = self.step_attention(state)
         if self.input_feed:
             steps = []

@@ -1,10 +1,11 @@
-"""GRU/LSTM encoder over packed sequences; -brnn concatenates the two directions per layer."""
+"""GRU/LSTM encoder over packed sequences; -brnn concatenates the two directions per layer.
+
+The plain class; FusedRNNEncoder (onmt/models/fused.py) lowers the RNN of a model decoding at
+-precision bf16 / int8."""
 import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from onmt.execution import as_execution
-from onmt.fused.low_precision import encoder_lowered, run_rnn
 from onmt.interface import EncoderOutput
 from onmt.models.components import register_encoder
 
@@ -27,15 +28,11 @@ class RNNEncoder(nn.Module):
             split back into L layers. (OpenNMT-py reshapes the (L*dirs, B, H/dirs) tensor without
             transposing, which mixes examples when it has more than one layer or direction; here the
             layers of one example are concatenated.)
-        execution: the model's Execution (onmt/execution.py; lowered while decoding at
-            -precision bf16 / int8 with fused kernels); a kernels name "fused" / "plain" stands for
-            the default one with it.
     """
 
     def __init__(self, rnn_type, num_layers, hidden_size, embeddings, bidirectional=False,
-                 dropout=0.0, bridge=False, execution=None):
+                 dropout=0.0, bridge=False):
         super().__init__()
-        self.execution = as_execution(execution)
         if bidirectional and hidden_size % 2:
             raise ValueError("a bidirectional encoder needs an even hidden size, "
                              f"got {hidden_size}")
@@ -56,18 +53,14 @@ class RNNEncoder(nn.Module):
             self.bridge = None
 
     @classmethod
-    def from_opt(cls, opt, embeddings, execution=None, **fixed):
+    def from_opt(cls, opt, embeddings, **fixed):
         """The encoder of the model options (-rnn_type, -enc_layers, -rnn_size, -brnn, -dropout,
-        -bridge); `fixed`: constructor arguments the model sets itself, over the options'."""
+        -bridge); `fixed`: constructor arguments the model (or the builder: a fused class's
+        execution) sets itself, over the options'."""
         args = dict(rnn_type=opt.rnn_type, bidirectional=opt.brnn, dropout=opt.dropout,
                     bridge=opt.bridge)
         args.update(fixed)
-        return cls(args.pop("rnn_type"), opt.enc_layers, opt.rnn_size, embeddings,
-                   execution=execution, **args)
-
-    @property
-    def kernels(self):
-        return self.execution.kernels
+        return cls(args.pop("rnn_type"), opt.enc_layers, opt.rnn_size, embeddings, **args)
 
     def _bridge(self, linear, s):
         """(L, B, H) -> (L, B, H): relu(linear([s_1; ..; s_L])) per example."""
@@ -84,12 +77,8 @@ class RNNEncoder(nn.Module):
         return torch.cat([h[:, 0], h[:, 1]], dim=-1)  # (L, B, H)
 
     def _run_rnn(self, packed):
-        """self.rnn on a packed sequence; with fused kernels, without autograd, in a model decoding
-        in bf16 or int8 (-precision: the model's execution), lowered (low_precision.run_rnn:
-        bfloat16 autocast or PyTorch's dynamic int8 LSTM), its outputs float32."""
-        if not encoder_lowered(self.execution, self, packed):
-            return self.rnn(packed)
-        return run_rnn(self.rnn, packed, self.execution.precision)
+        """self.rnn on a packed sequence."""
+        return self.rnn(packed)
 
     def forward(self, src, lengths):
         """src (B, S) ids, lengths (B,) >= 1 -> EncoderOutput(memory (B, S, H), final (L, B, H),

@@ -4,14 +4,12 @@ One `step` maps the previous token and the state to o_t = [h^d_t ; c^e_t ; c^d_t
 Paulus et al.'s eqs. 9 and 11) and the encoder attention (eqs. 2-5, 10); the attentions are
 intra_attention.py's (eqs. 2-8), the pointer-generator (pointer_generator.py, eqs. 9-13) turns o_t
 into a distribution. With `intra_decoder=False` (-no_intra_decoder_attn) c^d_t is all zeros, so o_t
-keeps its 3H size and the generator's parameters keep their shapes. `step` is the plain path; a
-teacher-forced pass or a rollout may pass it the fused per-pass lookups and products of
-`step_embedding()` / `step_source()` (onmt/fused/), which give the same values and gradients. Built
-with the model's Execution (onmt/execution.py): with fused kernels (the default) its dropout
-draws its masks with torch.rand and, in a model built to decode in a chosen precision, a decoding
-step uses the prepared LSTM gates (onmt/fused/low_precision.py `decoding_gates`); with plain
-kernels, nn.Dropout and the two addmm per layer; with compile "decoder-step" its `step` goes through
-torch.compile (execution.compile_step).
+keeps its 3H size and the generator's parameters keep their shapes. `step` is the formula:
+nn.Dropout, the LSTM cell's two addmm per layer, the embedding lookup and the attention's own
+products. The fused subclass (FusedReinforcedDecoder, onmt/reinforced/fused.py) draws its dropout
+masks with torch.rand, prepares the LSTM gates of a model decoding in a chosen precision (`_gates`)
+and gives a teacher-forced pass or a rollout per-pass lookups and products (`step_embedding()` /
+`step_source()`), which `step` takes as `embed` / `source`: the same values and gradients.
 """
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Tuple
@@ -20,11 +18,6 @@ import torch
 import torch.nn as nn
 
 from onmt.constants import UNK
-from onmt.execution import as_execution, compile_step
-from onmt.fused.dropout import Dropout
-from onmt.fused.low_precision import decoding_gates
-from onmt.fused.step_embedding import StepEmbedding
-from onmt.fused.step_source import StepSource
 from onmt.interface import DecoderStateBase
 from onmt.models.components import register_decoder
 from onmt.modules.copy_mixture import first_occurrence
@@ -73,38 +66,32 @@ class ReinforcedDecoder(nn.Module):
         intra_decoder: use intra-decoder attention (else c^d_t = 0).
         score_scale: factor of both attentions' bilinear scores (1 / sqrt(H) with
             -intra_attn_scale sqrt).
-        execution: the model's Execution (module docstring, onmt/execution.py) or a
-            kernels name.
     """
 
+    dropout_cls = nn.Dropout   # the input embedding's dropout
+
     def __init__(self, embeddings, hidden_size, num_layers=1, dropout=0.0, temporal=True,
-                 intra_decoder=True, score_scale=1.0, execution=None):
+                 intra_decoder=True, score_scale=1.0):
         super().__init__()
-        self.execution = execution = as_execution(execution)
         self.embeddings = embeddings
         self.tgt_vocab_size = embeddings.tgt_vocab_size
         self.hidden_size = hidden_size
-        self.dropout = (Dropout if execution.fused else nn.Dropout)(dropout)
+        self.dropout = self.dropout_cls(dropout)
         self.rnn = nn.LSTM(embeddings.embedding_dim, hidden_size, num_layers=num_layers,
                            dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.enc_attn = IntraTemporalAttention(hidden_size, temporal=temporal, scale=score_scale)
         self.dec_attn = (IntraDecoderAttention(hidden_size, scale=score_scale) if intra_decoder
                          else None)
-        if execution.compile == "decoder-step":
-            compile_step(self)
 
     @classmethod
-    def from_opt(cls, opt, embeddings, execution=None):
+    def from_opt(cls, opt, embeddings, **fixed):
         """The decoder of the model options (-rnn_size, -dec_layers, -dropout, -no_temporal_attn,
-        -no_intra_decoder_attn, -intra_attn_scale) over the PartialEmbedding `embeddings`."""
+        -no_intra_decoder_attn, -intra_attn_scale) over the PartialEmbedding `embeddings`;
+        `fixed`: constructor arguments set by the builder (a fused class's execution)."""
         return cls(embeddings, opt.rnn_size, num_layers=opt.dec_layers, dropout=opt.dropout,
                    temporal=not opt.no_temporal_attn, intra_decoder=not opt.no_intra_decoder_attn,
                    score_scale=opt.rnn_size ** -0.5 if opt.intra_attn_scale == "sqrt" else 1.0,
-                   execution=execution)
-
-    @property
-    def kernels(self):
-        return self.execution.kernels
+                   **fixed)
 
     @property
     def output_size(self):
@@ -120,20 +107,14 @@ class ReinforcedDecoder(nn.Module):
                                enc_keys=self.enc_attn.keys(enc.memory), mask=enc.mask,
                                src_ex=src_ex, first_pos=first_occurrence(src_ex), n_oov=int(n_oov))
 
-    def step_embedding(self):
-        """The input embedding for a whole decoding loop: the same lookups as `self.embeddings`,
-        with one gradient write into the matrix per pass instead of one per step
-        (onmt/fused/step_embedding.py)."""
-        return StepEmbedding(self.embeddings.target_weight(), self.embeddings.full.padding_idx)
-
-    def step_source(self, state):
-        """The encoder-side products for a whole teacher-forced pass from `state`
-        (onmt/fused/step_source.py)."""
-        return StepSource(state.enc_keys, state.memory)
+    def _gates(self, x, hidden):
+        """The LSTM cell's gates of this step, or None: the cell computes them (lstm_step)."""
+        return None
 
     def step(self, inputs, state, embed=None, source=None, return_intra=False):
-        """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>); embed: a `step_embedding()`
-        to use instead of self.embeddings; source: a `step_source()` of this pass.
+        """inputs (B,) extended ids of y_{t-1} (>= V_tgt read as <unk>); embed: a lookup to use
+        instead of self.embeddings (the same rows); source: the encoder-side products of this pass
+        (IntraTemporalAttention's `source`), or None.
 
         Returns o_t (B, 3H), the encoder attention (B, S) and the new state; with `return_intra`
         also the intra-decoder attention over the t previous decoder states (B, t) ((B, 0) at the
@@ -142,8 +123,7 @@ class ReinforcedDecoder(nn.Module):
         inputs = inputs.masked_fill(inputs >= self.tgt_vocab_size, UNK)  # (B,)
         emb = self.dropout((embed or self.embeddings)(inputs)).unsqueeze(1)  # (B, 1, E)
         x = emb.squeeze(1)  # (B, E)
-        h_t, hidden = lstm_step(self.rnn, x, state.hidden,
-                                decoding_gates(self.execution, self.rnn, x, state.hidden[0]))
+        h_t, hidden = lstm_step(self.rnn, x, state.hidden, self._gates(x, state.hidden))
         # the source fields per row (a beam state keeps them once per example); a `source` reads
         # them as stored
         keys, memory = (state.enc_keys, state.memory) if source is not None else (

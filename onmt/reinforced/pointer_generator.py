@@ -13,30 +13,24 @@ With o_t = [h^d_t ; c^e_t ; c^d_t] (decoder.py), in the paper's numbers:
                                                                          the shared rows
 
 `forward` is this formula (in log space, the mixture by onmt/modules/copy_mixture.py) and the
-reference the fused training and decoding paths are tested against (onmt/fused/gold_mixture.py:
-log p(gold) and the argmax without the (N, X) distribution). `out_weight()` evaluates (13) from the
-current parameters; callers that project many chunks of rows in one forward pass compute it once and
-pass it in. No log(0) and no NaN even when a row's copy mass is zero.
+reference the fused training and decoding paths are tested against (FusedPointerGenerator in
+onmt/reinforced/fused.py: log p(gold) and the argmax without the (N, X) distribution, W_out with the
+tanh inside the product, the mixture written in place, exp through exp2). `gold_log_prob`,
+`predict` and `loop_product` are what the model and the rollouts ask of a generator; here they are
+`forward` gathered at the gold, its argmax and a plain F.linear. `out_weight()` evaluates (13)
+from the current parameters; callers that project many chunks of rows in one forward pass compute it
+once and pass it in. No log(0) and no NaN even when a row's copy mass is zero.
 
 Precision: under autocast (-amp) each method is a float32 island (onmt/modules/precision.py) that
 widens o (which the LSTM and attention products give in bfloat16 / float16) and the attention on
 entry, except for the product E_tgt W_proj of (13), which runs in autocast's precision, widened
 before the tanh (the fused training path's logits products do the same: onmt/fused/gold_softmax.py).
 Its outputs (log p, the logits, W_out) are float32; gradients reach o in o's own dtype.
-
-Built with fused kernels (its Execution, onmt/execution.py; the default), `out_weight`
-computes (13) with the tanh inside the product (onmt/fused/tied_weight.py; float32 on the CPU),
-`draw` exponentiates through exp2 (onmt/fused/fast_exp.py) and `forward` writes the mixture in place
-without autograd (onmt/fused/step_mixture.py); plain kernels: torch.exp and the out-of-place
-scatter. The same values either way, up to float32 rounding in `draw`.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from onmt.execution import as_execution
-from onmt.fused import step_mixture, tied_weight
-from onmt.fused.fast_exp import exp_shifted_
 from onmt.modules import copy_mixture
 from onmt.modules.copy_mixture import IMPOSSIBLE
 from onmt.modules.precision import float32_region, widen
@@ -46,11 +40,10 @@ from onmt.modules.sampling import sample_rows
 class PointerGenerator(nn.Module):
     """Maps o_t (N, D) and the encoder attention (N, S) to log p over the extended vocabulary."""
 
-    def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True, execution=None):
+    _scatter = staticmethod(copy_mixture.scatter_mixture)   # (10), (12): the copy mass into log p
+
+    def __init__(self, in_dim, tgt_vocab_size, embedding=None, tied=True):
         super().__init__()
-        self.execution = as_execution(execution)
-        self._scatter = (step_mixture.scatter_mixture if self.execution.fused
-                         else copy_mixture.scatter_mixture)
         self.tgt_vocab_size = tgt_vocab_size
         self.tied = tied
         self.switch = nn.Linear(in_dim, 1)  # W_u, b_u of (11)
@@ -66,19 +59,11 @@ class PointerGenerator(nn.Module):
         else:
             self.out = nn.Linear(in_dim, tgt_vocab_size)  # free W_out (V, D), b_out of (9)
 
-    @property
-    def kernels(self):
-        return self.execution.kernels
-
     def out_weight(self, n_oov=0):
         """W_out and b_out from the current parameters, padded to the extended vocabulary:
         (X, D) and (X,), the OOV slots with zero weights and an impossible bias."""
         if self.tied:
             emb = self.embedding.target_weight()  # (V, E) E_tgt
-            # the tanh inside the product
-            if self.execution.fused and tied_weight.fusable(emb, self.proj):
-                # (13)
-                return self.pad_weight((tied_weight.tanh_product(emb, self.proj), self.bias), n_oov)
             # (V, D): under autocast (-amp) in its low precision, widened at once
             product = emb @ self.proj
         # float32 under autocast too
@@ -109,14 +94,18 @@ class PointerGenerator(nn.Module):
         with float32_region(o):
             logits, o, attn = widen(logits), widen(o), widen(attn)
             top = logits.amax(dim=1, keepdim=True)  # (N, 1)
-            weights = (exp_shifted_(logits.clone(), top) if self.execution.fused
-                       else torch.exp(logits - top))
+            weights = self._exp_shifted(logits, top)  # (N, V)
             word = sample_rows(weights)  # (N,) from the (N, V) weights
             position = sample_rows(attn)  # (N,) padding (attention 0) is never drawn
             copied_word = src_ex.gather(1, position.unsqueeze(1)).squeeze(1)  # (N,)
             # (N,)
             u = torch.rand(word.shape, device=o.device) < torch.sigmoid(self.switch(o)).squeeze(1)
             return torch.where(u, copied_word, word), u
+
+    @staticmethod
+    def _exp_shifted(logits, top):
+        """exp(logits - top) (N, V), a new tensor: the weights `draw` samples a word from."""
+        return torch.exp(logits - top)
 
     def forward(self, o, attn, src_ex, first_pos, n_oov, weight=None, return_p_copy=False):
         """o (N, D); attn (N, S) encoder attention (0 on padding); src_ex (N, S) extended ids;
@@ -140,3 +129,31 @@ class PointerGenerator(nn.Module):
             if return_p_copy:
                 return logp, log_copy_switch.detach().squeeze(1).exp()  # (N,)
             return logp
+
+    def gold_log_prob(self, o, attn, src_ex, first_pos, gold, n_oov, weight=None, logits=None,
+                      return_p_copy=False):
+        """log p(gold) (N,) and the argmax of the mixture (N,) (no gradient): `forward` gathered at
+        gold (N,) extended ids. weight: an unpadded `out_weight()` result to reuse; logits: the
+        generation logits if already computed (a fused generator reuses them; unused here). With
+        `return_p_copy` also p(u=1) (N,) (no gradient)."""
+        w_out, b_out = self.out_weight() if weight is None else weight  # (V, D), (V,)
+        logp, p_copy = self(o, attn, src_ex, first_pos, n_oov,
+                            weight=self.pad_weight((w_out, b_out), n_oov), return_p_copy=True)
+        ll = logp.gather(1, gold.unsqueeze(1)).squeeze(1)  # (N,)
+        pred = logp.detach().argmax(1)  # (N,)
+        return (ll, pred, p_copy) if return_p_copy else (ll, pred)
+
+    @torch.no_grad()
+    def predict(self, o, attn, src_ex, first_pos, n_oov, weight=None, logits=None):
+        """The argmax of the mixture over the extended vocabulary (N,): `forward`'s. weight: an
+        unpadded `out_weight()` result (or, for a fused generator, its `loop_product`); logits: the
+        generation logits if already computed (unused here)."""
+        w_out, b_out = self.out_weight() if weight is None else weight  # (V, D), (V,)
+        return self(o, attn, src_ex, first_pos, n_oov,
+                    weight=self.pad_weight((w_out.detach(), b_out.detach()), n_oov)).argmax(1)
+
+    def loop_product(self, weight):
+        """o (N, D) -> o W_out^T + b_out (N, V) without gradient for the many small products of a
+        pass (the rollouts' steps), from an unpadded `out_weight()` result: F.linear."""
+        w_out, b_out = (w.detach() for w in weight)
+        return lambda o: F.linear(o, w_out, b_out)
