@@ -37,13 +37,12 @@ from bench.lib.common import (
 )
 from bench.lib.per_step import per_step_forward  # the tests' reference is this benchmark's baseline
 from onmt.constants import BOS, EOS, N_SPECIALS, PAD, SPECIALS
-from onmt.execution import compile_step
+from onmt.execution import Execution, compile_step
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
 from onmt.losses.ml import MLLoss
-from onmt.model_builder import init_parameters
+from onmt.model_builder import MODEL_REGISTRY, init_parameters
 from onmt.opts import fill_defaults, model_opts
-from onmt.reinforced.model import ReinforcedModel
 from onmt.utils.memory import reuse_freed_memory
 from onmt.utils.optim import build_optimizer
 
@@ -90,8 +89,9 @@ def parse_args():
     return p.parse_args()
 
 
-def build_model(a):
-    """The reinforced model at the sizes of `a` (shared vocabulary of made-up words), in train mode."""
+def build_model(a, execution=Execution()):
+    """The reinforced model at the sizes of `a` (shared vocabulary of made-up words), in train mode:
+    the registry's class for `execution` (FusedReinforcedModel by default)."""
     torch.manual_seed(a.seed)
     words = SPECIALS + [f"w{i}" for i in range(a.src_vocab - N_SPECIALS)]
     vocabs = Vocabs(Vocab(words), Vocab(words[: a.tgt_vocab]), shared=True)
@@ -102,7 +102,7 @@ def build_model(a):
     # the model options added since (scheduled_sampling_start, ...) at their defaults: an option the
     # model gains no longer breaks the benchmark (it did, unseen: tests/e2e/test_bench_smoke.py)
     fill_defaults(opt, model_opts)
-    model = ReinforcedModel.from_opt(opt, vocabs)
+    model = MODEL_REGISTRY["reinforced"].model_class(execution).from_opt(opt, vocabs, execution=execution)
     init_parameters(model, opt.param_init)  # as onmt.model_builder.build_model does
     return model.to(a.device).train()
 

@@ -21,10 +21,10 @@ def per_step_forward(model, batch, hoisted=False):
     sampling = model.training and model.scheduled_sampling > 0
     step_weight = generator.pad_weight(generator.out_weight(), state.n_oov) if hoisted else None  # (X, 3H), (X,)
     logps, attns, fed_back = [], [], []
-    embed, source = decoder.step_embedding(), decoder.step_source(state)
+    step_args = model.pass_step_args(state)  # a fused model's per-pass lookups and products
     inputs = tgt[:, 0]  # (B,)
     for t in range(n_steps):
-        o_t, attn, state = decoder.step(inputs, state, embed=embed, source=source)
+        o_t, attn, state = decoder.step(inputs, state, **step_args)
         attns.append(attn)
         logps.append(generator(o_t, attn, state.src_ex, state.first_pos, state.n_oov, weight=step_weight))  # (B, X)
         if t + 1 == n_steps:

@@ -7,10 +7,10 @@ import torch
 
 from onmt import opts
 from onmt.constants import BOS, EOS, PAD, SPECIALS, UNK
+from onmt.execution import Execution
 from onmt.inputters.batch import Batch
 from onmt.inputters.vocab import Vocab, Vocabs
-from onmt.model_builder import init_parameters
-from onmt.reinforced.model import ReinforcedModel
+from onmt.model_builder import MODEL_REGISTRY, init_parameters
 
 V_SRC, V_TGT = 40, 24
 
@@ -31,10 +31,12 @@ def _opt(*more_args):
     return opt
 
 
-def _model(*more_args, seed=0):
+def _model(*more_args, seed=0, execution=Execution()):
+    """The reinforced model of these options: the registry's class for `execution` (default: fused,
+    FusedReinforcedModel), built by its from_opt."""
     torch.manual_seed(seed)
     opt = _opt(*more_args)
-    model = ReinforcedModel.from_opt(opt, _vocabs())
+    model = MODEL_REGISTRY["reinforced"].model_class(execution).from_opt(opt, _vocabs(), execution=execution)
     init_parameters(model, opt.param_init)  # as onmt.model_builder.build_model does
     return model
 

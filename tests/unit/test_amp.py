@@ -21,24 +21,19 @@ from helpers.e2e import random_pair_data
 from helpers.models import build, make_batch, make_opt, make_vocabs
 from onmt.bin import train as train_bin
 from onmt.constants import PAD
-from onmt.fused.gold_mixture import (
-    copy_generator_gold_log_prob,
-    gold_mixture,
-    packed_out_weight,
-    pointer_generator_gold_log_prob,
-    pointer_generator_predict,
-)
+from onmt.fused.gold_mixture import gold_mixture, packed_weight
 from onmt.fused.packed_linear import PackedLinear
 from onmt.interface import gold_targets
 from onmt.losses.ml import MLLoss, coverage_penalty
 from onmt.losses.rewards import REWARDS
 from onmt.losses.rl import MixedLoss
+from onmt.models.fused import copy_gold_log_prob
 from onmt.models.rnn_decoder import DecoderOutput
 from onmt.modules.copy_generator import CopyGenerator, Generator
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.partial_embedding import PartialEmbedding
 from onmt.modules.precision import float32_region, widen
-from onmt.reinforced.pointer_generator import PointerGenerator
+from onmt.reinforced.fused import FusedPointerGenerator
 from onmt.trainer import Trainer
 
 BF16 = torch.bfloat16
@@ -66,7 +61,7 @@ def _generator(tied=True, seed=0, D=96, E=32, V=400):
     """A pointer-generator with realistic logits (std ~5, as a trained model's)."""
     torch.manual_seed(seed)
     full = nn.Embedding(V + 50, E, padding_idx=PAD)
-    gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied)
+    gen = FusedPointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied)
     with torch.no_grad():
         if tied:
             gen.proj.mul_(3.0)
@@ -79,7 +74,7 @@ def _generator(tied=True, seed=0, D=96, E=32, V=400):
 
 def _reference(gen):
     """The same generator in float64 (its own embedding copy)."""
-    ref = PointerGenerator(gen.proj.size(1) if gen.tied else gen.out.in_features, gen.tgt_vocab_size,
+    ref = FusedPointerGenerator(gen.proj.size(1) if gen.tied else gen.out.in_features, gen.tgt_vocab_size,
                            embedding=PartialEmbedding(nn.Embedding(*gen.embedding.full.weight.shape,
                                                                    padding_idx=PAD), gen.tgt_vocab_size),
                            tied=gen.tied)
@@ -130,14 +125,14 @@ def test_pointer_generator_under_autocast_is_float32_with_low_precision_products
     gen = _generator()
     ref = _reference(gen)
     o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=2000)
-    want, _ = pointer_generator_gold_log_prob(ref, o.double(), attn.double(), src_ex, first, gold)  # (N,)
+    want, _ = ref.gold_log_prob(o.double(), attn.double(), src_ex, first, gold)  # (N,)
     want_full = ref(o.double(), attn.double(), src_ex, first, n_oov)  # (N, X)
     o_req = o.clone().requires_grad_()
     with bf16_autocast():
-        ll, pred = pointer_generator_gold_log_prob(gen, o_req, attn, src_ex, first, gold)
+        ll, pred = gen.gold_log_prob(o_req, attn, src_ex, first, gold)
         logp, p_copy = gen(o, attn, src_ex, first, n_oov, return_p_copy=True)
-        predicted = pointer_generator_predict(gen, o, attn, src_ex, first, weight=packed_out_weight(gen))
-        logits = packed_out_weight(gen)(o)
+        predicted = gen.predict(o, attn, src_ex, first, weight=packed_weight(gen.out_weight()))
+        logits = packed_weight(gen.out_weight())(o)
         naive, _ = gold_mixture(o, torch.tanh(gen.embedding.target_weight() @ gen.proj), gen.bias,
                                 -gen.switch(o), attn, src_ex, first, gold)
     assert ll.dtype == logp.dtype == p_copy.dtype == logits.dtype == torch.float32 and naive.dtype == BF16
@@ -152,7 +147,7 @@ def test_pointer_generator_under_autocast_is_float32_with_low_precision_products
     ll.sum().backward()
     assert o_req.grad.dtype == BF16 and gen.proj.grad.dtype == torch.float32
     ref_o = o.double().requires_grad_()
-    pointer_generator_gold_log_prob(ref, ref_o, attn.double(), src_ex, first, gold)[0].sum().backward()
+    ref.gold_log_prob(ref_o, attn.double(), src_ex, first, gold)[0].sum().backward()
     for got, exact in ((gen.proj.grad, ref.proj.grad), (o_req.grad, ref_o.grad)):
         assert (got.double() - exact).norm() < 0.02 * exact.norm()
 
@@ -161,11 +156,11 @@ def test_draws_under_autocast_equal_the_float32_draws():
     gen = _generator()
     o, attn, src_ex, first, gold, n_oov = _inputs(gen, N=50)
     weight = gen.out_weight()
-    logits32 = packed_out_weight(gen, weight)(o.float())
+    logits32 = packed_weight(weight)(o.float())
     torch.manual_seed(3)
     want = gen.draw(logits32, o.float(), attn.float(), src_ex)
     with bf16_autocast():
-        logits = packed_out_weight(gen, weight)(o)
+        logits = packed_weight(weight)(o)
         torch.manual_seed(3)
         got = gen.draw(logits, o, attn, src_ex)
     assert torch.equal(logits, logits32)
@@ -224,7 +219,7 @@ def test_copy_generator_and_generator_are_float32_under_autocast():
             assert naive_err > 100 * (logp.double() - want)[..., real].abs().mean()
         else:   # the fused training path: its vocabulary product in bfloat16, the rest in float32
             with bf16_autocast():
-                ll, _ = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
+                ll, _ = copy_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
             assert ll.dtype == torch.float32
             err = (ll.double() - want.gather(-1, gold[..., None]).squeeze(-1)).abs()
             assert 0 < err.mean() < 0.02 and err.max() < 0.1

@@ -1,14 +1,15 @@
-"""The fused decoder pass (onmt/fused/decoder_pass.py) against the plain step loop (RNNDecoder.step
-under autograd, See et al. eqs. 1-3, 10-11 with the LSTM cell and input feeding): every output and the
-gradient of every input and parameter, in float64, with and without coverage, with padding (one row
-all padding), a dropout mask and gradients reaching the final state."""
+"""The fused decoder pass (onmt/fused/decoder_pass.py, run by FusedRNNDecoder.forward) against the plain step loop
+(RNNDecoder.step under autograd, See et al. eqs. 1-3, 10-11 with the LSTM cell and input feeding): every output and
+the gradient of every input and parameter, in float64, with and without coverage, with padding (one row all
+padding), a dropout mask and gradients reaching the final state."""
 from types import SimpleNamespace
 
 import pytest
 import torch
 import torch.nn as nn
 
-from onmt.models.rnn_decoder import DecoderOutput, RNNDecoder
+from onmt.models.fused import FusedRNNDecoder
+from onmt.models.rnn_decoder import DecoderOutput
 from onmt.modules.embeddings import Embeddings
 
 B, T, S, E, H = 4, 5, 7, 3, 6
@@ -28,7 +29,7 @@ class _Masks(nn.Module):
 
 def _setup(coverage, seed=0, rnn_type="LSTM", layers=1):
     torch.manual_seed(seed)
-    dec = RNNDecoder(rnn_type, layers, H, Embeddings(11, E), attn_type="mlp", input_feed=True,
+    dec = FusedRNNDecoder(rnn_type, layers, H, Embeddings(11, E), attn_type="mlp", input_feed=True,
                      coverage=coverage, dropout=0.0).double()
     mask = torch.ones(B, S, dtype=torch.bool)
     mask[1, 4:] = False

@@ -16,6 +16,7 @@ from onmt.execution import COMPILE, PRECISIONS, Execution, as_execution
 from onmt.fused import low_precision
 from onmt.losses import build_loss
 from onmt.model_builder import build_model
+from onmt.models import fused as models_fused
 from onmt.models import rnn_decoder
 
 CASES = {   # name -> (model options, what build_model says of its fused paths with fused kernels)
@@ -71,14 +72,17 @@ def test_build_model_says_what_runs_for_each_family_and_precision(caplog, name):
     opt = make_opt(**options)
     family = opt.model_family
     model, line = _line(caplog, opt, Execution())
-    head = rf"Model {family}: \d+ parameters; device cpu; execution: "
+    plain_cls = type(build_model(opt, make_vocabs(), execution="plain")).__name__
+    assert type(model).__name__ == f"Fused{plain_cls}"
+    head = rf"Model {family} \(Fused{plain_cls}\): \d+ parameters; device cpu; execution: "
     assert re.fullmatch(head + re.escape(f"kernels fused, precision fp32, compile off; {fused_paths}"), line), line
     _, line = _line(caplog, opt, Execution.for_decoding("int8"))
     gates = "; no prepared decoding gates: they are an LSTM's (this decoder: GRU)" if name == "rnn_gru" else ""
     assert re.fullmatch(head + re.escape(f"kernels fused, precision int8 (prepared decoding), compile off; "
                                          f"{fused_paths}{gates}"), line), line
     _, line = _line(caplog, opt, Execution("plain", "fp32"))
-    assert re.fullmatch(head + re.escape("kernels plain, precision fp32 (prepared decoding), compile off"), line)
+    assert re.fullmatch(head.replace(f"Fused{plain_cls}", plain_cls)
+                        + re.escape("kernels plain, precision fp32 (prepared decoding), compile off"), line), line
     _, line = _line(caplog, opt, Execution.for_decoding("fp32", compile=True))
     if name in ("reinforced", "rnn_general"):
         assert line.endswith("compile mlp-scores; " + (fused_paths + "; " if name != "reinforced" else "")
@@ -101,7 +105,7 @@ def test_a_training_pass_runs_the_fused_decoder_pass_or_the_step_loop_as_the_lin
     opt = make_opt(**options)
     batch = make_batch(make_vocabs(), B=3, S=6, T=5)
     for execution in (Execution(), Execution("plain")):
-        fused_pass = _count(monkeypatch, rnn_decoder, "lstm_mlp_decoder_pass")
+        fused_pass = _count(monkeypatch, models_fused, "lstm_mlp_decoder_pass")
         steps = _count(monkeypatch, rnn_decoder.RNNDecoder, "step")
         model = build_model(opt, make_vocabs(), execution=execution).train()
         loss, _ = build_loss(opt)(model, batch)

@@ -1,7 +1,7 @@
-"""The fused mixture paths (onmt/fused/gold_mixture.py) against the plain generators' full distribution
-(`forward` + gather / argmax), values and gradients: Paulus et al.'s PointerGenerator through
-model.gold_log_likelihood and the packed argmax, See et al.'s CopyGenerator through
-CopyNMTModel.gold_log_likelihood."""
+"""The fused mixture paths (onmt/fused/gold_mixture.py's kernels, through the fused subclasses) against the
+plain generators' full distribution (`forward` + gather / argmax), values and gradients: Paulus et al.'s
+PointerGenerator through FusedReinforcedModel.gold_log_likelihood and FusedPointerGenerator.predict, See et
+al.'s CopyGenerator through FusedCopyNMTModel.gold_log_likelihood."""
 import pytest
 import torch
 import torch.nn as nn
@@ -10,11 +10,12 @@ from helpers.models import build, make_batch, make_opt, make_vocabs
 from helpers.reinforced import V_TGT, _batch, _copy_batch, _model
 from onmt.constants import PAD, UNK
 from onmt.fused import gold_softmax
-from onmt.fused.gold_mixture import logits_on, packed_out_weight, pointer_generator_predict, training_loop_product
+from onmt.fused.gold_mixture import logits_on, packed_weight, training_loop_product
 from onmt.interface import gold_targets
 from onmt.losses.ml import MLLoss
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.reinforced.fused import FusedPointerGenerator
 from onmt.reinforced.pointer_generator import PointerGenerator
 
 
@@ -93,7 +94,7 @@ def test_predict_with_packed_weights_is_the_argmax_of_the_full_mixture():
     torch.manual_seed(0)
     V, n_oov, D = 300, 7, 32
     full = nn.Embedding(500, 16, padding_idx=PAD)
-    gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V))
+    gen = FusedPointerGenerator(D, V, embedding=PartialEmbedding(full, V))
     N, S = 200, 12
     src_ex = torch.randint(4, V + n_oov, (N, S))
     src_ex[:, -2:] = PAD
@@ -104,17 +105,17 @@ def test_predict_with_packed_weights_is_the_argmax_of_the_full_mixture():
         gen.switch.bias.fill_(0.5)
         first = first_occurrence(src_ex)
         want = gen(o, attn, src_ex, first, n_oov).argmax(1)
+        assert torch.equal(PointerGenerator.predict(gen, o, attn, src_ex, first, n_oov), want)  # the plain one
         weight = gen.out_weight()
-        for w in (packed_out_weight(gen, weight), weight, None):
-            assert torch.equal(pointer_generator_predict(gen, o, attn, src_ex, first, weight=w), want)
+        for w in (packed_weight(weight), weight, None):
+            assert torch.equal(gen.predict(o, attn, src_ex, first, n_oov, weight=w), want)
     assert (want >= V).any() and (want < V).any()            # both copied OOVs and generated words
 
 
 @pytest.mark.parametrize("coverage", [False, True])
 def test_copy_generator_fused_gold_path_equals_full_distribution(coverage, monkeypatch):
-    """CopyNMTModel.gold_log_likelihood (no (B, T, X) tensor) == forward + gather: values, argmax,
+    """FusedCopyNMTModel.gold_log_likelihood (no (B, T, X) tensor) == forward + gather: values, argmax,
     gradients; with copyable OOV golds, <unk> golds, duplicated source words and padding."""
-    from helpers.models import build, make_batch, make_opt, make_vocabs
     from onmt.models.seq2seq import NMTModel
     monkeypatch.setattr(gold_softmax, "_CPU_CHUNK_ELEMENTS", 24)  # several row chunks
     vocabs = make_vocabs()
@@ -157,11 +158,11 @@ def test_training_loop_product_follows_autocast_and_logits_on_equals_the_gold_pr
     gen = PointerGenerator(24, 50, embedding=PartialEmbedding(nn.Embedding(60, 8), 50), tied=True)
     weight = tuple(w.detach() for w in gen.out_weight())  # (V, D), (V,)
     o = torch.randn(30, 24)
-    p32 = training_loop_product(gen, weight)
+    p32 = training_loop_product(weight)
     assert isinstance(p32, PackedLinear)
     torch.testing.assert_close(logits_on(p32, o), torch.addmm(weight[1], o, weight[0].t()), rtol=1e-5, atol=1e-5)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        low = training_loop_product(gen, weight)
+        low = training_loop_product(weight)
         assert isinstance(low, CastLinear) and low.dtype == torch.bfloat16
         o_low = o.to(torch.bfloat16)
         got = logits_on(low, o_low)
@@ -187,16 +188,16 @@ def test_scheduled_sampling_products_run_low_and_feed_the_gold_logits(monkeypatc
     gold_log_softmax's own bfloat16 product."""
     from onmt.fused import gold_mixture
     from onmt.fused.low_precision import CastLinear
-    from onmt.reinforced import model as reinforced_model
+    from onmt.reinforced import fused as reinforced_fused
     made = []
     original = gold_mixture.training_loop_product
-    monkeypatch.setattr(reinforced_model, "training_loop_product",
+    monkeypatch.setattr(reinforced_fused, "training_loop_product",
                         lambda *a: made.append(original(*a)) or made[-1])
     batch = make_batch(AMP_VOCABS, B=4, S=9, T=8, seed=1)
     results = []
     for reuse in (True, False):
         if not reuse:
-            monkeypatch.setattr(reinforced_model, "logits_on", lambda product, o: None)
+            monkeypatch.setattr(reinforced_fused, "logits_on", lambda product, o: None)
         model = build(make_opt(reinforced=True, rnn_size=32, word_vec_size=16, brnn=True, scheduled_sampling=1.0),
                       AMP_VOCABS, seed=0)
         model.train()

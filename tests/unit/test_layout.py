@@ -8,6 +8,9 @@ imports it from its package (`from onmt.a import b`), or imports one of its publ
 its package (`from onmt.opts import parse_values`, `from onmt import opts` then `opts.parse_values`); a
 package's `__init__.py` needs `import onmt.a` itself or one of the names it defines.
 
+The model folders hold plain, equation-shaped classes: their modules import nothing from onmt/fused/ nor
+from their fused.py (the fast subclasses) and never read the execution; see test_plain_and_fused.py.
+
 Files stay under MAX_LINES lines (LONG_FILES: the ones that are longer, each with its reason), and the
 folders and top-level modules of onmt/ import only the ones listed above them in DESIGN §5's layout.
 """
@@ -47,11 +50,13 @@ TESTED_IN = {
     "onmt/inspection/sample.py": ["tests/unit/test_inspect.py", "tests/unit/test_sample_every.py"],
     "onmt/losses/ml.py": ["tests/unit/test_ml_loss.py"],
     "onmt/losses/rl.py": ["tests/unit/test_rl_loss.py"],
+    "onmt/models/fused.py": ["tests/unit/test_components.py", "tests/unit/test_decoder_pass.py"],
     "onmt/models/generic.py": ["tests/unit/test_rl_loss.py"],
     "onmt/models/rnn_decoder.py": ["tests/unit/test_decoder_pass.py", "tests/unit/test_copy_generator.py"],
     "onmt/models/seq2seq.py": ["tests/unit/test_model_builder.py", "tests/unit/test_gold_mixture.py"],
     "onmt/modules/precision.py": ["tests/unit/test_amp.py"],
     "onmt/opts/data.py": ["tests/unit/test_opts.py"],
+    "onmt/reinforced/fused.py": ["tests/unit/test_gold_mixture.py", "tests/unit/test_components.py"],
     "onmt/opts/model.py": ["tests/unit/test_opts.py", "tests/unit/test_upstream_flags.py"],
     "onmt/opts/parse.py": ["tests/unit/test_opts.py", "tests/unit/test_families.py"],
     "onmt/opts/server.py": ["tests/unit/test_server_batching.py"],

@@ -152,12 +152,13 @@ def test_int8_encoder_is_quantize_dynamics_rnn_built_once(monkeypatch, rnn_type)
     """-precision int8 runs the encoder's recurrent layers as torch.ao's dynamically quantized module
     (upstream's quantize_dynamic takes nn.LSTM / nn.GRU too): close to float32, built once while the
     parameters are unchanged, rebuilt after they change, float32 outputs; bf16 runs under autocast."""
+    from onmt.models.fused import FusedRNNEncoder
     from onmt.models.rnn_encoder import RNNEncoder
     from onmt.modules.embeddings import Embeddings
     torch.manual_seed(0)
     enc = RNNEncoder(rnn_type, 2, 32, Embeddings(50, 16), bidirectional=True).eval()
-    low = RNNEncoder(rnn_type, 2, 32, Embeddings(50, 16), bidirectional=True,
-                     execution=Execution.for_decoding("int8")).eval()
+    low = FusedRNNEncoder(rnn_type, 2, 32, Embeddings(50, 16), bidirectional=True,
+                          execution=Execution.for_decoding("int8")).eval()
     low.load_state_dict(enc.state_dict())
     src, lengths = torch.randint(4, 50, (5, 9)), torch.tensor([9, 7, 9, 3, 1])
     builds = []

@@ -5,10 +5,14 @@ import torch
 from helpers.models import make_batch, make_opt, make_vocabs
 from onmt.constants import PAD
 from onmt.errors import UserError
+from onmt.execution import PLAIN, Execution
 from onmt.losses import build_loss
 from onmt.losses.ml import MLLoss
 from onmt.model_builder import MODEL_REGISTRY, build_model, model_entry
+from onmt.models.fused import FusedCopyNMTModel, FusedNMTModel
 from onmt.models.seq2seq import CopyNMTModel, NMTModel
+from onmt.reinforced.fused import FusedReinforcedModel
+from onmt.reinforced.model import ReinforcedModel
 
 
 def test_registry_and_selection():
@@ -20,6 +24,24 @@ def test_registry_and_selection():
     assert entry.name == "copy" and entry.model_cls.__name__ == "CopyNMTModel"
     assert isinstance(build_loss(make_opt(copy_attn=True)), MLLoss)
     assert isinstance(build_model(make_opt(copy_attn=True), make_vocabs()), CopyNMTModel)
+
+
+FAMILY_CLASSES = {"rnn": (NMTModel, FusedNMTModel), "copy": (CopyNMTModel, FusedCopyNMTModel),
+                  "reinforced": (ReinforcedModel, FusedReinforcedModel)}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_CLASSES))
+def test_the_registry_builds_the_fused_subclass_exactly_when_the_execution_says_fused(family):
+    plain_cls, fused_cls = FAMILY_CLASSES[family]
+    entry = MODEL_REGISTRY[family]
+    assert (entry.model_cls, entry.fused_cls) == (plain_cls, fused_cls) and issubclass(fused_cls, plain_cls)
+    opt = make_opt(model_family=family)
+    for execution in (PLAIN, Execution(kernels="plain", compile="decoder-step"), Execution(),
+                      Execution.for_decoding("int8"), "plain", "fused", None):
+        want = plain_cls if execution in (PLAIN, "plain") or getattr(execution, "kernels", "") == "plain" else fused_cls
+        assert entry.model_class(execution) is want, execution
+        model = build_model(opt, make_vocabs(), execution=execution)
+        assert type(model) is want and model.kernels == ("fused" if want is fused_cls else "plain")
 
 
 def test_check_data():

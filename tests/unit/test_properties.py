@@ -20,18 +20,14 @@ from hypothesis import strategies as st
 from helpers.references import masked_softmax_reference
 from onmt.constants import BOS, EOS, PAD, UNK
 from onmt.fused import step_mixture
-from onmt.fused.gold_mixture import (
-    copy_generator_gold_log_prob,
-    pointer_generator_gold_log_prob,
-    pointer_generator_predict,
-)
+from onmt.models.fused import copy_gold_log_prob
 from onmt.models.rnn_decoder import DecoderOutput
 from onmt.modules.copy_generator import CopyGenerator
 from onmt.modules.copy_mixture import IMPOSSIBLE, copy_at_sources, first_occurrence, generation_log_probs
 from onmt.modules.masked_softmax import masked_softmax
 from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.reinforced.fused import FusedPointerGenerator
 from onmt.reinforced.intra_attention import IntraDecoderAttention, IntraTemporalAttention
-from onmt.reinforced.pointer_generator import PointerGenerator
 from onmt.translate.decoding import NEG_INF, apply_rules, block_ngrams_
 
 INF, NAN = float("inf"), float("nan")
@@ -295,7 +291,7 @@ def test_pointer_generator_mixture(case, tied, grad):
     torch.manual_seed(case["seed"])
     D, E = 4, 3
     full = nn.Embedding(V + 2, E, padding_idx=PAD).double()
-    gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied).double()
+    gen = FusedPointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied).double()
     with torch.no_grad():
         gen.switch.bias.fill_(case["switch_bias"])
     o = torch.randn(B, D, dtype=torch.float64) * case["scale"]
@@ -313,10 +309,10 @@ def test_pointer_generator_mixture(case, tied, grad):
 
     # the fused paths: log p(gold) of every producible id and the argmax, as the distribution says
     gold = torch.stack([torch.randint(0, V + k, ()) for k in case["n_oovs"]])
-    ll, pred = pointer_generator_gold_log_prob(gen, o, attn, src_ex, first_pos, gold)
+    ll, pred = gen.gold_log_prob(o, attn, src_ex, first_pos, gold)
     assert torch.allclose(ll, logp.detach().gather(1, gold[:, None]).squeeze(1), atol=1e-9, rtol=1e-12)
     best = logp.detach().max(1).values
-    assert torch.equal(pred, pointer_generator_predict(gen, o, attn, src_ex, first_pos))
+    assert torch.equal(pred, gen.predict(o, attn, src_ex, first_pos))
     assert torch.allclose(logp.detach().gather(1, pred[:, None]).squeeze(1), best, atol=1e-9, rtol=0)
 
 
@@ -329,15 +325,15 @@ def test_mixture_is_invariant_to_a_constant_added_to_the_generation_logits(case,
     B = src_ex.size(0)
     torch.manual_seed(case["seed"])
     full = nn.Embedding(V + 2, 3, padding_idx=PAD).double()
-    gen = PointerGenerator(4, V, embedding=PartialEmbedding(full, V), tied=tied).double()
+    gen = FusedPointerGenerator(4, V, embedding=PartialEmbedding(full, V), tied=tied).double()
     o, attn, first_pos = torch.randn(B, 4, dtype=torch.float64), _attn(case), first_occurrence(src_ex)
     gold = torch.stack([torch.randint(0, V + k, ()) for k in case["n_oovs"]])
     with torch.no_grad():
         before = gen(o, attn, src_ex, first_pos, n_oov)
-        ll_before = pointer_generator_gold_log_prob(gen, o, attn, src_ex, first_pos, gold)[0]
+        ll_before = gen.gold_log_prob(o, attn, src_ex, first_pos, gold)[0]
         (gen.bias if tied else gen.out.bias).add_(shift)
         after = gen(o, attn, src_ex, first_pos, n_oov)
-        ll_after, pred = pointer_generator_gold_log_prob(gen, o, attn, src_ex, first_pos, gold)
+        ll_after, pred = gen.gold_log_prob(o, attn, src_ex, first_pos, gold)
     assert torch.allclose(after.exp(), before.exp(), atol=1e-9, rtol=0)
     possible = ll_before > IMPOSSIBLE / 2
     assert torch.allclose(ll_after[possible], ll_before[possible], atol=1e-6, rtol=0)
@@ -384,7 +380,7 @@ def test_copy_generator_mixture(case, grad):
     # the fused training path against the full distribution, for producible gold ids
     gold = torch.stack([torch.randint(0, V + k, (T,)) for k in case["n_oovs"]])   # (B, T)
     gold = gold.masked_fill(gold == PAD, UNK)
-    ll, pred = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
+    ll, pred = copy_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
     want = logp.detach().gather(2, gold.unsqueeze(2)).squeeze(2)
     possible = want > IMPOSSIBLE / 2
     assert torch.allclose(ll[possible], want[possible], atol=1e-4, rtol=1e-5)
@@ -408,7 +404,7 @@ def test_fused_path_equals_forward_for_impossible_gold():
                         emb=torch.randn(1, 1, E), attn=attn.view(1, 1, 2))
     gold = torch.tensor([[V]])
     want = gen(dec, src_ex, 1).gather(2, gold.unsqueeze(2)).squeeze(2)
-    ll, _ = copy_generator_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
+    ll, _ = copy_gold_log_prob(gen, dec, src_ex, first_occurrence(src_ex), gold)
     assert torch.allclose(ll, want, atol=1e-3)
 
 

@@ -1,11 +1,21 @@
-"""ReinforcedModel: interface, teacher forcing vs step decoding, scheduled sampling, shared embedding."""
+"""ReinforcedModel and its fused subclass: interface, teacher forcing vs step decoding, scheduled sampling,
+shared embedding (the tests of the interface run on both classes)."""
 import pytest
 import torch
 
 from bench.lib.per_step import per_step_forward
 from helpers.reinforced import V_SRC, V_TGT, _batch, _copy_batch, _model, _opt, _vocabs
 from onmt.constants import PAD, UNK
+from onmt.execution import PLAIN, Execution
 from onmt.model_builder import build_model
+from onmt.reinforced.fused import FusedReinforcedModel
+from onmt.reinforced.model import ReinforcedModel
+
+BOTH = pytest.mark.parametrize("execution", [PLAIN, Execution()], ids=["plain", "fused"])
+
+
+def test_the_helper_builds_the_class_of_the_execution():
+    assert type(_model(execution=PLAIN)) is ReinforcedModel and type(_model()) is FusedReinforcedModel
 
 
 def _loop(model, batch, choose=None):
@@ -21,8 +31,9 @@ def _loop(model, batch, choose=None):
 
 
 @pytest.mark.parametrize("more_args", [[], ["-no_temporal_attn", "-no_intra_decoder_attn"], ["-no_tied_output"]])
-def test_decode_step_equals_forward(more_args):
-    model, batch = _model(*more_args).eval(), _batch()
+@BOTH
+def test_decode_step_equals_forward(more_args, execution):
+    model, batch = _model(*more_args, execution=execution).eval(), _batch()
     logp, attns = model(batch)
     X = V_TGT + batch.n_oov
     assert logp.shape == (3, 5, X) and attns["std"].shape == (3, 5, 7)
@@ -33,8 +44,9 @@ def test_decode_step_equals_forward(more_args):
     assert (attns["std"].permute(1, 0, 2)[:, pad] == 0).all()  # padding never attended
 
 
-def test_scheduled_sampling_zero_is_teacher_forcing_and_per_step_generator_agrees():
-    model, batch = _model("-scheduled_sampling", "0").train(), _batch(1)
+@BOTH
+def test_scheduled_sampling_zero_is_teacher_forcing_and_per_step_generator_agrees(execution):
+    model, batch = _model("-scheduled_sampling", "0", execution=execution).train(), _batch(1)
     logp, _ = model(batch)
     ref, _, _ = _loop(model, batch)
     assert torch.allclose(logp, ref, atol=1e-5)
@@ -42,8 +54,9 @@ def test_scheduled_sampling_zero_is_teacher_forcing_and_per_step_generator_agree
     assert torch.allclose(per_step_forward(model, batch, hoisted=True)[0], ref, atol=1e-5)
 
 
-def test_scheduled_sampling_one_feeds_the_models_own_argmax():
-    model, batch = _model("-scheduled_sampling", "1").train(), _copy_batch(2, B=3)
+@BOTH
+def test_scheduled_sampling_one_feeds_the_models_own_argmax(execution):
+    model, batch = _model("-scheduled_sampling", "1", execution=execution).train(), _copy_batch(2, B=3)
     with torch.no_grad():
         model.generator.switch.bias.fill_(4.0)  # copy a lot, so OOV predictions are fed back too
     logp, _ = model(batch)
@@ -55,8 +68,10 @@ def test_scheduled_sampling_one_feeds_the_models_own_argmax():
     assert torch.allclose(model(batch)[0], _loop(model, batch)[0], atol=1e-5)
 
 
-def test_scheduled_sampling_sample_mode_same_draws_as_per_step_generator():
-    model, batch = _model("-scheduled_sampling", "1", "-scheduled_sampling_mode", "sample").train(), _batch(3)
+@BOTH
+def test_scheduled_sampling_sample_mode_same_draws_as_per_step_generator(execution):
+    model = _model("-scheduled_sampling", "1", "-scheduled_sampling_mode", "sample", execution=execution).train()
+    batch = _batch(3)
     torch.manual_seed(5)
     fast, _ = model(batch)
     torch.manual_seed(5)
@@ -64,8 +79,9 @@ def test_scheduled_sampling_sample_mode_same_draws_as_per_step_generator():
     assert torch.isfinite(fast).all() and torch.allclose(fast, per_step, atol=1e-5)
 
 
-def test_partial_sampling_rate_differs_from_teacher_forcing_after_the_first_fed_back_input():
-    model, batch = _model("-scheduled_sampling", "0.5").train(), _batch(4, B=8, T=8)
+@BOTH
+def test_partial_sampling_rate_differs_from_teacher_forcing_after_the_first_fed_back_input(execution):
+    model, batch = _model("-scheduled_sampling", "0.5", execution=execution).train(), _batch(4, B=8, T=8)
     torch.manual_seed(0)
     logp, attns = model(batch)  # (B, T-1, X)
     with torch.no_grad():
@@ -85,8 +101,9 @@ def test_partial_sampling_rate_differs_from_teacher_forcing_after_the_first_fed_
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-def test_oov_inputs_are_read_as_unk():
-    model, batch = _model().eval(), _batch()
+@BOTH
+def test_oov_inputs_are_read_as_unk(execution):
+    model, batch = _model(execution=execution).eval(), _batch()
     state = model.init_state(batch, model.encode(batch))
     a, _, _ = model.decode_step(torch.full((3,), V_TGT + 1), state)
     b, _, _ = model.decode_step(torch.full((3,), UNK), state)

@@ -49,10 +49,11 @@ def test_bf16_decoding_runs_the_rnn_in_bfloat16_and_returns_float32(rnn_type):
     autograd: float32 outputs close to the float32 ones but not equal, padding still zero; with autograd
     or in training mode the encoder is float32, bit for bit."""
     from onmt.execution import Execution
+    from onmt.models.fused import FusedRNNEncoder
     torch.manual_seed(0)
     ref_enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True).eval()
-    enc = RNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True,
-                     execution=Execution.for_decoding("bf16")).eval()
+    enc = FusedRNNEncoder(rnn_type, 1, 16, Embeddings(15, 8), bidirectional=True,
+                          execution=Execution.for_decoding("bf16")).eval()
     enc.load_state_dict(ref_enc.state_dict())
     src, lengths = torch.randint(4, 15, (3, 7)), torch.tensor([7, 5, 2])
     with torch.no_grad():

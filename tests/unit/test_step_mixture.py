@@ -1,15 +1,16 @@
-"""onmt/fused/step_mixture.py: the decoding-time distribution equals PointerGenerator.forward, its row-blocked
-softmax and in-place mixture the plain copy_mixture functions."""
+"""onmt/fused/step_mixture.py: the decoding-time distribution (FusedPointerGenerator.step_log_probs on its
+kernels) equals the plain PointerGenerator.forward, its row-blocked softmax and in-place mixture the plain
+copy_mixture functions."""
 import pytest
 import torch
 import torch.nn as nn
 
 from onmt.constants import PAD
-from onmt.fused.gold_mixture import packed_out_weight
-from onmt.fused.step_mixture import pointer_generator_step_log_probs
+from onmt.fused.gold_mixture import packed_weight
 from onmt.modules.copy_mixture import first_occurrence
 from onmt.modules.masked_softmax import masked_softmax
 from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.reinforced.fused import FusedPointerGenerator
 from onmt.reinforced.pointer_generator import PointerGenerator
 
 V, V_SRC, D, E = 300, 340, 16, 8
@@ -21,6 +22,8 @@ def test_step_log_probs_equal_the_plain_generator(tied, n_oov):
     torch.manual_seed(0)
     full = nn.Embedding(V_SRC, E, padding_idx=PAD)
     gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied)
+    fused = FusedPointerGenerator(D, V, embedding=gen.embedding, tied=tied)
+    fused.load_state_dict(gen.state_dict())
     N, S = 37, 9
     src_ex = torch.randint(4, V + n_oov, (N, S))  # (N, S) extended ids, OOV slots included
     src_ex[:, 1] = src_ex[:, 0]  # duplicated words
@@ -31,8 +34,8 @@ def test_step_log_probs_equal_the_plain_generator(tied, n_oov):
     with torch.no_grad():
         want, want_copy = gen(o, attn, src_ex, first_occurrence(src_ex), n_oov,
                               weight=gen.pad_weight(weight, n_oov), return_p_copy=True)  # (N, X), (N,)
-        got, got_copy = pointer_generator_step_log_probs(gen, o, attn, src_ex, first_occurrence(src_ex), n_oov,
-                                                         packed_out_weight(gen, weight))
+        got, got_copy = fused.step_log_probs(o, attn, src_ex, first_occurrence(src_ex), n_oov,
+                                             packed_weight(fused.out_weight()))
     assert got.shape == want.shape == (N, V + n_oov)
     assert torch.allclose(got, want, atol=2e-5, rtol=0)
     assert torch.equal(got.argmax(1), want.argmax(1))

@@ -6,6 +6,7 @@ import torch
 
 from onmt.fused import tied_weight
 from onmt.modules.partial_embedding import PartialEmbedding
+from onmt.reinforced.fused import FusedPointerGenerator
 from onmt.reinforced.pointer_generator import PointerGenerator
 
 needs_onednn = pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="PyTorch built without oneDNN")
@@ -59,12 +60,12 @@ def test_fused_generator_out_weight_equals_the_plain_one_and_its_gradients():
     torch.manual_seed(0)
     vocab, tgt, E, D, n_oov = 60, 40, 16, 24, 3
 
-    def build(kernels):
+    def build(cls):
         torch.manual_seed(0)
         emb = PartialEmbedding(torch.nn.Embedding(vocab, E), tgt)
-        return PointerGenerator(D, tgt, embedding=emb, tied=True, execution=kernels)
+        return cls(D, tgt, embedding=emb, tied=True)
 
-    plain, fused = build("plain"), build("fused")
+    plain, fused = build(PointerGenerator), build(FusedPointerGenerator)
     fused.load_state_dict(plain.state_dict())
     (w_p, b_p), (w_f, b_f) = plain.out_weight(n_oov), fused.out_weight(n_oov)
     assert w_f.shape == (tgt + n_oov, D) and b_f.shape == (tgt + n_oov,)
