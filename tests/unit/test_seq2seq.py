@@ -150,8 +150,8 @@ def test_decoding_packs_the_generator_weight_once_and_follows_its_updates(varian
     for round_ in range(2):
         with torch.no_grad():
             packed_logp, _, _ = model.decode_step(inp, state)
-            packed = model._decoding_linear()
-            assert model._decoding_linear() is packed  # packed once, while the weight is unchanged
+            packed = model._decoding_projection()
+            assert packed is not None and model._decoding_projection() is packed  # packed once, weight unchanged
         plain_logp, _, _ = model.decode_step(inp, state)
         assert torch.allclose(packed_logp, plain_logp.detach(), atol=1e-5)
         if round_ == 0:
@@ -159,7 +159,9 @@ def test_decoding_packs_the_generator_weight_once_and_follows_its_updates(varian
             with torch.no_grad():
                 model.generator.linear.weight.mul_(3.0)  # in place, as an optimizer step writes
     assert not torch.allclose(before, packed_logp, atol=1e-3)
-    assert model._decoding_linear() is packed
+    with torch.no_grad():
+        assert model._decoding_projection() is packed
+    assert model._decoding_projection() is None   # under autograd: the generator's own nn.Linear
     model.train()
     assert "_decoding_weight_cache" not in model.__dict__  # no idle packed copy while training
 

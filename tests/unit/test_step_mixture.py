@@ -22,7 +22,7 @@ def test_step_log_probs_equal_the_plain_generator(tied, n_oov):
     torch.manual_seed(0)
     full = nn.Embedding(V_SRC, E, padding_idx=PAD)
     gen = PointerGenerator(D, V, embedding=PartialEmbedding(full, V), tied=tied)
-    fused = FusedPointerGenerator(D, V, embedding=gen.embedding, tied=tied)
+    fused = FusedPointerGenerator(D, V, embedding=gen.embedding if tied else None, tied=tied)
     fused.load_state_dict(gen.state_dict())
     N, S = 37, 9
     src_ex = torch.randint(4, V + n_oov, (N, S))  # (N, S) extended ids, OOV slots included

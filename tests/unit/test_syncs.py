@@ -38,7 +38,7 @@ COMMON = {("__int__", "inputters/batch.py"): 1, ("__int__", "trainer.py"): 1, ("
           ("tolist", "losses/ml.py"): 1, ("cpu", "models/rnn_encoder.py"): 2}
 TRAIN = {
     "rnn": COMMON,
-    "copy": {**COMMON, ("nonzero", "fused/gold_mixture.py"): 1},
+    "copy": {**COMMON, ("nonzero", "models/fused.py"): 1},
     "reinforced": COMMON,
 }
 ROLLOUT_STEPS = 5   # -max_gen_length: the rollouts' steps (none ends early: the model is untrained)
