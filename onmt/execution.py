@@ -125,7 +125,6 @@ class Execution:
     def for_training(cls, opt, device="cpu"):
         """train.py's: fused kernels, no decoding precision, -compile the decoder's step,
         -cuda_graphs the captured teacher-forced pass where `device` is CUDA (eager elsewhere)."""
-        import torch
         cuda = torch.device(device).type == "cuda"
         return cls(compile="decoder-step" if opt.compile else "off",
                    capture="cuda-graphs" if opt.cuda_graphs and cuda else "off")
@@ -198,8 +197,7 @@ def captured(fn):
     region asks the host nothing (a model built with this capture: See et al.'s gold pass computes
     every row, tests/unit/test_length_buckets.py); the encoder and the statistics run eagerly
     outside it (MLLoss.__call__)."""
-    import torch
-    import torch._dynamo
+    import torch._dynamo  # the compiler stack, loaded only when a run captures (start-up time)
 
     # a graph per shape: the default limit of 8 would fall back to eager after 8 shapes
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)

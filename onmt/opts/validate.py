@@ -197,7 +197,17 @@ def paper_note(opt):
             + ", ".join(differences))
 
 
-def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
+def validate_train_opts(opt):
+    """train.py's options, one option group after the other (each check independent, one line)."""
+    _validate_training_length(opt)
+    _validate_objective(opt)
+    _validate_checkpoints_and_validation(opt)
+    _validate_schedule(opt)
+    _validate_devices(opt)
+
+
+def _validate_training_length(opt):
+    """Batches, steps, epochs, reports and the model's numbers."""
     _check_numbers(opt, positive=("batch_size", "valid_batch_size", "pool_factor", "report_every",
                                   "learning_rate", "accum_count", "world_size"),
                    non_negative=("train_steps", "epochs", "max_grad_norm",
@@ -208,8 +218,29 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
         raise OptionError(f"-profile must be >= 0, got {opt.profile}")
     if opt.train_steps <= 0 and opt.epochs <= 0:
         raise OptionError("one of -train_steps or -epochs must be positive")
+    if opt.train_time_limit < 0 or opt.train_time_limit != opt.train_time_limit:
+        raise OptionError(f"-train_time_limit must be >= 0, got {opt.train_time_limit}")
+    if opt.sample_every < 0:
+        raise OptionError(f"-sample_every must be >= 0, got {opt.sample_every}")
+
+
+def _validate_objective(opt):
+    """The mixed objective: -rl_gamma, its normalization, the rollouts' length."""
     if opt.rl_gamma is not None and not 0.0 <= opt.rl_gamma <= 1.0:
         raise OptionError(f"-rl_gamma must be in [0, 1], got {opt.rl_gamma}")
+    if given(opt, "rl_normalization") and not opt.rl_gamma:
+        raise OptionError("-rl_normalization scales the mixed objective's two terms: give "
+                          "-rl_gamma (above 0)")
+    if opt.copy_loss_by_seqlength and opt.rl_gamma and given(opt, "copy_loss_by_seqlength"):
+        raise OptionError("-copy_loss_by_seqlength with -rl_gamma would divide the ML term by each "
+                          "summary's length and so shift the mix away from -rl_gamma; use "
+                          "-rl_normalization tokens for per-token terms")
+    if opt.max_gen_length < 0:
+        raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
+
+
+def _validate_checkpoints_and_validation(opt):
+    """Validation, early stopping, checkpoints, the weights' moving average, the training data."""
     if opt.early_stopping < 0:
         raise OptionError(f"-early_stopping must be >= 0, got {opt.early_stopping}")
     _check_numbers(opt, non_negative=("valid_steps", "save_checkpoint_steps"))
@@ -228,22 +259,13 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
     if opt.early_stopping and opt.valid_steps == 0:
         raise OptionError(f"-early_stopping {opt.early_stopping} needs validation: "
                           "-valid_steps 0 never validates")
-    if given(opt, "rl_normalization") and not opt.rl_gamma:
-        raise OptionError("-rl_normalization scales the mixed objective's two terms: give "
-                          "-rl_gamma (above 0)")
     if "rougeL" in (opt.early_stopping_criteria or ()) and opt.valid_rouge is False:
         raise OptionError("-early_stopping_criteria rougeL needs the greedy validation ROUGE: "
                           "drop -no_valid_rouge")
-    if opt.train_time_limit < 0 or opt.train_time_limit != opt.train_time_limit:
-        raise OptionError(f"-train_time_limit must be >= 0, got {opt.train_time_limit}")
-    if opt.copy_loss_by_seqlength and opt.rl_gamma and given(opt, "copy_loss_by_seqlength"):
-        raise OptionError("-copy_loss_by_seqlength with -rl_gamma would divide the ML term by each "
-                          "summary's length and so shift the mix away from -rl_gamma; use "
-                          "-rl_normalization tokens for per-token terms")
-    if opt.max_gen_length < 0:
-        raise OptionError(f"-max_gen_length must be >= 0, got {opt.max_gen_length}")
-    if opt.sample_every < 0:
-        raise OptionError(f"-sample_every must be >= 0, got {opt.sample_every}")
+
+
+def _validate_schedule(opt):
+    """The learning-rate schedule and -reset_optim."""
     _check_numbers(opt, positive=("learning_rate_decay", "decay_steps", "warmup_steps"),
                    non_negative=("start_decay_steps",))
     if not opt.train_from:   # a resume may change one schedule option of the checkpoint's schedule
@@ -256,6 +278,10 @@ def validate_train_opts(opt):  # noqa: C901  (a flat list of independent checks)
             raise OptionError("-warmup_steps applies to -decay_method noam or rsqrt")
     if opt.reset_optim != "none" and not opt.train_from:
         raise OptionError(f"-reset_optim {opt.reset_optim} needs -train_from")
+
+
+def _validate_devices(opt):
+    """-gpu, -gpu_ranks, -world_size and -compile."""
     if (any(r < 0 or r >= opt.world_size for r in opt.gpu_ranks)
             or len(set(opt.gpu_ranks)) < len(opt.gpu_ranks)):
         raise OptionError(f"-gpu_ranks must be distinct ranks below -world_size {opt.world_size}, "
