@@ -10,7 +10,7 @@ the page, its size, and per load (a fresh navigation from a file:// URL, -repeat
 ready time (data parsed, first article rendered) and first painted frame, both from navigation start
 (performance.now), and the wall time to ready seen from here; then the time of a sort by ROUGE difference
 and of a hover, measured in the page; -screenshot: docs/explorer.png's view. Needs Chromium
-(tests/helpers/browser.py finds it).
+(bench/lib/browser.py finds it).
 """
 import argparse
 import os
@@ -22,8 +22,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
-from helpers.browser import Browser, find_chromium  # noqa: E402
+sys.path.insert(0, ROOT)
+from bench.lib.browser import Browser, find_chromium  # noqa: E402
 from onmt.bin.explore import main as explore  # noqa: E402
 
 DATA = os.path.join(ROOT, "..", "shared", "data", "gigaword")

@@ -70,9 +70,9 @@ def inputs(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_the_benchmark_runs_at_a_tiny_size(name, inputs, monkeypatch, capsys):
     if name == "explore_bench":
-        from helpers.browser import find_chromium
+        from bench.lib.browser import find_chromium
         if find_chromium() is None:
-            pytest.skip("explore_bench needs Chromium (tests/helpers/browser.py finds none here)")
+            pytest.skip("explore_bench needs Chromium (bench/lib/browser.py finds none here)")
     if name == "rouge_bench":
         from bench.rouge_bench import SHARED
         if not os.path.exists(os.path.join(SHARED, "cnndm", "valid.src.txt.gz")):

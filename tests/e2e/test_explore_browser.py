@@ -1,4 +1,4 @@
-"""The explorer's page in a real browser: headless Chromium opens it from disk (tests/helpers/browser.py, the
+"""The explorer's page in a real browser: headless Chromium opens it from disk (bench/lib/browser.py, the
 DevTools protocol on a pipe) and is driven as a reader would: no network request, the first article shown,
 markup in an article shown and never run, hovering a copied word boxes the source word of the dump's
 attention argmax, the sort by ROUGE difference, the keyboard, a narrow window, a screenshot that is not blank.
@@ -9,7 +9,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from helpers.browser import Browser, find_chromium
+from bench.lib.browser import Browser, find_chromium
 from helpers.explore_inputs import REFERENCES, SOURCES, records, write_inputs
 from onmt.bin.explore import main
 from onmt.explore.data import read_system, rouge_f1
