@@ -7,12 +7,15 @@ eqs. 9-13 in onmt/reinforced/pointer_generator.py; See et al. 2017's attention (
 onmt/modules/global_attention.py, p_gen and the mixture (eqs. 4, 8, 9) in
 onmt/modules/copy_generator.py and copy_mixture.py. That plain code is the reference: each kernel
 here is tested against it (values and gradients), and a whole model runs it alone when built with
-kernels "plain" (execution.py: the one implementation selector, Execution(kernels, precision,
-compile), fixed at construction and logged by build_model with the fused paths that do not apply;
-kernels.py: the one place that says where a fused kernel can run now, the toolkit's only grad-mode
-check included). Nothing in onmt/modules imports this package: a model built with fused kernels (the
-default) gives the modules it builds the fused versions (the mlp score, the copy generator's
-decoding mixture, the dropout class) and calls the others itself. tests/e2e/test_plain_vs_fused.py
+kernels "plain" (onmt/execution.py: the one implementation selector, Execution(kernels, precision,
+compile, capture), fixed at construction and logged by build_model with the class and the fused
+paths that do not apply, and the one place that says where a fused kernel can run now, the
+toolkit's only grad-mode check included). The kernels take tensors and know no model class; the
+families' fused subclasses (onmt/reinforced/fused.py, onmt/models/fused.py), which the registry
+builds for kernels "fused", call them. Nothing in onmt/modules, onmt/models or onmt/reinforced's
+plain classes imports this package: the fused subclasses give the modules they build the fused
+versions (the mlp score, the copy generator's decoding mixture, the dropout class) and call the
+others themselves. tests/e2e/test_plain_vs_fused.py
 compares a whole ML step, a whole mixed step (values and every gradient) and a whole beam search of
 each family, plain against fused.
 
@@ -116,29 +119,32 @@ Paulus (9), See (4) and (6): log softmax(o W^T + b)[y*]
 Paulus (9)-(13): log p(y*) of the mixture
     plain  PointerGenerator.forward(...).gather(1, y*)
            onmt/reinforced/pointer_generator.py
-    fused  gold_mixture.pointer_generator_gold_log_prob (gold_mixture): no (N, X) distribution
+    fused  FusedPointerGenerator.gold_log_prob (onmt/reinforced/fused.py) on
+           gold_mixture.gold_mixture: no (N, X) distribution
     test   tests/unit/test_gold_mixture.py
            ::test_fused_matches_full_distribution_values_and_gradients
 Paulus (12): argmax_y p(y)
     plain  PointerGenerator.forward(...).argmax(1)
            onmt/reinforced/pointer_generator.py
-    fused  gold_mixture.pointer_generator_predict (mixture_argmax), with packed_out_weight
+    fused  FusedPointerGenerator.predict on gold_mixture.predict_from_logits (mixture_argmax), with
+           packed_weight
     test   tests/unit/test_gold_mixture.py
            ::test_predict_with_packed_weights_is_the_argmax_of_the_full_mixture
 Paulus (9)-(12): log p(y) over the extended vocabulary at one decoding step,
            without autograd (beam search)
     plain  PointerGenerator.forward(...)
            onmt/reinforced/pointer_generator.py
-    fused  step_mixture.pointer_generator_step_log_probs: packed W_out,
-           softmax in cache-sized row blocks
+    fused  FusedPointerGenerator.step_log_probs: packed W_out, step_mixture's softmax in
+           cache-sized row blocks and in-place mixture
     test   tests/unit/test_step_mixture.py::test_step_log_probs_equal_the_plain_generator
 Paulus (9)-(12): a beam step's top K (and bans, best token) of log p,
            without autograd (beam / greedy search)
     plain  decode_step's log p (R, X) as modules/step_scores.DenseScores
            onmt/modules/step_scores.py
-    fused  mixture_scores.MixtureScores (step_mixture.pointer_generator_step_scores, and See (9):
-           copy_generator_step_scores): the logits as the product wrote them, one log-softmax pass
-           for the normalizer, the mixture on the source words apart; no (R, X) written
+    fused  mixture_scores.MixtureScores (FusedPointerGenerator.step_scores, and See (9):
+           onmt/models/fused.py copy_step_scores): the logits as the product wrote them, one
+           log-softmax pass for the normalizer, the mixture on the source words apart;
+           no (R, X) written
     test   tests/unit/test_mixture_scores.py
            ::test_beam_topk_and_best_equal_the_ranking_of_every_candidate
 Paulus (12), See (9): the generation log-probabilities and the mixture without autograd
@@ -153,12 +159,12 @@ Paulus (12), See (9): the generation log-probabilities and the mixture without a
 See (9) and (6): log P(w*) of the mixture
     plain  CopyGenerator.forward(...).gather(-1, w*)
            onmt/modules/copy_generator.py
-    fused  gold_mixture.copy_generator_gold_log_prob (gold_mixture)
+    fused  onmt/models/fused.py copy_gold_log_prob (gold_mixture.gold_mixture)
     test   tests/unit/test_gold_mixture.py
            ::test_copy_generator_fused_gold_path_equals_full_distribution
 
 The per-step-generator baselines the model's teacher forcing is measured against (the generator
 called at every step on every row, W_out recomputed at every step or once per pass) are
-bench/reinforced_step_bench.py's `per_step_forward`, which tests/unit/test_reinforced_model.py also
-compares the model against.
+bench/lib/per_step.py's `per_step_forward` (timed by bench/reinforced_step_bench.py), which
+tests/unit/test_reinforced_model.py also compares the model against.
 """

@@ -19,9 +19,10 @@ over the extended vocabulary X = V_tgt + n_oov, computed in log space by copy_mi
 scatter_add over (B, S) indices for duplicated source words, one scatter back into the (B, X)
 log-probabilities). Source padding has attention exactly 0, so it adds nothing.
 `CopyGenerator.forward` is the plain formula; the training path that needs log P(w*) only (eq. 6) is
-onmt/fused/gold_mixture.py's `copy_generator_gold_log_prob`, tested against it, and a model built
-with fused kernels gives the CopyGenerator decoding's versions of the two mixture functions
-(onmt/fused/step_mixture.py: row blocks, in place, the plain formulas under autograd).
+onmt/models/fused.py's `copy_gold_log_prob` (on onmt/fused/gold_mixture.py), tested against it, and
+the fused copy model (FusedCopyNMTModel) gives the CopyGenerator decoding's versions of the two
+mixture functions (onmt/fused/step_mixture.py: row blocks, in place, the plain formulas under
+autograd).
 """
 import torch
 import torch.nn as nn

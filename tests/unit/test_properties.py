@@ -392,7 +392,7 @@ def test_copy_generator_mixture(case, grad):
 
 
 def test_fused_path_equals_forward_for_impossible_gold():
-    """copy_generator_gold_log_prob promises forward(...) gathered at gold, values and gradients: also for
+    """copy_gold_log_prob promises forward(...) gathered at gold, values and gradients: also for
     an OOV gold whose attention underflowed to exactly 0 (a score gap of > 104 in float32)."""
     torch.manual_seed(0)
     V, H, E = 6, 3, 2
