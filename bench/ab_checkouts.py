@@ -35,17 +35,19 @@ from bench.reinforced_step_bench import make_batch
 
 FAMILIES = {"rnn": ["-global_attention", "mlp"], "copy": ["-copy_attn", "-coverage_attn", "-global_attention", "mlp"],
             "reinforced": ["-reinforced", "-scheduled_sampling", "0.25"]}
-steps, = json.loads(sys.argv[1])
-size = SimpleNamespace(seed=0, batch_size=16, src_len=60, tgt_len=16, src_vocab=3000, tgt_vocab=2000)
+steps, families, sizes = json.loads(sys.argv[1])
+size = SimpleNamespace(seed=0, src_vocab=3000, tgt_vocab=2000,
+                       **{k: sizes[k] for k in ("batch_size", "src_len", "tgt_len")})
 words = SPECIALS + [f"w{i}" for i in range(size.src_vocab - N_SPECIALS)]
 vocabs = Vocabs(Vocab(words), Vocab(words[:size.tgt_vocab]), shared=True)
 out = {}
-for family, args in FAMILIES.items():
+for family in families:
+    args = FAMILIES[family]
     parser = configargparse.ArgumentParser()
     opts.model_opts(parser)
     opts.train_opts(parser)
-    opt = opts.parse_with_given(parser, ["-data", "x", "-rnn_size", "128", "-word_vec_size", "64", "-brnn",
-                                         "-dropout", "0"] + args)
+    opt = opts.parse_with_given(parser, ["-data", "x", "-rnn_size", str(sizes["rnn_size"]), "-word_vec_size",
+                                         str(sizes["rnn_size"] // 2), "-brnn", "-dropout", "0"] + args)
     opts.update_model_opts(opt)
     opts.validate_model_opts(opt)
     torch.manual_seed(0)
@@ -79,10 +81,11 @@ print("RESULT " + json.dumps(out))
 '''
 
 
-def run_once(checkout, steps):
+def run_once(checkout, a):
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=os.path.abspath(checkout))
-    proc = subprocess.run([sys.executable, "-c", SNIPPET, json.dumps([steps])], cwd=checkout, env=env,
-                          capture_output=True, text=True)
+    sizes = {k: getattr(a, k) for k in ("batch_size", "src_len", "tgt_len", "rnn_size")}
+    proc = subprocess.run([sys.executable, "-c", SNIPPET, json.dumps([a.steps, a.families, sizes])], cwd=checkout,
+                          env=env, capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         raise SystemExit(f"{checkout}: the timing run failed:\n{proc.stderr[-2000:]}")
@@ -95,11 +98,16 @@ def main():
     p.add_argument("-b", default=".", help="checkout B")
     p.add_argument("-rounds", type=int, default=5)
     p.add_argument("-steps", type=int, default=20, help="timed training steps per family and round")
+    p.add_argument("-families", nargs="+", default=["rnn", "copy", "reinforced"], choices=["rnn", "copy", "reinforced"])
+    p.add_argument("-batch_size", type=int, default=16)
+    p.add_argument("-src_len", type=int, default=60)
+    p.add_argument("-tgt_len", type=int, default=16)
+    p.add_argument("-rnn_size", type=int, default=128, help="the embeddings get half")
     a = p.parse_args()
     times = {"A": [], "B": []}
     for r in range(a.rounds):
         for side in (("A", "B") if r % 2 == 0 else ("B", "A")):
-            times[side].append(run_once(a.a if side == "A" else a.b, a.steps))
+            times[side].append(run_once(a.a if side == "A" else a.b, a))
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
     print(f"A = {a.a}\nB = {a.b}\n{a.rounds} rounds, alternating; one thread per run")
     print(f"{'measure':<28}{'A s':>10}{'B s':>10}{'B/A median':>12}{'B/A range':>18}")

@@ -17,6 +17,7 @@ import torch
 
 import onmt.trainer as trainer_module
 from helpers.e2e import make_data, preprocess, train
+from onmt.hardware import native_bf16_cpu
 from onmt.inputters.dataset import ShardedDataset
 from onmt.inputters.vocab import Vocabs
 from onmt.losses import build_loss
@@ -58,6 +59,12 @@ def _gradients(ckpt, prefix, bf16):
 
 
 def test_see_et_al_under_bf16_autocast(prefix, tmp_path, monkeypatch):
+    if not native_bf16_cpu():
+        # seen on an AVX2 host (AMD EPYC): the encoder's nn.LSTM under CPU bfloat16 autocast fails in oneDNN
+        # ("could not create a primitive descriptor for the LSTM forward propagation primitive"; its verbose
+        # log: bf16 forward_training, "unsupported datatype"), with the code before and after issue 55 alike
+        pytest.skip("bf16 autocast training on a CPU without native bfloat16: oneDNN has no bf16 LSTM "
+                    "training primitive here (train.py's -amp runs float32 on such a CPU)")
     fp32 = train(prefix, tmp_path / "fp32", *SEE, "-seed", "2", "-log_file", tmp_path / "fp32.log")
     ppl32 = _ppl(tmp_path / "fp32.log")
     assert FP32_SPREAD[0] <= ppl32 <= FP32_SPREAD[1]

@@ -44,6 +44,9 @@ RUNS = {
     "server_bench": ["-n_lines", "4", "-clients", "1,2", "-src_min", "3", "-src_max", "5", "-src_vocab", "50",
                      "-tgt_vocab", "30", "-word_vec_size", "8", "-rnn_size", "8", "-beam_size", "2", "-length", "3",
                      "-rounds", "1", "-threads", "1"],
+    "step_files": ["-family", "rnn", "-what", "train"],
+    "ab_checkouts": ["-a", ROOT, "-b", ROOT, "-rounds", "1", "-steps", "1", "-families", "rnn", "-batch_size", "2",
+                     "-src_len", "5", "-tgt_len", "3", "-rnn_size", "8"],
     # runs upstream OpenNMT-py 3.5.1 (a venv of its own, installed on first use): its options here
     "compare_upstream": ["-h"],
 }
